@@ -1,0 +1,152 @@
+"""AKS request shapes from config: pool profiles, network, autoscaler, add-ons. Pure data.
+
+The dicts use the azure-native SDK's snake_case TypedDict keys, so components pass them as they
+are. Dict form on purpose: the `...Args` classes add defaults to the request (a network profile
+Args adds podCidr/serviceCidr/outboundType; notes/pulumi-python.md 2.3 item 8).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from config.models import AutoscalerProfile, ClusterConfig, PoolConfig, SystemPoolConfig
+from constants import ACI_ADDON
+
+CRITICAL_ADDONS_TAINT = "CriticalAddonsOnly=true:NoSchedule"
+SPOT_TAINT = "kubernetes.azure.com/scalesetpriority=spot:NoSchedule"
+SPOT_LABEL = ("kubernetes.azure.com/scalesetpriority", "spot")
+VIRTUAL_NODE_LABELS = {"type": "virtual-kubelet", "kubernetes.io/role": "agent"}
+VIRTUAL_NODE_TOLERATION = {"key": "virtual-kubelet.io/provider", "operator": "Exists"}
+ACI_SUBNET = "aci"
+NODE_SUBNET = "nodes"
+
+
+def system_pool_profile(pool: SystemPoolConfig, subnet_id: Any = None) -> dict[str, Any]:
+    """The inline System pool (the only inline profile: inline User pools break on updates)."""
+    profile: dict[str, Any] = {
+        "name": pool.name,
+        "mode": "System",
+        "vm_size": pool.vm_size,
+        "count": pool.count,
+        "os_type": "Linux",
+        "os_sku": pool.os_sku,
+        "type": "VirtualMachineScaleSets",
+    }
+    if pool.autoscaling:
+        profile |= {
+            "enable_auto_scaling": True,
+            "min_count": pool.min_count,
+            "max_count": pool.max_count,
+        }
+    if pool.only_critical_addons:
+        profile["node_taints"] = [CRITICAL_ADDONS_TAINT]
+    if pool.max_pods is not None:
+        profile["max_pods"] = pool.max_pods
+    if pool.zones:
+        profile["availability_zones"] = list(pool.zones)
+    if pool.os_disk_size_gb is not None:
+        profile["os_disk_size_gb"] = pool.os_disk_size_gb
+    if subnet_id is not None:
+        profile["vnet_subnet_id"] = subnet_id
+    return profile
+
+
+def user_pool_args(pool: PoolConfig, version: str) -> dict[str, Any]:
+    """AgentPool arguments of a user pool: always autoscaled between minCount and maxCount."""
+    args: dict[str, Any] = {
+        "agent_pool_name": pool.name,
+        "mode": "User",
+        "vm_size": pool.vm_size,
+        "os_type": "Linux",
+        "os_sku": pool.os_sku,
+        "type": "VirtualMachineScaleSets",
+        "orchestrator_version": version,
+        "enable_auto_scaling": True,
+        "min_count": pool.min_count,
+        "max_count": pool.max_count,
+        # AKS requires a count on create; the autoscaler owns it after (ignore_changes=["count"]).
+        "count": pool.initial_count,
+        "node_labels": dict(pool.labels),
+        "node_taints": list(pool.taints),
+    }
+    if pool.max_pods is not None:
+        args["max_pods"] = pool.max_pods
+    if pool.zones:
+        args["availability_zones"] = list(pool.zones)
+    if pool.os_disk_size_gb is not None:
+        args["os_disk_size_gb"] = pool.os_disk_size_gb
+    if pool.priority == "Spot":
+        args |= {
+            "scale_set_priority": "Spot",
+            "scale_set_eviction_policy": "Delete",
+            "spot_max_price": -1.0 if pool.spot_max_price is None else pool.spot_max_price,
+        }
+    return args
+
+
+def pool_node_labels(pool: PoolConfig) -> dict[str, str]:
+    """Labels every node of the pool carries: config labels plus what AKS stamps."""
+    labels = {"kubernetes.azure.com/agentpool": pool.name, **pool.labels}
+    if pool.priority == "Spot":
+        labels[SPOT_LABEL[0]] = SPOT_LABEL[1]
+    return labels
+
+
+def pool_node_taints(pool: PoolConfig) -> list[str]:
+    """Taints every node of the pool carries: config taints plus AKS's spot taint."""
+    return [*pool.taints, *([SPOT_TAINT] if pool.priority == "Spot" else [])]
+
+
+def network_profile(cluster: ClusterConfig) -> dict[str, Any]:
+    n = cluster.network
+    profile: dict[str, Any] = {
+        "network_plugin": "azure",
+        "service_cidr": str(n.service_cidr),
+        "dns_service_ip": str(n.dns_service_ip),
+        "outbound_type": n.outbound_type,
+        "load_balancer_sku": "standard",
+    }
+    if cluster.network_mode == "overlay":
+        profile |= {"network_plugin_mode": "overlay", "pod_cidr": str(n.pod_cidr)}
+    if n.network_policy != "none":
+        profile["network_policy"] = n.network_policy
+    return profile
+
+
+def autoscaler_profile(profile: AutoscalerProfile) -> dict[str, Any]:
+    """AKS wants strings for almost every autoscaler setting (`"true"`, `"0.5"`)."""
+    out: dict[str, Any] = {}
+    for field, value in profile.model_dump(exclude_none=True).items():
+        if isinstance(value, bool):
+            out[field] = "true" if value else "false"
+        elif field == "expander":
+            out[field] = value
+        else:
+            out[field] = str(value)
+    return out
+
+
+def addon_profiles(cluster: ClusterConfig) -> dict[str, Any]:
+    if not cluster.virtual_nodes.enabled:
+        return {}
+    return {ACI_ADDON: {"enabled": True, "config": {"SubnetName": ACI_SUBNET}}}
+
+
+def subnets(cluster: ClusterConfig) -> list[dict[str, Any]]:
+    """Subnets of the cluster VNet (node subnet mode only)."""
+    n = cluster.network
+    out: list[dict[str, Any]] = [{"name": NODE_SUBNET, "address_prefix": str(n.node_subnet_cidr)}]
+    if cluster.virtual_nodes.enabled:
+        out.append(
+            {
+                "name": ACI_SUBNET,
+                "address_prefix": str(n.aci_subnet_cidr),
+                "delegations": [
+                    {
+                        "name": "aci",
+                        "service_name": "Microsoft.ContainerInstance/containerGroups",
+                    }
+                ],
+            }
+        )
+    return out

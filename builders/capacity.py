@@ -1,0 +1,206 @@
+"""Node and pool capacity from AKS's published reservation rules; pure functions.
+
+Source: AKS "Node resource reservations" (learn.microsoft.com, node-resource-reservations, 2026-06),
+summarised in ../shared/notes/anchors.md Q3:
+- CPU kube-reserved by core count: 1->60m, 2->100m, 4->140m, 8->180m, 16->260m, 32->420m, 64->740m.
+  Between and beyond the published points we use the line through them (+20m a core from 2 to 4,
+  +10m a core above 4), which hits every published point exactly.
+- Memory on Kubernetes >= 1.29: kube-reserved = min(20 MiB x maxPods + 50 MiB, 25% of RAM), plus the
+  hard eviction threshold of 100 MiB. (The doc writes MB and computes with MiB; so do we.)
+- Default maxPods: Azure CNI Overlay 250, Azure CNI with a node subnet 30.
+The result is the most a pool can ever give pods: it ignores DaemonSets and OS overhead beyond the
+reservation, so quotas near it are still optimistic (README, "Capacity").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class VmShape:
+    """What one VM of a size has."""
+
+    vcpus: int
+    memory_mib: int
+    gpus: int = 0
+
+
+def _family(
+    template: str, sizes: Mapping[int, float], gpus: Mapping[int, int] | None = None
+) -> dict[str, VmShape]:
+    """Expand a family: template with `{n}` for the vCPU count, memory GiB per count."""
+    return {
+        template.format(n=n): VmShape(n, round(gib * 1024), (gpus or {}).get(n, 0))
+        for n, gib in sizes.items()
+    }
+
+
+_D4 = {2: 8, 4: 16, 8: 32, 16: 64, 32: 128, 48: 192, 64: 256, 96: 384}
+_E8 = {2: 16, 4: 32, 8: 64, 16: 128, 20: 160, 32: 256, 48: 384, 64: 512, 96: 672}
+_F2 = {2: 4, 4: 8, 8: 16, 16: 32, 32: 64, 48: 96, 64: 128}
+
+VM_SIZES: dict[str, VmShape] = {
+    # General purpose, 4 GiB a vCPU: D v5 (Intel, AMD), with and without local disk; D v3/v4.
+    **_family("Standard_D{n}s_v5", _D4),
+    **_family("Standard_D{n}ds_v5", _D4),
+    **_family("Standard_D{n}_v5", _D4),
+    **_family("Standard_D{n}d_v5", _D4),
+    **_family("Standard_D{n}as_v5", _D4),
+    **_family("Standard_D{n}ads_v5", _D4),
+    **_family("Standard_D{n}s_v4", {k: v for k, v in _D4.items() if k <= 64}),
+    **_family("Standard_D{n}ds_v4", {k: v for k, v in _D4.items() if k <= 64}),
+    **_family("Standard_D{n}s_v3", {k: v for k, v in _D4.items() if k <= 64}),
+    # Memory optimised, 8 GiB a vCPU (E96 v5 has 672 GiB).
+    **_family("Standard_E{n}s_v5", _E8),
+    **_family("Standard_E{n}ds_v5", _E8),
+    **_family("Standard_E{n}_v5", _E8),
+    **_family("Standard_E{n}as_v5", _E8),
+    **_family("Standard_E{n}ads_v5", _E8),
+    # Compute optimised, 2 GiB a vCPU. Azure has no F v5; Fsv2 and Fasv6/Falsv6 are current.
+    **_family("Standard_F{n}s_v2", {**_F2, 72: 144}),
+    **_family("Standard_F{n}als_v6", _F2),
+    **_family("Standard_F{n}as_v6", {n: g * 2 for n, g in _F2.items()}),
+    # GPU sizes that AKS users pick for batch and training.
+    "Standard_NC4as_T4_v3": VmShape(4, 28 * 1024, 1),
+    "Standard_NC8as_T4_v3": VmShape(8, 56 * 1024, 1),
+    "Standard_NC16as_T4_v3": VmShape(16, 110 * 1024, 1),
+    "Standard_NC64as_T4_v3": VmShape(64, 440 * 1024, 4),
+    "Standard_NC6s_v3": VmShape(6, 112 * 1024, 1),
+    "Standard_NC12s_v3": VmShape(12, 224 * 1024, 2),
+    "Standard_NC24s_v3": VmShape(24, 448 * 1024, 4),
+    "Standard_NC24ads_A100_v4": VmShape(24, 220 * 1024, 1),
+    "Standard_NC48ads_A100_v4": VmShape(48, 440 * 1024, 2),
+    "Standard_NC96ads_A100_v4": VmShape(96, 880 * 1024, 4),
+    "Standard_ND96asr_v4": VmShape(96, 900 * 1024, 8),
+    "Standard_ND96amsr_A100_v4": VmShape(96, 1900 * 1024, 8),
+    "Standard_NC40ads_H100_v5": VmShape(40, 320 * 1024, 1),
+    "Standard_NC80adis_H100_v5": VmShape(80, 640 * 1024, 2),
+    "Standard_ND96isr_H100_v5": VmShape(96, 1900 * 1024, 8),
+    "Standard_NV36ads_A10_v5": VmShape(36, 440 * 1024, 1),
+}
+
+_SIZE_SYNTAX = re.compile(r"^Standard_[A-Za-z0-9_]+$")
+EVICTION_MIB = 100
+DEFAULT_MAX_PODS = {"overlay": 250, "nodeSubnet": 30}
+
+
+@dataclass(frozen=True, slots=True)
+class NodeAllocatable:
+    """What pods may request on one node."""
+
+    cpu_millis: int
+    memory_mib: int
+    gpus: int
+
+
+@dataclass(frozen=True, slots=True)
+class PoolCapacity:
+    """A pool's node shape and the totals at its minimum (always on) and maximum node counts."""
+
+    vm_size: str
+    shape: VmShape
+    node: NodeAllocatable
+    min_nodes: int
+    max_nodes: int
+
+    @property
+    def max_cpu_millis(self) -> int:
+        return self.node.cpu_millis * self.max_nodes
+
+    @property
+    def max_memory_mib(self) -> int:
+        return self.node.memory_mib * self.max_nodes
+
+    @property
+    def max_gpus(self) -> int:
+        return self.node.gpus * self.max_nodes
+
+    def max_of(self, resource: str) -> int | None:
+        """Maximum allocatable of a Kubernetes resource name, in base units (m, Mi, count)."""
+        return {
+            "cpu": self.max_cpu_millis,
+            "memory": self.max_memory_mib,
+            "nvidia.com/gpu": self.max_gpus,
+        }.get(resource)
+
+
+def lookup_vm(size: str, custom: Mapping[str, VmShape] | None = None) -> VmShape | None:
+    """Shape of a VM size: custom declarations first, then the built-in table (case-insensitive)."""
+    table = {**VM_SIZES, **(custom or {})}
+    if size in table:
+        return table[size]
+    folded = {k.lower(): v for k, v in table.items()}
+    return folded.get(size.lower())
+
+
+def is_plausible_size(size: str) -> bool:
+    return bool(_SIZE_SYNTAX.match(size))
+
+
+def cpu_reserved_millis(vcpus: int) -> int:
+    """AKS kube-reserved CPU for a node with `vcpus` cores."""
+    if vcpus <= 1:
+        return 60
+    if vcpus <= 4:
+        return 100 + 20 * (vcpus - 2)
+    return 140 + 10 * (vcpus - 4)
+
+
+def memory_reserved_mib(memory_mib: int, max_pods: int) -> int:
+    """AKS (>= 1.29) kube-reserved memory plus the 100 MiB hard eviction threshold."""
+    return min(20 * max_pods + 50, memory_mib // 4) + EVICTION_MIB
+
+
+def node_allocatable(shape: VmShape, max_pods: int) -> NodeAllocatable:
+    return NodeAllocatable(
+        cpu_millis=shape.vcpus * 1000 - cpu_reserved_millis(shape.vcpus),
+        memory_mib=shape.memory_mib - memory_reserved_mib(shape.memory_mib, max_pods),
+        gpus=shape.gpus,
+    )
+
+
+def pool_capacity(
+    vm_size: str, shape: VmShape, max_pods: int, min_nodes: int, max_nodes: int
+) -> PoolCapacity:
+    return PoolCapacity(vm_size, shape, node_allocatable(shape, max_pods), min_nodes, max_nodes)
+
+
+_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([a-zA-Z]*)$")
+_SUFFIX = {
+    "": 1,
+    "k": 1000,
+    "M": 1000**2,
+    "G": 1000**3,
+    "T": 1000**4,
+    "Ki": 1024,
+    "Mi": 1024**2,
+    "Gi": 1024**3,
+    "Ti": 1024**4,
+}
+
+
+def parse_quantity(value: str | int | float, resource: str) -> int:
+    """A Kubernetes quantity in the base unit `max_of` uses: cpu -> millicores, memory -> MiB."""
+    text = str(value)
+    if resource == "cpu" and text.endswith("m"):
+        return int(float(text[:-1]))
+    match = _QUANTITY.match(text)
+    if not match or match.group(2) not in _SUFFIX:
+        raise ValueError(f"{text!r} is not a Kubernetes quantity (e.g. '8', '500m', '64Gi')")
+    amount = float(match.group(1)) * _SUFFIX[match.group(2)]
+    if resource == "cpu":
+        return round(amount * 1000)
+    if resource == "memory":
+        return int(amount // (1024**2))
+    return round(amount)
+
+
+def format_millis(millis: int) -> str:
+    return f"{millis / 1000:g}" if millis % 1000 == 0 else f"{millis}m"
+
+
+def format_mib(mib: int) -> str:
+    return f"{mib / 1024:.1f}Gi" if mib >= 1024 else f"{mib}Mi"

@@ -1,0 +1,1 @@
+"""Pulumi ComponentResources, one concern each. Importing a module here creates nothing."""

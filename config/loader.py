@@ -1,0 +1,135 @@
+"""Load the fleet config from a Pulumi run or straight from `Pulumi.<stack>.yaml` (offline)."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any, cast
+
+import yaml
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from config.errors import ConfigError, Issue, errors_of, key_path
+from config.models import FleetConfig
+from config.validate import validate
+from constants import CONFIG_KEY, PROJECT
+
+SECRET_PLACEHOLDER = "<secret>"
+FULL_KEY = f"{PROJECT}:{CONFIG_KEY}"
+
+
+def _known_keys(model: type[BaseModel]) -> list[str]:
+    return [f.alias or name for name, f in model.model_fields.items()]
+
+
+def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The model class that owns the mapping at `loc` (to suggest keys for a typo)."""
+    model: Any = FleetConfig
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
+        if field is None:
+            return None
+        annotation: Any = field.annotation
+        for candidate in (annotation, *getattr(annotation, "__args__", ())):
+            inner = getattr(candidate, "__args__", (candidate,))[-1]
+            if isinstance(inner, type) and issubclass(inner, BaseModel):
+                model = inner
+                break
+            if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+                model = candidate
+                break
+        else:
+            return None
+    return cast("type[BaseModel]", model)
+
+
+def _issue_from(error: ErrorDetails) -> Issue:
+    loc = tuple(error["loc"])
+    path = key_path(*loc)
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        owner = _model_at(loc[:-1])
+        known = _known_keys(owner) if owner else []
+        hint = difflib.get_close_matches(str(loc[-1]), known, n=1)
+        allowed = f"; did you mean {hint[0]!r}?" if hint else ""
+        if known:
+            allowed += f" Allowed keys: {', '.join(known)}"
+        return Issue(path, f"unknown key{allowed}")
+    if kind == "missing":
+        return Issue(path, "required")
+    message = error["msg"]
+    if kind == "value_error":
+        message = message.removeprefix("Value error, ")
+    elif kind == "literal_error":
+        message = f"{message} (got {error['input']!r})"
+    return Issue(path, message)
+
+
+def parse_fleet(raw: Any, *, source: str = "") -> tuple[FleetConfig, list[Issue]]:
+    """Validate raw config data; returns the model and its warnings, or raises ConfigError."""
+    if not isinstance(raw, dict):
+        raise ConfigError([Issue(FULL_KEY, "must be a mapping with at least `clusters`")], source)
+    try:
+        fleet = FleetConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError([_issue_from(e) for e in exc.errors()], source) from None
+    issues = validate(fleet)
+    if errors_of(issues):
+        raise ConfigError(issues, source)
+    return fleet, issues
+
+
+def _with_default_location(raw: object, location: object) -> object:
+    """Fall back to the provider's `azure-native:location`, as Azure resources would."""
+    if isinstance(location, str) and isinstance(raw, dict):
+        mapping = cast("dict[str, Any]", raw)
+        if "location" not in mapping:
+            return {**mapping, "location": location}
+    return raw
+
+
+def _opaque_secrets(value: Any) -> Any:
+    """Replace `{secure: ...}` with a placeholder: offline we never see secret values."""
+    if isinstance(value, dict):
+        mapping = cast("dict[str, Any]", value)
+        if set(mapping) == {"secure"}:
+            return SECRET_PLACEHOLDER
+        return {k: _opaque_secrets(v) for k, v in mapping.items()}
+    if isinstance(value, list):
+        return [_opaque_secrets(v) for v in cast("list[Any]", value)]
+    return value
+
+
+def stack_file(stack: str, root: Path | None = None) -> Path:
+    return (root or Path(__file__).resolve().parent.parent) / f"Pulumi.{stack}.yaml"
+
+
+def load_from_file(stack: str, root: Path | None = None) -> tuple[FleetConfig, list[Issue]]:
+    """Offline: read `Pulumi.<stack>.yaml` as the CLI would hand it to the program."""
+    path = stack_file(stack, root)
+    if not path.is_file():
+        raise ConfigError([Issue("", f"no stack file {path.name} in {path.parent}")])
+    try:
+        document: dict[str, Any] = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError([Issue("", f"{path.name} is not valid YAML: {exc}")]) from None
+    config: dict[str, Any] = document.get("config") or {}
+    if FULL_KEY not in config:
+        raise ConfigError([Issue(FULL_KEY, f"required in {path.name}")], path.name)
+    raw = _opaque_secrets(config[FULL_KEY])
+    raw = _with_default_location(raw, config.get("azure-native:location"))
+    return parse_fleet(raw, source=path.name)
+
+
+def load_from_pulumi() -> tuple[FleetConfig, list[Issue]]:
+    """Inside a Pulumi run: the same data through pulumi.Config."""
+    import pulumi  # noqa: PLC0415 - preflight loads config without importing the SDK
+
+    raw = pulumi.Config(PROJECT).get_object(CONFIG_KEY)
+    if raw is None:
+        raise ConfigError([Issue(FULL_KEY, "required: the stack config has no fleet")])
+    location = pulumi.Config("azure-native").get("location")
+    return parse_fleet(_with_default_location(raw, location), source=f"stack {pulumi.get_stack()}")

@@ -1,0 +1,266 @@
+"""Cross-field checks of a parsed fleet: each returns Issues with key paths; all run every time.
+
+A check here is something a platform engineer would otherwise learn from a failed `pulumi up`
+ten minutes in (AKS rejects it) or from a cluster that deploys but cannot work as configured.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+
+from builders.capacity import DEFAULT_MAX_PODS, VmShape, is_plausible_size, lookup_vm
+from config.errors import Issue, key_path
+from config.models import (
+    RESERVED_LABEL_PREFIXES,
+    ClusterConfig,
+    FleetConfig,
+    PoolConfig,
+    version_tuple,
+)
+from constants import MIN_KUBERNETES
+
+Check = Callable[[FleetConfig], Iterator[Issue]]
+
+
+def custom_shapes(fleet: FleetConfig) -> dict[str, VmShape]:
+    return {
+        name: VmShape(s.vcpus, round(s.memory_gib * 1024), s.gpus)
+        for name, s in fleet.vm_sizes.items()
+    }
+
+
+def _duplicates(names: list[str]) -> set[str]:
+    return {n for n, c in Counter(names).items() if c > 1}
+
+
+def check_location(fleet: FleetConfig) -> Iterator[Issue]:
+    if fleet.location is None and any(c.location is None for c in fleet.clusters):
+        yield Issue(
+            "location",
+            "required: set fleet.location or `azure-native:location` in the stack config "
+            "(or a location on every cluster)",
+        )
+
+
+def check_resource_group(fleet: FleetConfig) -> Iterator[Issue]:
+    name = fleet.resource_group
+    if name is not None and (
+        name.endswith(".") or not all(ch.isalnum() or ch in "-_.()" for ch in name)
+    ):
+        yield Issue(
+            "resourceGroup",
+            f"{name!r} is not allowed: 1-90 letters, digits, '-', '_', '.', '(' and ')', "
+            "not ending with '.'",
+        )
+
+
+def check_roles(fleet: FleetConfig) -> Iterator[Issue]:
+    managers = [i for i, c in enumerate(fleet.clusters) if c.role == "manager"]
+    for i in managers[1:]:
+        yield Issue(
+            key_path("clusters", i, "role"),
+            f"at most one manager per stack; clusters[{managers[0]}] is already the manager",
+        )
+    if not managers:
+        for i, c in enumerate(fleet.clusters):
+            if c.role == "worker":
+                yield Issue(
+                    key_path("clusters", i, "role"),
+                    f"worker {c.name!r} needs a cluster with role 'manager' in the same stack "
+                    "(or use role 'standalone')",
+                )
+    elif not fleet.workers:
+        i = managers[0]
+        yield Issue(
+            key_path("clusters", i, "role"),
+            "a manager with no workers dispatches nowhere; add a worker or use role 'standalone'",
+            "warning",
+        )
+
+
+def check_names(fleet: FleetConfig) -> Iterator[Issue]:
+    for name in _duplicates([c.name for c in fleet.clusters]):
+        for i, c in enumerate(fleet.clusters):
+            if c.name == name:
+                yield Issue(
+                    key_path("clusters", i, "name"), f"{name!r} is used by more than one cluster"
+                )
+    prefixes = [c.dns_prefix or c.name for c in fleet.clusters]
+    for i, c in enumerate(fleet.clusters):
+        prefix = prefixes[i]
+        if c.dns_prefix is None and (len(prefix) > 54 or "_" in prefix):
+            yield Issue(
+                key_path("clusters", i, "dnsPrefix"),
+                f"cluster name {c.name!r} cannot serve as DNS prefix (1-54 letters, digits and "
+                "'-'); set dnsPrefix",
+            )
+    for prefix in _duplicates([p.lower() for p in prefixes]):
+        for i, p in enumerate(prefixes):
+            if p.lower() == prefix:
+                yield Issue(key_path("clusters", i, "dnsPrefix"), f"DNS prefix {p!r} is not unique")
+
+
+def check_versions(fleet: FleetConfig) -> Iterator[Issue]:
+    lowest = ".".join(map(str, MIN_KUBERNETES))
+    if version_tuple(fleet.kubernetes_version) < MIN_KUBERNETES:
+        yield Issue("kubernetesVersion", f"must be >= {lowest} (Kueue's minimum)")
+    for i, c in enumerate(fleet.clusters):
+        if c.kubernetes_version and version_tuple(c.kubernetes_version) < MIN_KUBERNETES:
+            yield Issue(
+                key_path("clusters", i, "kubernetesVersion"),
+                f"must be >= {lowest} (Kueue's minimum)",
+            )
+
+
+def _check_vm(fleet: FleetConfig, path: str, size: str) -> Iterator[Issue]:
+    if not is_plausible_size(size):
+        yield Issue(path, f"{size!r} is not an Azure VM size name (e.g. 'Standard_D4s_v5')")
+    elif lookup_vm(size, custom_shapes(fleet)) is None:
+        yield Issue(
+            path,
+            f"unknown VM size {size!r}: capacity checks need its shape; declare it under "
+            f"vmSizes, e.g. `vmSizes: {{{size}: {{vcpus: 8, memoryGib: 32, gpus: 0}}}}`",
+        )
+
+
+def _check_pool_bounds(path: str, pool: PoolConfig, shape: VmShape | None) -> Iterator[Issue]:
+    if pool.min_count > pool.max_count:
+        yield Issue(f"{path}.minCount", f"must be <= maxCount ({pool.max_count})")
+    if pool.count is not None and not pool.min_count <= pool.count <= pool.max_count:
+        yield Issue(
+            f"{path}.count",
+            f"initial count {pool.count} must be within minCount..maxCount "
+            f"({pool.min_count}..{pool.max_count})",
+        )
+    if shape is not None and (shape.vcpus < 2 or shape.memory_mib < 2 * 1024):
+        yield Issue(f"{path}.vmSize", "AKS user pools need VM sizes with >= 2 vCPU and >= 2 GiB")
+    for key in pool.labels:
+        if key == "agentpool" or key.startswith(RESERVED_LABEL_PREFIXES):
+            yield Issue(
+                f"{path}.labels.{key}",
+                "reserved: AKS sets 'agentpool' and owns the prefixes "
+                + ", ".join(RESERVED_LABEL_PREFIXES),
+            )
+    taint_keys = Counter(
+        (t.partition("=")[0].partition(":")[0], t.rpartition(":")[2]) for t in pool.taints
+    )
+    for (key, effect), n in taint_keys.items():
+        if n > 1:
+            yield Issue(f"{path}.taints", f"taint {key}:{effect} appears {n} times")
+    if pool.priority == "Spot":
+        if (
+            pool.spot_max_price is not None
+            and pool.spot_max_price != -1
+            and pool.spot_max_price <= 0
+        ):
+            yield Issue(f"{path}.spotMaxPrice", "must be -1 (pay up to on-demand) or a price > 0")
+    elif pool.spot_max_price is not None:
+        yield Issue(f"{path}.spotMaxPrice", "only allowed with priority: Spot")
+
+
+def check_pools(fleet: FleetConfig) -> Iterator[Issue]:
+    shapes = custom_shapes(fleet)
+    for i, c in enumerate(fleet.clusters):
+        base = key_path("clusters", i)
+        sp = c.system_pool
+        yield from _check_vm(fleet, f"{base}.systemPool.vmSize", sp.vm_size)
+        shape = lookup_vm(sp.vm_size, shapes)
+        if shape is not None and (shape.vcpus < 2 or shape.memory_mib < 4 * 1024):
+            yield Issue(f"{base}.systemPool.vmSize", "AKS system pools need >= 2 vCPU and >= 4 GiB")
+        if sp.vm_size.lower().startswith("standard_b"):
+            yield Issue(
+                f"{base}.systemPool.vmSize", "B-series sizes are not supported for system pools"
+            )
+        if sp.autoscaling:
+            if sp.min_count is None or sp.max_count is None:
+                yield Issue(f"{base}.systemPool", "autoscaling needs minCount and maxCount")
+            elif not sp.min_count <= sp.count <= sp.max_count:
+                yield Issue(
+                    f"{base}.systemPool.count",
+                    f"must be within minCount..maxCount ({sp.min_count}..{sp.max_count})",
+                )
+        elif sp.min_count is not None or sp.max_count is not None:
+            yield Issue(f"{base}.systemPool", "minCount/maxCount need autoscaling: true")
+        names = [sp.name, *(p.name for p in c.pools)]
+        for dup in _duplicates(names):
+            for j, p in enumerate(c.pools):
+                if p.name == dup:
+                    yield Issue(
+                        f"{base}.pools[{j}].name",
+                        f"pool name {dup!r} is used twice in cluster {c.name!r}"
+                        + (" (the system pool has it)" if dup == sp.name else ""),
+                    )
+        for j, p in enumerate(c.pools):
+            path = f"{base}.pools[{j}]"
+            yield from _check_vm(fleet, f"{path}.vmSize", p.vm_size)
+            yield from _check_pool_bounds(path, p, lookup_vm(p.vm_size, shapes))
+
+
+def check_network(fleet: FleetConfig) -> Iterator[Issue]:
+    for i, c in enumerate(fleet.clusters):
+        base = key_path("clusters", i, "network")
+        n = c.network
+        if c.virtual_nodes.enabled and n.mode == "overlay":
+            yield Issue(
+                f"{base}.mode",
+                "virtual nodes need Azure CNI with a VNet node subnet: set mode: nodeSubnet "
+                "(or leave it unset); CNI Overlay does not support the ACI connector",
+            )
+        if (
+            n.dns_service_ip not in n.service_cidr
+            or n.dns_service_ip == n.service_cidr.network_address + 1
+        ):
+            yield Issue(
+                f"{base}.dnsServiceIp",
+                f"must be inside serviceCidr ({n.service_cidr}) and not its first address",
+            )
+        mode = c.network_mode
+        if mode == "overlay":
+            if n.pod_cidr.overlaps(n.service_cidr):
+                yield Issue(f"{base}.podCidr", f"overlaps serviceCidr ({n.service_cidr})")
+            continue
+        for key, subnet in (
+            ("nodeSubnetCidr", n.node_subnet_cidr),
+            ("aciSubnetCidr", n.aci_subnet_cidr),
+        ):
+            if key == "aciSubnetCidr" and not c.virtual_nodes.enabled:
+                continue
+            if not subnet.subnet_of(n.vnet_cidr):
+                yield Issue(f"{base}.{key}", f"{subnet} must lie inside vnetCidr ({n.vnet_cidr})")
+        if c.virtual_nodes.enabled and n.node_subnet_cidr.overlaps(n.aci_subnet_cidr):
+            yield Issue(f"{base}.aciSubnetCidr", f"overlaps nodeSubnetCidr ({n.node_subnet_cidr})")
+        if n.service_cidr.overlaps(n.vnet_cidr):
+            yield Issue(f"{base}.serviceCidr", f"overlaps vnetCidr ({n.vnet_cidr})")
+        max_pods = [p.max_pods or DEFAULT_MAX_PODS[mode] for p in (c.system_pool, *c.pools)]
+        nodes = c.system_pool.max_count or c.system_pool.count
+        nodes += sum(p.max_count for p in c.pools)
+        need = nodes * (1 + max(max_pods))
+        if need > n.node_subnet_cidr.num_addresses - 5:
+            yield Issue(
+                f"{base}.nodeSubnetCidr",
+                f"{n.node_subnet_cidr} has {n.node_subnet_cidr.num_addresses - 5} usable "
+                "addresses; "
+                f"{nodes} nodes at maxCount with up to {max(max_pods)} pods each need {need} "
+                "(Azure CNI gives every pod a subnet IP)",
+            )
+
+
+CHECKS: tuple[Check, ...] = (
+    check_location,
+    check_resource_group,
+    check_roles,
+    check_names,
+    check_versions,
+    check_pools,
+    check_network,
+)
+
+
+def validate(fleet: FleetConfig, checks: tuple[Check, ...] = CHECKS) -> list[Issue]:
+    """Run every check; errors and warnings, in config order."""
+    return [issue for check in checks for issue in check(fleet)]
+
+
+def cluster_index(fleet: FleetConfig, cluster: ClusterConfig) -> int:
+    return fleet.clusters.index(cluster)

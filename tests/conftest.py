@@ -1,0 +1,241 @@
+"""Shared fixtures: a strict Pulumi mocks harness (one per test) and stack config loading.
+
+Pitfalls this guards against (measured, ../shared/notes/pulumi-python.md 2.3): module-level
+set_mocks leaking across files, duplicate URNs passing silently, asyncio noise printed after
+pytest's summary, unmocked invokes answering None.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import gc
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.protobuf import json_format
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("PULUMI_ERROR_OUTPUT_STRING", "1")  # str(Output) raises instead of lying
+for var in [v for v in os.environ if v.startswith("PULUMI_K8S_") or v == "KUBECONFIG"]:
+    del os.environ[var]  # the k8s SDK reads these as defaults for Provider inputs
+
+import pulumi  # noqa: E402
+from pulumi.runtime import mocks as pulumi_mocks  # noqa: E402
+from pulumi.runtime.settings import SETTINGS  # noqa: E402
+
+from constants import PROJECT  # noqa: E402
+
+FAKE_KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters:
+- name: {name}
+  cluster:
+    server: https://{name}.hcp.westeurope.azmk8s.io:443
+    certificate-authority-data: Q0EK
+contexts:
+- name: {name}
+  context: {{cluster: {name}, user: clusterUser}}
+current-context: {name}
+users:
+- name: clusterUser
+  user: {{client-certificate-data: Q0VSVAo=, client-key-data: S0VZCg==, token: fake}}
+"""
+
+
+@dataclass
+class Registered:
+    """One resource registration as the engine would see it."""
+
+    type: str
+    name: str
+    urn: str
+    inputs: dict[str, Any]
+    parent: str
+    provider: str
+    dependencies: list[str]
+    ignore_changes: list[str]
+    additional_secret_outputs: list[str]
+    custom: bool
+
+
+class RecordingMocks(pulumi.runtime.Mocks):
+    """Returns inputs as outputs, plus what Azure would compute; fails loudly on unknown invokes."""
+
+    def __init__(self) -> None:
+        self.calls: list[pulumi.runtime.MockCallArgs] = []
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        out = dict(args.inputs)
+        if args.typ.startswith("azure-native:"):
+            # Provider-side auto-naming and computed outputs do not exist in mocks.
+            out.setdefault("name", args.inputs.get("resourceName", args.name))
+            out.setdefault("id", f"/subscriptions/sub/resourceGroups/rg/providers/x/{args.name}")
+        if args.typ == "azure-native:containerservice:ManagedCluster":
+            name = out["name"]
+            out["fqdn"] = f"{name}-abc123.hcp.westeurope.azmk8s.io"
+            out["identity"] = {"type": "SystemAssigned", "principalId": f"{name}-principal"}
+            out["oidcIssuerProfile"] = {"enabled": True, "issuerURL": f"https://oidc/{name}/"}
+            addons = out.get("addonProfiles") or {}
+            for addon in addons.values():
+                addon["identity"] = {"objectId": f"{name}-aci-identity"}
+        return f"{args.name}_id", out
+
+    def call(
+        self, args: pulumi.runtime.MockCallArgs
+    ) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+        self.calls.append(args)
+        answer = INVOKES.get(args.token)
+        if answer is None:
+            raise NotImplementedError(f"unmocked invoke {args.token}")
+        return answer(args.args), []
+
+
+def _user_credentials(args: dict[str, Any]) -> dict[str, Any]:
+    doc = FAKE_KUBECONFIG.format(name=args["resourceName"])
+    value = base64.b64encode(doc.encode()).decode()
+    return {"kubeconfigs": [{"name": "clusterUser", "value": value}]}
+
+
+INVOKES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "azure-native:containerservice:listManagedClusterUserCredentials": _user_credentials,
+    "azure-native:authorization:getClientConfig": lambda _: {
+        "subscriptionId": "00000000-0000-0000-0000-000000000000",
+        "tenantId": "t",
+        "clientId": "c",
+        "objectId": "o",
+    },
+}
+
+
+class StrictMonitor(pulumi_mocks.MockMonitor):
+    """Records raw registration requests and rejects duplicate URNs, as the engine does."""
+
+    def __init__(self, mocks: RecordingMocks) -> None:
+        super().__init__(mocks)
+        self.registered: dict[str, Registered] = {}
+
+    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
+        urn = self.make_urn(request.parent, request.type, request.name)
+        if request.type != "pulumi:pulumi:Stack":
+            if urn in self.registered:
+                raise ValueError(f"Duplicate resource URN '{urn}'; try giving it a unique name")
+            inputs = json_format.MessageToDict(request.object) if request.object else {}
+            self.registered[urn] = Registered(
+                type=request.type,
+                name=request.name,
+                urn=urn,
+                inputs=inputs,
+                parent=request.parent,
+                provider=request.provider,
+                dependencies=list(request.dependencies),
+                ignore_changes=list(request.ignoreChanges),
+                additional_secret_outputs=list(request.additionalSecretOutputs),
+                custom=request.custom,
+            )
+        return super().RegisterResource(request)
+
+
+@dataclass
+class Graph:
+    """What a test's program registered, with small queries over it."""
+
+    monitor: StrictMonitor
+    mocks: RecordingMocks
+    stack_urn: str = ""
+    _by_urn: dict[str, Registered] = field(default_factory=dict[str, Registered])
+
+    @property
+    def resources(self) -> list[Registered]:
+        return list(self.monitor.registered.values())
+
+    def of_type(self, type_: str) -> list[Registered]:
+        return [r for r in self.resources if r.type == type_]
+
+    def one(self, type_: str, name: str) -> Registered:
+        found = [r for r in self.of_type(type_) if r.name == name]
+        assert len(found) == 1, f"expected one {type_} named {name}, found {len(found)}"
+        return found[0]
+
+    def by_urn(self, urn: str) -> Registered:
+        return self.monitor.registered[urn]
+
+    def provider_urn(self, r: Registered) -> str:
+        """The URN part of a resource's provider reference (`urn::id`)."""
+        return r.provider.rsplit("::", 1)[0] if r.provider else ""
+
+    def ancestors(self, r: Registered) -> list[Registered]:
+        out: list[Registered] = []
+        parent = r.parent
+        while parent in self.monitor.registered:
+            out.append(self.monitor.registered[parent])
+            parent = self.monitor.registered[parent].parent
+        return out
+
+
+def _quiet(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    message = str(context.get("message", ""))
+    if "was never retrieved" in message or "Task was destroyed" in message:
+        return
+    loop.default_exception_handler(context)
+
+
+@pytest.fixture
+def graph() -> Iterator[Graph]:
+    """A fresh mocks engine per test; tests run their program inside `graph_run`."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    loop.set_exception_handler(_quiet)
+    mocks = RecordingMocks()
+    monitor = StrictMonitor(mocks)
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack="test", preview=False, monitor=monitor)
+    yield Graph(monitor=monitor, mocks=mocks)
+    pulumi.runtime.config.set_all_config({}, [])
+    settings: Any = SETTINGS  # attributes are set dynamically; not in its type
+    settings.rpc_manager.clear()
+    settings.outputs.clear()
+    gc.collect()
+    asyncio.set_event_loop(None)
+    loop.close()
+
+
+def run_program(fn: Callable[[], Any]) -> Any:
+    """Run `fn` under the mocks and wait for every registration, invoke and apply it started."""
+    result: dict[str, Any] = {}
+
+    @pulumi.runtime.test
+    def _run() -> Any:
+        value = fn()
+        result["value"] = value
+        return pulumi.Output.from_input(None)
+
+    _run()
+    return result.get("value")
+
+
+def resolve(output: Any) -> Any:
+    """The value of an Output (after run_program), with its secretness: (value, is_secret)."""
+    box: dict[str, Any] = {}
+
+    @pulumi.runtime.test
+    def _get() -> Any:
+        return pulumi.Output.all(output, pulumi.Output.from_input(output).is_secret()).apply(
+            lambda v: box.update(value=v[0], secret=v[1])
+        )
+
+    _get()
+    return box["value"], box["secret"]
+
+
+def set_stack_config(raw: dict[str, Any], location: str | None = "westeurope") -> None:
+    values = {f"{PROJECT}:fleet": json.dumps(raw)}
+    if location:
+        values["azure-native:location"] = location
+    pulumi.runtime.config.set_all_config(values, [])

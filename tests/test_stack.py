@@ -1,0 +1,39 @@
+"""The whole program (__main__.py) under mocks with the committed stack files."""
+
+from __future__ import annotations
+
+import runpy
+from typing import Any
+
+import pulumi
+import pytest
+import yaml
+
+from tests.conftest import ROOT, Graph, run_program, set_stack_config
+
+
+def stack_raw(stack: str) -> dict[str, Any]:
+    doc = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())
+    return doc["config"]["aks-batch-fleet:fleet"]
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_main_registers_the_fleet(graph: Graph, stack: str) -> None:
+    raw = stack_raw(stack)
+    set_stack_config(raw)
+    run_program(lambda: runpy.run_path(str(ROOT / "__main__.py")))
+    clusters = graph.of_type("azure-native:containerservice:ManagedCluster")
+    assert sorted(c.inputs["resourceName"] for c in clusters) == sorted(
+        c["name"] for c in raw["clusters"]
+    )
+    pools = graph.of_type("azure-native:containerservice:AgentPool")
+    assert len(pools) == sum(len(c.get("pools", [])) for c in raw["clusters"])
+
+
+def test_invalid_config_registers_nothing(graph: Graph) -> None:
+    raw = stack_raw("dev")
+    raw["clusters"][1]["pools"][0]["minCount"] = 9
+    set_stack_config(raw)
+    with pytest.raises(pulumi.RunError, match=r"clusters\[1\]\.pools\[0\]\.minCount"):
+        run_program(lambda: runpy.run_path(str(ROOT / "__main__.py")))
+    assert graph.resources == []
