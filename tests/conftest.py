@@ -14,6 +14,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,16 @@ class Registered:
     custom: bool
 
 
+# The input that carries a resource's Azure name (the provider auto-names it when absent).
+AZURE_NAME_INPUT = {
+    "azure-native:resources:ResourceGroup": "resourceGroupName",
+    "azure-native:network:VirtualNetwork": "virtualNetworkName",
+    "azure-native:network:Subnet": "subnetName",
+    "azure-native:network:PublicIPAddress": "publicIpAddressName",
+    "azure-native:containerservice:AgentPool": "agentPoolName",
+}
+
+
 class RecordingMocks(pulumi.runtime.Mocks):
     """Returns inputs as outputs, plus what Azure would compute; fails loudly on unknown invokes."""
 
@@ -76,7 +87,8 @@ class RecordingMocks(pulumi.runtime.Mocks):
         out = dict(args.inputs)
         if args.typ.startswith("azure-native:"):
             # Provider-side auto-naming and computed outputs do not exist in mocks.
-            out.setdefault("name", args.inputs.get("resourceName", args.name))
+            name_input = AZURE_NAME_INPUT.get(args.typ, "resourceName")
+            out.setdefault("name", args.inputs.get(name_input, args.name))
             out.setdefault("id", f"/subscriptions/sub/resourceGroups/rg/providers/x/{args.name}")
         if args.typ == "azure-native:containerservice:ManagedCluster":
             name = out["name"]
@@ -187,23 +199,63 @@ def _quiet(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
     loop.default_exception_handler(context)
 
 
-@pytest.fixture
-def graph() -> Iterator[Graph]:
-    """A fresh mocks engine per test; tests run their program inside `graph_run`."""
+@contextmanager
+def mocked_engine(stack: str = "test") -> Iterator[Graph]:
+    """A fresh mocks engine: set up, yield, and tear everything down (even on failure)."""
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     loop.set_exception_handler(_quiet)
     mocks = RecordingMocks()
     monitor = StrictMonitor(mocks)
-    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack="test", preview=False, monitor=monitor)
-    yield Graph(monitor=monitor, mocks=mocks)
-    pulumi.runtime.config.set_all_config({}, [])
-    settings: Any = SETTINGS  # attributes are set dynamically; not in its type
-    settings.rpc_manager.clear()
-    settings.outputs.clear()
-    gc.collect()
-    asyncio.set_event_loop(None)
-    loop.close()
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
+    try:
+        yield Graph(monitor=monitor, mocks=mocks)
+    finally:
+        pulumi.runtime.config.set_all_config({}, [])
+        settings: Any = SETTINGS  # attributes are set dynamically; not in its type
+        settings.rpc_manager.clear()
+        settings.outputs.clear()
+        gc.collect()
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
+@pytest.fixture
+def graph() -> Iterator[Graph]:
+    """A fresh mocks engine per test; the test runs its program with `run_program`."""
+    with mocked_engine() as g:
+        yield g
+
+
+@dataclass
+class BuiltStack:
+    """A committed stack's Fleet, built once under mocks: its graph and resolved outputs."""
+
+    graph: Graph
+    outputs: dict[str, tuple[Any, bool]]
+
+
+_BUILT: dict[str, BuiltStack] = {}
+
+
+def built_stack(stack: str) -> BuiltStack:
+    """Build `Pulumi.<stack>.yaml`'s Fleet once per session (evaluation is the slow part).
+
+    Tests only read the recorded registrations, so sharing them cannot leak engine state.
+    """
+    if stack not in _BUILT:
+        from components.fleet import Fleet, FleetArgs  # noqa: PLC0415 - after sys.path setup
+        from config import load_from_file  # noqa: PLC0415
+
+        fleet_config, _ = load_from_file(stack)
+        with mocked_engine(stack) as g:
+            fleet = run_program(lambda: Fleet("fleet", FleetArgs(config=fleet_config, stack=stack)))
+            outputs = {
+                "kubeconfigs": resolve(fleet.kubeconfigs),
+                **{f"kubeconfig:{n}": resolve(c.kubeconfig) for n, c in fleet.clusters.items()},
+            }
+        _BUILT[stack] = BuiltStack(graph=g, outputs=outputs)
+    return _BUILT[stack]
 
 
 def run_program(fn: Callable[[], Any]) -> Any:
