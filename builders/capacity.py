@@ -199,7 +199,8 @@ def parse_quantity(value: str | int | float, resource: str) -> int:
 
 
 def format_millis(millis: int) -> str:
-    return f"{millis / 1000:g}" if millis % 1000 == 0 else f"{millis}m"
+    """Millicores as cores for people: 19300 -> '19.3'."""
+    return f"{millis / 1000:g}"
 
 
 def format_mib(mib: int) -> str:

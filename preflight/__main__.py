@@ -1,0 +1,125 @@
+"""`python -m preflight <stack> [--json] [--render DIR]` and `python -m preflight placement ...`.
+
+Exit status: 0 valid, 1 invalid config (every error printed with its key path), 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from config import ConfigError, load_from_file
+from preflight.plan import build_plan
+from preflight.render import write_render
+from preflight.sources import collect, extra_sections
+
+
+def _stack_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m preflight",
+        description="Validate Pulumi.<stack>.yaml offline, print the plan, render manifests.",
+        epilog="What-if placement without a stack: python -m preflight placement --help",
+    )
+    parser.add_argument("stack", help="stack name: reads Pulumi.<stack>.yaml")
+    parser.add_argument("--json", action="store_true", help="print the plan as JSON")
+    parser.add_argument("--render", type=Path, metavar="DIR", help="write manifests to DIR")
+    return parser
+
+
+def _print_tables(plan: dict[str, Any], console: Console) -> None:
+    console.print(
+        f"[bold]stack[/] {plan['stack']}  [bold]resource group[/] {plan['resourceGroup'] or '-'}"
+        f"  [bold]location[/] {plan['location']}"
+    )
+    clusters = Table(title="Clusters", title_justify="left")
+    for column in ("cluster", "role", "k8s", "tier", "network", "virtual nodes"):
+        clusters.add_column(column)
+    for c in plan["clusters"]:
+        clusters.add_row(
+            c["name"],
+            c["role"],
+            c["kubernetesVersion"],
+            c["skuTier"],
+            c["network"],
+            "yes" if c["virtualNodes"] else "no",
+        )
+    console.print(clusters)
+    pools = Table(title="Node pools (max allocatable = per-node allocatable x maxNodes)")
+    for column in ("cluster", "pool", "mode", "vm size", "nodes", "node alloc", "max alloc"):
+        pools.add_column(column, justify="right" if column == "nodes" else "left")
+    for c in plan["clusters"]:
+        for p in c["pools"]:
+            node, most = p["nodeAllocatable"], p["maxAllocatable"]
+            gpus = f", {most['nvidia.com/gpu']} GPU" if most["nvidia.com/gpu"] else ""
+            pools.add_row(
+                c["name"],
+                p["pool"],
+                p["mode"],
+                p["vmSize"],
+                f"{p['minNodes']}..{p['maxNodes']}",
+                f"{node['cpu']} CPU, {node['memory']}",
+                f"{most['cpu']} CPU, {most['memory']}{gpus}",
+            )
+    console.print(pools)
+    idle = plan["idle"]
+    paid = ", ".join(idle["controlPlanes"]) or "none"
+    console.print(
+        f"[bold]Idle cost drivers[/]: {idle['nodes']} nodes ({idle['vcpus']} vCPU) stay up at "
+        f"zero load; paid control-plane tiers: {paid}"
+    )
+    for section in plan.get("sections", []):
+        table = Table(title=section["title"], title_justify="left")
+        for column in section["columns"]:
+            table.add_column(column)
+        for row in section["rows"]:
+            table.add_row(*(str(v) for v in row))
+        console.print(table)
+    for w in plan["warnings"]:
+        console.print(f"[yellow]warning[/] {w['path']}: {w['message']}")
+
+
+def run_stack(argv: list[str], console: Console) -> int:
+    args = _stack_parser().parse_args(argv)
+    try:
+        fleet, warnings = load_from_file(args.stack)
+    except ConfigError as err:
+        if args.json:
+            errors = [{"path": i.path, "message": i.message} for i in err.errors]
+            print(json.dumps({"valid": False, "errors": errors}, indent=2))
+        else:
+            Console(stderr=True).print(err.render(), style="red", highlight=False, markup=False)
+        return 1
+    sections, more_warnings = extra_sections(fleet)
+    plan = build_plan(args.stack, fleet, [*warnings, *more_warnings])
+    plan["sections"] = sections
+    if args.render:
+        manifests, releases = collect(fleet)
+        written = write_render(args.render, manifests, releases)
+        plan["rendered"] = [str(p) for p in written]
+    if args.json:
+        print(json.dumps({"valid": True, **plan}, indent=2))
+    else:
+        _print_tables(plan, console)
+        if args.render:
+            console.print(f"rendered {len(plan['rendered'])} files into {args.render}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    console = Console(soft_wrap=False, width=140)
+    if argv and argv[0] == "placement":
+        from preflight.whatif import run_placement  # noqa: PLC0415 - only this subcommand
+
+        return run_placement(argv[1:], console)
+    return run_stack(argv, console)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""The offline plan of a stack: plain data (JSON-ready) computed from the validated config."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from builders.capacity import (
+    DEFAULT_MAX_PODS,
+    format_mib,
+    format_millis,
+    lookup_vm,
+    pool_capacity,
+)
+from config.errors import Issue
+from config.models import ClusterConfig, FleetConfig
+from config.validate import custom_shapes
+
+
+def _pool_rows(fleet: FleetConfig, cluster: ClusterConfig) -> list[dict[str, Any]]:
+    shapes = custom_shapes(fleet)
+    mode = cluster.network_mode
+    rows: list[dict[str, Any]] = []
+    sp = cluster.system_pool
+    pools: list[tuple[str, str, str, int, int, int | None]] = [
+        (
+            sp.name,
+            "System",
+            sp.vm_size,
+            sp.min_count or sp.count if sp.autoscaling else sp.count,
+            sp.max_count or sp.count if sp.autoscaling else sp.count,
+            sp.max_pods,
+        ),
+        *((p.name, "User", p.vm_size, p.min_count, p.max_count, p.max_pods) for p in cluster.pools),
+    ]
+    for name, mode_name, size, low, high, max_pods in pools:
+        shape = lookup_vm(size, shapes)
+        if shape is None:  # validation already reported it
+            continue
+        pods = max_pods or DEFAULT_MAX_PODS[mode]
+        cap = pool_capacity(size, shape, pods, low, high)
+        rows.append(
+            {
+                "pool": name,
+                "mode": mode_name,
+                "vmSize": size,
+                "vcpus": shape.vcpus,
+                "memoryMiB": shape.memory_mib,
+                "gpus": shape.gpus,
+                "minNodes": low,
+                "maxNodes": high,
+                "maxPods": pods,
+                "nodeAllocatable": {
+                    "cpu": format_millis(cap.node.cpu_millis),
+                    "memory": format_mib(cap.node.memory_mib),
+                },
+                "maxAllocatable": {
+                    "cpu": format_millis(cap.max_cpu_millis),
+                    "memory": format_mib(cap.max_memory_mib),
+                    "nvidia.com/gpu": cap.max_gpus,
+                },
+                "idleVcpus": low * shape.vcpus,
+            }
+        )
+    return rows
+
+
+def build_plan(stack: str, fleet: FleetConfig, warnings: list[Issue]) -> dict[str, Any]:
+    """Everything preflight prints, as data; `--json` prints exactly this."""
+    clusters: list[dict[str, Any]] = []
+    idle_nodes = 0
+    idle_vcpus = 0
+    for cluster in fleet.clusters:
+        pools = _pool_rows(fleet, cluster)
+        idle_nodes += sum(p["minNodes"] for p in pools)
+        idle_vcpus += sum(p["idleVcpus"] for p in pools)
+        clusters.append(
+            {
+                "name": cluster.name,
+                "role": cluster.role,
+                "location": cluster.location or fleet.location,
+                "kubernetesVersion": fleet.version_of(cluster),
+                "skuTier": cluster.sku_tier,
+                "network": cluster.network_mode,
+                "virtualNodes": cluster.virtual_nodes.enabled,
+                "pools": pools,
+            }
+        )
+    return {
+        "stack": stack,
+        "resourceGroup": fleet.resource_group,
+        "location": fleet.location,
+        "clusters": clusters,
+        "idle": {
+            "nodes": idle_nodes,
+            "vcpus": idle_vcpus,
+            "controlPlanes": [c.name for c in fleet.clusters if c.sku_tier != "Free"],
+            "note": "nodes that stay up at zero load (system pools, user pools' minCount) "
+            "and paid control-plane tiers",
+        },
+        "warnings": [{"path": w.path, "message": w.message} for w in warnings],
+    }

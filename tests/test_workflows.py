@@ -1,0 +1,77 @@
+"""GitHub workflows: valid (actionlint), actions pinned by commit, deploys never cancelled."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+TOOLS = Path(os.environ.get("AKS_BATCH_FLEET_TOOLS", Path.home() / ".cache/aks-batch-fleet/bin"))
+
+
+def load(name: str) -> dict[Any, Any]:
+    return yaml.safe_load((ROOT / ".github" / "workflows" / name).read_text())
+
+
+def steps(workflow: dict[Any, Any]) -> list[dict[str, Any]]:
+    return [s for job in workflow["jobs"].values() for s in job.get("steps", [])]
+
+
+def test_actionlint_passes() -> None:
+    binary = TOOLS / "actionlint" if (TOOLS / "actionlint").exists() else shutil.which("actionlint")
+    if binary is None:
+        message = "actionlint not installed: run scripts/bootstrap"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    result = subprocess.run(
+        [str(binary), "-color=false", *map(str, WORKFLOWS)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_action_is_pinned_to_a_commit() -> None:
+    for path in WORKFLOWS:
+        for step in steps(yaml.safe_load(path.read_text())):
+            uses = step.get("uses")
+            if uses and not uses.startswith("./"):
+                assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", uses), f"{path.name}: {uses}"
+
+
+def test_up_is_never_cancelled_and_runs_per_environment() -> None:
+    up = load("up.yml")["jobs"]["up"]
+    assert up["concurrency"]["cancel-in-progress"] is False
+    assert up["environment"] == "${{ inputs.stack }}"
+    deploy = load("deploy.yml")
+    assert deploy["jobs"]["prod"]["needs"] == "dev"
+    assert "concurrency" not in deploy or deploy["concurrency"].get("cancel-in-progress") is False
+
+
+def test_preview_comments_on_pull_requests_for_every_stack() -> None:
+    preview = load("preview.yml")
+    job = preview["jobs"]["preview"]
+    stacks = sorted(p.name.split(".")[1] for p in ROOT.glob("Pulumi.*.yaml"))
+    assert sorted(job["strategy"]["matrix"]["stack"]) == stacks
+    pulumi_step = next(s for s in job["steps"] if "pulumi/actions" in s.get("uses", ""))
+    assert pulumi_step["with"]["command"] == "preview"
+    assert pulumi_step["with"]["comment-on-pr"] is True
+
+
+def test_cli_version_matches_the_locked_sdk() -> None:
+    for name in ("preview.yml", "up.yml"):
+        for step in steps(load(name)):
+            if "pulumi/actions" in step.get("uses", ""):
+                assert step["with"]["pulumi-version"] == version("pulumi")
