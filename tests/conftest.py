@@ -34,6 +34,9 @@ from pulumi.runtime.settings import SETTINGS  # noqa: E402
 
 from constants import PROJECT  # noqa: E402
 
+# Lists, at the end of the run, every CEL rule the CRD schema checks could not evaluate.
+pytest_plugins = ["tests.conftest_crd"]
+
 FAKE_KUBECONFIG = """apiVersion: v1
 kind: Config
 clusters:
