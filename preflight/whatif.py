@@ -1,10 +1,78 @@
-"""`python -m preflight placement`: where replicas land, without a stack."""
+"""`python -m preflight placement`: where replicas land, without a stack.
+
+Weights alone give replicas per member (Karmada static weights), subsets alone the split of one
+UnitedDeployment (Kruise), both together replicas per member and subset.
+"""
 
 from __future__ import annotations
 
+import argparse
+import json
+from typing import Any
+
 from rich.console import Console
+from rich.table import Table
+
+from builders.placement import PlacementPlan, parse_subsets, parse_weights, plan_placement
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m preflight placement",
+        description="Where the replicas of a UnitedDeployment land (Karmada static weights, "
+        "then Kruise subsets in each member).",
+    )
+    parser.add_argument("--replicas", type=int, required=True, help="spec.replicas")
+    parser.add_argument("--weights", help="member=weight,... e.g. idc1=1,test-ucs=2")
+    parser.add_argument("--subsets", help="name=N|N%%,... the last may omit its value (the rest)")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    return parser
+
+
+def plan_as_data(plan: PlacementPlan) -> dict[str, Any]:
+    data: dict[str, Any] = {"replicas": plan.replicas}
+    if plan.members:
+        data["members"] = dict(plan.members)
+    if plan.subsets:
+        data["subsets"] = dict(plan.subsets)
+    if plan.member_subsets:
+        data["memberSubsets"] = {m: dict(s) for m, s in plan.member_subsets.items()}
+    return data
+
+
+def placement_table(plan: PlacementPlan, title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    subset_names = list(plan.subsets)
+    table.add_column("member")
+    table.add_column("replicas", justify="right")
+    for name in subset_names:
+        table.add_column(name, justify="right")
+    if plan.member_subsets:
+        for member, split in plan.member_subsets.items():
+            row = [member, str(plan.members[member])]
+            table.add_row(*row, *(str(split.get(n, 0)) for n in subset_names))
+    elif plan.members:
+        for member, count in plan.members.items():
+            table.add_row(member, str(count))
+    if plan.subsets:
+        table.add_row("total", str(plan.replicas), *(str(plan.subsets[n]) for n in subset_names))
+    return table
 
 
 def run_placement(argv: list[str], console: Console) -> int:
-    console.print("placement what-if is not wired yet")
-    return 2
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.weights is None and args.subsets is None:
+        parser.error("give --weights, --subsets or both")
+    try:
+        weights = parse_weights(args.weights) if args.weights is not None else None
+        subsets = parse_subsets(args.subsets) if args.subsets is not None else None
+        plan = plan_placement(args.replicas, weights, subsets)
+    except ValueError as err:
+        Console(stderr=True).print(f"placement: {err}", style="red", markup=False)
+        return 2
+    if args.json:
+        print(json.dumps(plan_as_data(plan), indent=2))
+    else:
+        console.print(placement_table(plan, f"{args.replicas} replicas"))
+    return 0

@@ -34,8 +34,9 @@ def test_plan_lists_clusters_and_pool_capacity(dev_plan: dict[str, object]) -> N
     clusters = {c["name"]: c for c in dev_plan["clusters"]}  # type: ignore[union-attr]
     assert set(clusters) == {"manager", "worker-1", "worker-2"}
     batch = next(p for p in clusters["worker-2"]["pools"] if p["pool"] == "batch")
-    # D4s_v5 (4 vCPU, 16 GiB), overlay maxPods 250: 3860m and 16384-4096-100 MiB a node, x5.
-    assert batch["nodeAllocatable"] == {"cpu": "3.86", "memory": "11.9Gi"}
+    # D4s_v5 (4 vCPU, 16 GiB) on a node subnet (maxPods 30): 3860m and 16384-650-100 MiB, x5.
+    assert batch["maxPods"] == 30
+    assert batch["nodeAllocatable"] == {"cpu": "3.86", "memory": "15.3Gi"}
     assert batch["maxAllocatable"]["cpu"] == "19.3"
     assert dev_plan["idle"]["nodes"] == 3  # type: ignore[index]
 
@@ -80,3 +81,50 @@ def test_render_writes_files(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     rendered = json.loads(result.stdout)["rendered"]
     assert all(Path(p).is_file() for p in rendered)
+
+
+def test_placement_what_if_seed_case() -> None:
+    result = preflight(
+        "placement",
+        "--replicas",
+        "6",
+        "--weights",
+        "idc1=1,test-ucs=2",
+        "--subsets",
+        "subset-a=50%,subset-b",
+        "--json",
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {
+        "replicas": 6,
+        "members": {"idc1": 2, "test-ucs": 4},
+        "subsets": {"subset-a": 3, "subset-b": 3},
+        "memberSubsets": {
+            "idc1": {"subset-a": 1, "subset-b": 1},
+            "test-ucs": {"subset-a": 2, "subset-b": 2},
+        },
+    }
+
+
+def test_placement_weights_only_and_subsets_only() -> None:
+    weights = preflight("placement", "--replicas", "7", "--weights", "a=1,b=1,c=1", "--json")
+    assert sum(json.loads(weights.stdout)["members"].values()) == 7
+    subsets = preflight("placement", "--replicas", "5", "--subsets", "x=2,y", "--json")
+    assert json.loads(subsets.stdout) == {"replicas": 5, "subsets": {"x": 2, "y": 3}}
+    table = preflight("placement", "--replicas", "6", "--weights", "idc1=1,test-ucs=2")
+    assert "test-ucs" in table.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--replicas", "6", "--weights", "idc1=0"], "must be an integer >= 1"),
+        (["--replicas", "6", "--subsets", "a=150%"], "placement:"),
+        (["--replicas", "6"], "give --weights, --subsets or both"),
+    ],
+)
+def test_placement_errors_are_clean(args: list[str], message: str) -> None:
+    result = preflight("placement", *args)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
