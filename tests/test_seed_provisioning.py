@@ -1,0 +1,205 @@
+"""The seed scenario (shared/seeds/001, the AKS "Kueue + cluster autoscaler" how-to) as config.
+
+The expected objects are the seed's `40-autoscale-queue.yaml` (Azure/AKS examples/kueue-and-ray-
+on-aks, final version: namespace cas-kueue-demo, the v1beta2 shapes, the `admissionChecksStrategy`
+gate with `onFlavors`), written out here as data.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from builders.capacity import lookup_vm, node_allocatable
+from builders.kueue import QUEUE_LABEL, render_kueue
+from config import FleetConfig, load_from_file, parse_fleet
+from config.kueue import quantity_value
+from config.multikueue import with_mirrored_queues
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# One AKS cluster with the article's autoscaled pool (`--min-count 1 --max-count 5`) and queues
+# named as in the seed. The seed's flavor selects the pool by AKS's `agentpool` label rather than
+# `pool:`, so it is written that way (config then suggests `pool:`, as a warning).
+SEED_RAW: dict[str, Any] = {
+    "location": "westeurope",
+    "kubernetesVersion": "1.33",
+    "clusters": [
+        {
+            "name": "aks-kueue",
+            "role": "standalone",
+            "pools": [
+                {"name": "scalepool", "vmSize": "Standard_D4s_v3", "minCount": 1, "maxCount": 5}
+            ],
+            "queues": {
+                "namespaces": [{"name": "cas-kueue-demo"}],
+                "flavors": [{"name": "scalepool", "nodeLabels": {"agentpool": "scalepool"}}],
+                "provisioningGates": [
+                    {
+                        "name": "cas-provisioning",
+                        "configName": "cas-provreq-config",
+                        "managedResources": ["cpu"],
+                    }
+                ],
+                "clusterQueues": [
+                    {
+                        "name": "cas-cluster-queue",
+                        "resourceGroups": [
+                            {
+                                "coveredResources": ["cpu", "memory"],
+                                "flavors": [
+                                    {
+                                        "name": "scalepool",
+                                        "resources": [
+                                            {"name": "cpu", "nominalQuota": "100"},
+                                            {"name": "memory", "nominalQuota": "200Gi"},
+                                        ],
+                                    }
+                                ],
+                            }
+                        ],
+                        "provisioningGate": {
+                            "name": "cas-provisioning",
+                            "onFlavors": ["scalepool"],
+                        },
+                    }
+                ],
+                "localQueues": [
+                    {
+                        "name": "cas-local-queue",
+                        "namespace": "cas-kueue-demo",
+                        "clusterQueue": "cas-cluster-queue",
+                    }
+                ],
+            },
+        }
+    ],
+}
+
+SEED_OBJECTS: list[dict[str, Any]] = [
+    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "cas-kueue-demo"}},
+    {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": "scalepool"},
+        "spec": {"nodeLabels": {"agentpool": "scalepool"}},
+    },
+    {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "AdmissionCheck",
+        "metadata": {"name": "cas-provisioning"},
+        "spec": {
+            "controllerName": "kueue.x-k8s.io/provisioning-request",
+            "parameters": {
+                "apiGroup": "kueue.x-k8s.io",
+                "kind": "ProvisioningRequestConfig",
+                "name": "cas-provreq-config",
+            },
+        },
+    },
+    {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ProvisioningRequestConfig",
+        "metadata": {"name": "cas-provreq-config"},
+        "spec": {
+            "provisioningClassName": "best-effort-atomic-scale-up.autoscaling.x-k8s.io",
+            "managedResources": ["cpu"],
+        },
+    },
+    {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "cas-cluster-queue"},
+        "spec": {
+            "namespaceSelector": {},
+            "queueingStrategy": "BestEffortFIFO",
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu", "memory"],
+                    "flavors": [
+                        {
+                            "name": "scalepool",
+                            "resources": [
+                                {"name": "cpu", "nominalQuota": "100"},
+                                {"name": "memory", "nominalQuota": "200Gi"},
+                            ],
+                        }
+                    ],
+                }
+            ],
+            "admissionChecksStrategy": {
+                "admissionChecks": [{"name": "cas-provisioning", "onFlavors": ["scalepool"]}]
+            },
+        },
+    },
+    {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": "cas-local-queue", "namespace": "cas-kueue-demo"},
+        "spec": {"clusterQueue": "cas-cluster-queue"},
+    },
+]
+
+
+def seed_fleet() -> FleetConfig:
+    return parse_fleet(SEED_RAW)[0]
+
+
+def _key(obj: dict[str, Any]) -> tuple[str, str]:
+    return obj["kind"], obj["metadata"]["name"]
+
+
+def test_seed_config_renders_the_seed_objects() -> None:
+    rendered = [m.obj for m in render_kueue(seed_fleet())]
+    assert {m.target for m in render_kueue(seed_fleet())} == {"aks-kueue"}
+    assert sorted(map(_key, rendered)) == sorted(map(_key, SEED_OBJECTS))
+    expected = {_key(o): o for o in SEED_OBJECTS}
+    for obj in rendered:
+        assert obj == expected[_key(obj)], _key(obj)
+
+
+def test_seed_config_is_accepted_with_one_hint() -> None:
+    # The seed's quota (100 CPU) is not checked against the pool: its flavor is not bound by
+    # `pool:`. Config says so instead of guessing.
+    _, warnings = parse_fleet(SEED_RAW)
+    assert [str(w) for w in warnings] == [
+        "clusters[0].queues.flavors[0].nodeLabels: selects pool 'scalepool' by label: use "
+        "`pool: scalepool` to get its taints as tolerations and a capacity check"
+    ]
+
+
+def _job() -> dict[str, Any]:
+    return yaml.safe_load((ROOT / "examples" / "cas-batch-job.yaml").read_text())
+
+
+def test_example_job_targets_a_dev_local_queue() -> None:
+    job = _job()
+    fleet, _ = load_from_file("dev")
+    fleet = with_mirrored_queues(fleet)  # the workers' LocalQueues are the manager's, mirrored
+    meta, spec = job["metadata"], job["spec"]
+    assert (job["apiVersion"], job["kind"]) == ("batch/v1", "Job")
+    assert spec["suspend"] is True  # Kueue admits it (after the gate) by unsuspending it
+    for worker in fleet.workers:
+        q = worker.queues
+        lq = next(
+            lq
+            for lq in q.local_queues
+            if (lq.namespace, lq.name) == (meta["namespace"], meta["labels"][QUEUE_LABEL])
+        )
+        cq = q.cluster_queue(lq.cluster_queue)
+        assert cq is not None
+        assert cq.provisioning_gate is not None
+        flavor = q.flavor(cq.resource_groups[0].flavors[0].name)
+        pool = worker.pool(flavor.pool or "") if flavor else None
+        assert pool is not None
+        # Like the seed's job: all pods fit the queue, but not one node, so the gate must
+        # scale the pool up by more than one node at once.
+        (container,) = spec["template"]["spec"]["containers"]
+        cpu = quantity_value(container["resources"]["requests"]["cpu"]) * spec["parallelism"]
+        quota = quantity_value(cq.resource_groups[0].flavors[0].resources[0].nominal_quota)
+        shape = lookup_vm(pool.vm_size)
+        assert shape is not None
+        node_cpu = node_allocatable(shape, 30).cpu_millis / 1000
+        assert node_cpu < cpu <= quota
