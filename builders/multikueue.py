@@ -1,0 +1,486 @@
+"""MultiKueue objects: worker access (RBAC, token), worker kubeconfig, the manager link. Pure.
+
+Worker side, one set per worker, on the worker's API server: a ServiceAccount in Kueue's namespace,
+a ClusterRole with the rules of the pinned Kueue version's `create-multikueue-kubeconfig.sh`
+narrowed to the enabled frameworks, its binding, and a `kubernetes.io/service-account-token`
+Secret whose name carries a rotation generation (a new generation is a new Secret, so a new token).
+
+Manager side: per worker a Secret (data key `kubeconfig`) and a MultiKueueCluster pointing at it;
+one MultiKueueConfig listing the workers; one AdmissionCheck (`kueue.x-k8s.io/multikueue`) that the
+dispatching ClusterQueues carry. Shapes: kueue.x-k8s.io/v1beta2 at v0.17.8 and v0.19.2
+(../shared/crds/kueue, ../shared/notes/kueue.md 2.4-2.6).
+
+Values known only at deploy time (token, CA, API server, the encoded kubeconfig) are arguments, so
+the components pass Outputs and the offline renderer passes redacted placeholders.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import ipaddress
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlsplit
+
+import yaml
+
+from builders.manifest import Manifest
+
+if TYPE_CHECKING:
+    from config.models import ClusterConfig, FleetConfig
+
+KUEUE_NAMESPACE: Final = "kueue-system"
+API_VERSION: Final = "kueue.x-k8s.io/v1beta2"
+CONTROLLER_NAME: Final = "kueue.x-k8s.io/multikueue"
+KUBECONFIG_KEY: Final = "kubeconfig"  # Kueue's MultiKueueConfigSecretKey
+# Upstream names (create-multikueue-kubeconfig.sh), so Kueue's docs and the seed's commands apply.
+SERVICE_ACCOUNT: Final = "multikueue-sa"
+CLUSTER_ROLE: Final = "multikueue-sa-role"
+CLUSTER_ROLE_BINDING: Final = "multikueue-sa-crb"
+MULTIKUEUE_CONFIG: Final = "multikueue"
+ADMISSION_CHECK: Final = "multikueue"
+MAX_WORKERS: Final = 20  # MultiKueueConfig spec.clusters maxItems (since Kueue 0.16)
+REDACTED: Final = "REDACTED"
+
+WAIT_FOR: Final = "pulumi.com/waitFor"
+ROTATION_ANNOTATION: Final = "aks-batch-fleet/credential-rotation"
+LABELS: Final = {
+    "app.kubernetes.io/part-of": "aks-batch-fleet",
+    "app.kubernetes.io/component": "multikueue",
+}
+
+_DNS1123_SUBDOMAIN = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Worker RBAC: what the manager's Kueue may do on a worker.
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One ClusterRole rule."""
+
+    api_groups: tuple[str, ...]
+    resources: tuple[str, ...]
+    verbs: tuple[str, ...]
+
+    def to_obj(self) -> dict[str, list[str]]:
+        return {
+            "apiGroups": list(self.api_groups),
+            "resources": list(self.resources),
+            "verbs": list(self.verbs),
+        }
+
+
+ALWAYS: Final = ""  # table rows every worker gets, whatever the frameworks
+_CDGLW = ("create", "delete", "get", "list", "watch")
+_GET = ("get",)
+
+
+def _r(group: str, resource: str, verbs: tuple[str, ...]) -> Rule:
+    return Rule((group,), (resource,), verbs)
+
+
+def _job_rules(framework: str, group: str, resource: str) -> tuple[tuple[str, Rule], ...]:
+    """The script's pair for one job kind: CDGLW on it, get on its status."""
+    return (
+        (framework, _r(group, resource, _CDGLW)),
+        (framework, _r(group, f"{resource}/status", _GET)),
+    )
+
+
+# Rows (framework that needs the rule, or ALWAYS; rule), in the script's order. Source: the
+# ClusterRole in site/static/examples/multikueue/create-multikueue-kubeconfig.sh of
+# github.com/kubernetes-sigs/kueue at tag v0.17.8 (818686e0) and v0.19.2 (8eab6877). `pods` and
+# the Kueue rules are not tied to a framework (the brief: always pods and workloads).
+# v0.17.8's script grants no update/patch on workloads although v0.17.8's MultiKueue updates
+# remote Workloads (finalizer removal, priority sync: pkg/controller/admissionchecks/multikueue/
+# workload.go); v0.19.2's script added them (#13693). We follow each tag's script as published.
+_V0_17_8: tuple[tuple[str, Rule], ...] = (
+    *_job_rules("batch/job", "batch", "jobs"),
+    (ALWAYS, _r("", "pods", _CDGLW)),
+    *_job_rules("statefulset", "apps", "statefulsets"),
+    *_job_rules(
+        "leaderworkerset.x-k8s.io/leaderworkerset", "leaderworkerset.x-k8s.io", "leaderworkersets"
+    ),
+    *_job_rules("jobset.x-k8s.io/jobset", "jobset.x-k8s.io", "jobsets"),
+    (ALWAYS, _r("kueue.x-k8s.io", "workloads", _CDGLW)),
+    (ALWAYS, _r("kueue.x-k8s.io", "workloads/status", ("get", "patch", "update"))),
+    *_job_rules("kubeflow.org/tfjob", "kubeflow.org", "tfjobs"),
+    *_job_rules("kubeflow.org/paddlejob", "kubeflow.org", "paddlejobs"),
+    *_job_rules("kubeflow.org/pytorchjob", "kubeflow.org", "pytorchjobs"),
+    *_job_rules("kubeflow.org/xgboostjob", "kubeflow.org", "xgboostjobs"),
+    *_job_rules("kubeflow.org/mpijob", "kubeflow.org", "mpijobs"),
+    *_job_rules("ray.io/rayjob", "ray.io", "rayjobs"),
+    *_job_rules("ray.io/raycluster", "ray.io", "rayclusters"),
+    *_job_rules("workload.codeflare.dev/appwrapper", "workload.codeflare.dev", "appwrappers"),
+)
+_V0_19_2: tuple[tuple[str, Rule], ...] = (
+    *_job_rules("batch/job", "batch", "jobs"),
+    (ALWAYS, _r("", "pods", _CDGLW)),
+    *_job_rules("statefulset", "apps", "statefulsets"),
+    *_job_rules(
+        "leaderworkerset.x-k8s.io/leaderworkerset", "leaderworkerset.x-k8s.io", "leaderworkersets"
+    ),
+    *_job_rules("jobset.x-k8s.io/jobset", "jobset.x-k8s.io", "jobsets"),
+    (ALWAYS, _r("kueue.x-k8s.io", "workloads", (*_CDGLW, "update", "patch"))),
+    # Read by the remote queue watchers (MultiKueueManagerQuotaAutomation, alpha in 0.18+).
+    (ALWAYS, Rule(("kueue.x-k8s.io",), ("clusterqueues", "localqueues"), ("get", "list", "watch"))),
+    (ALWAYS, _r("kueue.x-k8s.io", "workloads/status", ("get", "patch", "update"))),
+    *_job_rules("kubeflow.org/tfjob", "kubeflow.org", "tfjobs"),
+    *_job_rules("kubeflow.org/paddlejob", "kubeflow.org", "paddlejobs"),
+    *_job_rules("kubeflow.org/pytorchjob", "kubeflow.org", "pytorchjobs"),
+    *_job_rules("kubeflow.org/xgboostjob", "kubeflow.org", "xgboostjobs"),
+    *_job_rules("kubeflow.org/mpijob", "kubeflow.org", "mpijobs"),
+    *_job_rules("ray.io/rayjob", "ray.io", "rayjobs"),
+    ("ray.io/raycluster", _r("ray.io", "rayclusters", (*_CDGLW, "update", "patch"))),
+    ("ray.io/raycluster", _r("ray.io", "rayclusters/status", _GET)),
+    *_job_rules("ray.io/rayservice", "ray.io", "rayservices"),
+    *_job_rules("workload.codeflare.dev/appwrapper", "workload.codeflare.dev", "appwrappers"),
+)
+WORKER_RBAC: Final[dict[str, tuple[tuple[str, Rule], ...]]] = {
+    "v0.17.8": _V0_17_8,
+    "v0.19.2": _V0_19_2,
+}
+
+# Frameworks with a MultiKueue adapter at the tag (pkg/controller/jobs/**/*_multikueue_adapter.go,
+# registered per framework name in jobframework.GetMultiKueueAdapters). The manager opens a watch
+# on each enabled one in every worker and marks the worker connected only when all watches are up
+# (multikueuecluster.go, updateConfigAndRefreshWatchers), so each needs worker RBAC.
+_ADAPTERS_BOTH = frozenset(
+    {
+        "batch/job",
+        "pod",
+        "statefulset",
+        "leaderworkerset.x-k8s.io/leaderworkerset",
+        "jobset.x-k8s.io/jobset",
+        "kubeflow.org/tfjob",
+        "kubeflow.org/paddlejob",
+        "kubeflow.org/pytorchjob",
+        "kubeflow.org/xgboostjob",
+        "kubeflow.org/jaxjob",
+        "kubeflow.org/mpijob",
+        "trainer.kubeflow.org/trainjob",
+        "ray.io/rayjob",
+        "ray.io/raycluster",
+        "ray.io/rayservice",
+        "workload.codeflare.dev/appwrapper",
+    }
+)
+MULTIKUEUE_ADAPTERS: Final[dict[str, frozenset[str]]] = {
+    "v0.17.8": _ADAPTERS_BOTH,
+    "v0.19.2": _ADAPTERS_BOTH,
+}
+
+
+def kueue_tag(version: str) -> str:
+    """'0.19.2' or 'v0.19.2' -> 'v0.19.2' (the key of the tables above)."""
+    return version if version.startswith("v") else f"v{version}"
+
+
+def supported_versions() -> list[str]:
+    return sorted(WORKER_RBAC)
+
+
+def _table(version: str) -> tuple[tuple[str, Rule], ...]:
+    tag = kueue_tag(version)
+    if tag not in WORKER_RBAC:
+        raise ValueError(
+            f"no MultiKueue worker RBAC table for Kueue {tag}; known: "
+            + ", ".join(supported_versions())
+        )
+    return WORKER_RBAC[tag]
+
+
+def worker_rules(version: str, frameworks: Iterable[str]) -> list[Rule]:
+    """The worker ClusterRole rules for a Kueue version and its enabled frameworks."""
+    enabled = set(frameworks)
+    return [rule for fw, rule in _table(version) if fw == ALWAYS or fw in enabled]
+
+
+def frameworks_without_worker_rbac(version: str, frameworks: Iterable[str]) -> list[str]:
+    """Enabled frameworks MultiKueue dispatches but the version's script grants nothing for.
+
+    The manager could not watch them on a worker, so the worker would never become Active.
+    """
+    tag = kueue_tag(version)
+    covered = {fw for fw, _ in _table(tag)}
+    adapters = MULTIKUEUE_ADAPTERS[tag]
+    return sorted(
+        fw for fw in set(frameworks) if fw in adapters and fw not in covered and fw != "pod"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Worker objects
+
+
+def _meta(name: str, namespace: str | None = None, **annotations: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": dict(LABELS)}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return meta
+
+
+def service_account(namespace: str = KUEUE_NAMESPACE) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": _meta(SERVICE_ACCOUNT, namespace),
+    }
+
+
+def cluster_role(version: str, frameworks: Iterable[str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": _meta(CLUSTER_ROLE),
+        "rules": [rule.to_obj() for rule in worker_rules(version, frameworks)],
+    }
+
+
+def cluster_role_binding(namespace: str = KUEUE_NAMESPACE) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": _meta(CLUSTER_ROLE_BINDING),
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": CLUSTER_ROLE,
+        },
+        "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": namespace}],
+    }
+
+
+def token_secret_name(rotation: int) -> str:
+    """A new rotation generation is a new Secret, hence a new token (the old one is deleted)."""
+    return f"{SERVICE_ACCOUNT}-token-{rotation}"
+
+
+def token_secret(rotation: int, namespace: str = KUEUE_NAMESPACE) -> dict[str, Any]:
+    """The token controller fills `data.token` and `data['ca.crt']`; Pulumi waits for the token."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/service-account-token",
+        "metadata": _meta(
+            token_secret_name(rotation),
+            namespace,
+            **{
+                "kubernetes.io/service-account.name": SERVICE_ACCOUNT,
+                WAIT_FOR: "jsonpath={.data.token}",
+            },
+        ),
+    }
+
+
+def worker_objects(
+    version: str, frameworks: Iterable[str], rotation: int, namespace: str = KUEUE_NAMESPACE
+) -> list[dict[str, Any]]:
+    """Everything one worker needs, in creation order (the Secret needs the account first)."""
+    return [
+        service_account(namespace),
+        cluster_role(version, frameworks),
+        cluster_role_binding(namespace),
+        token_secret(rotation, namespace),
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# Worker kubeconfig
+
+
+def _check_server(server: str) -> None:
+    parts = urlsplit(server)
+    host = (parts.hostname or "").lower()
+    if parts.scheme != "https" or not host:
+        raise ValueError(f"server {server!r} must be an https:// URL with a host")
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        # Kueue rejects a host that is neither an IP nor a DNS-1123 subdomain (isValidHostname).
+        if len(host) > 253 or not _DNS1123_SUBDOMAIN.match(host):
+            raise ValueError(f"server host {host!r} is not a DNS-1123 name or an IP") from None
+
+
+def worker_kubeconfig(name: str, server: str, ca_data_b64: str, token: str) -> str:
+    """A kubeconfig Kueue accepts for a worker: inline CA and bearer token, nothing else.
+
+    Kueue's MultiKueueCluster controller rejects tokenFile, insecure-skip-tls-verify, CA file
+    paths, an empty server, basic auth, exec plugins and auth providers (validateKubeconfig,
+    multikueuecluster.go at v0.19.2), so none of them can appear here.
+    """
+    _check_server(server)
+    if not token or any(ch.isspace() for ch in token):
+        raise ValueError("token must be a non-empty string without whitespace")
+    try:
+        base64.b64decode(ca_data_b64, validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError("ca_data_b64 must be base64 (certificate-authority-data)") from None
+    if not ca_data_b64:
+        raise ValueError("ca_data_b64 must not be empty")
+    user = f"{name}-{SERVICE_ACCOUNT}"
+    doc: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": name, "cluster": {"server": server, "certificate-authority-data": ca_data_b64}}
+        ],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": user}}],
+        "current-context": name,
+        "preferences": {},
+    }
+    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)
+
+
+def encode(text: str) -> str:
+    """Secret `data` values are base64 (we write `data`, not `stringData`: SSA handles it well)."""
+    return base64.b64encode(text.encode()).decode()
+
+
+def api_server_url(fqdn: str) -> str:
+    return f"https://{fqdn}:443"
+
+
+def redacted_kubeconfig(name: str, server: str) -> str:
+    """What offline rendering shows in place of a worker kubeconfig: the shape, no credential."""
+    return worker_kubeconfig(name, server, encode(REDACTED), REDACTED)
+
+
+# --------------------------------------------------------------------------------------------
+# Manager objects
+
+
+def k8s_name(cluster: str) -> str:
+    """A fleet cluster name as a Kubernetes object name (AKS allows '_' and capitals)."""
+    return cluster.lower().replace("_", "-")
+
+
+def kubeconfig_secret_name(worker: str) -> str:
+    return f"multikueue-{k8s_name(worker)}-kubeconfig"
+
+
+def kubeconfig_secret(
+    worker: str, kubeconfig_b64: Any, rotation: int, namespace: str = KUEUE_NAMESPACE
+) -> dict[str, Any]:
+    """The manager's copy of a worker kubeconfig; `kubeconfig_b64` may be an Output."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": _meta(
+            kubeconfig_secret_name(worker), namespace, **{ROTATION_ANNOTATION: str(rotation)}
+        ),
+        "data": {KUBECONFIG_KEY: kubeconfig_b64},
+    }
+
+
+def multikueue_cluster(worker: str, rotation: int) -> dict[str, Any]:
+    """Kueue connects to the worker with the Secret's kubeconfig; Pulumi waits for `Active`.
+
+    The rotation annotation changes the object on rotation, so `pulumi up` waits for Active again.
+    """
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "MultiKueueCluster",
+        "metadata": _meta(
+            k8s_name(worker),
+            **{WAIT_FOR: "condition=Active", ROTATION_ANNOTATION: str(rotation)},
+        ),
+        "spec": {
+            "clusterSource": {
+                "kubeConfig": {
+                    "location": kubeconfig_secret_name(worker),
+                    "locationType": "Secret",
+                }
+            }
+        },
+    }
+
+
+def multikueue_config(workers: Sequence[str], name: str = MULTIKUEUE_CONFIG) -> dict[str, Any]:
+    """The workers in config order (the Incremental dispatcher nominates in this order)."""
+    if not 1 <= len(workers) <= MAX_WORKERS:
+        raise ValueError(f"a MultiKueueConfig lists 1..{MAX_WORKERS} clusters, got {len(workers)}")
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "MultiKueueConfig",
+        "metadata": _meta(name),
+        "spec": {"clusters": [k8s_name(w) for w in workers]},
+    }
+
+
+def admission_check(
+    name: str = ADMISSION_CHECK, config_name: str = MULTIKUEUE_CONFIG
+) -> dict[str, Any]:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "AdmissionCheck",
+        "metadata": _meta(name, **{WAIT_FOR: "condition=Active"}),
+        "spec": {
+            "controllerName": CONTROLLER_NAME,
+            "parameters": {
+                "apiGroup": "kueue.x-k8s.io",
+                "kind": "MultiKueueConfig",
+                "name": config_name,
+            },
+        },
+    }
+
+
+def manager_objects(
+    workers: Sequence[tuple[str, Any, int]], namespace: str = KUEUE_NAMESPACE
+) -> list[dict[str, Any]]:
+    """(worker, encoded kubeconfig, rotation) per worker -> the manager's objects, in order."""
+    out: list[dict[str, Any]] = []
+    for worker, encoded, rotation in workers:
+        out.append(kubeconfig_secret(worker, encoded, rotation, namespace))
+        out.append(multikueue_cluster(worker, rotation))
+    out.append(multikueue_config([w for w, _, _ in workers]))
+    out.append(admission_check())
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Offline rendering
+
+
+def placeholder_server(cluster: ClusterConfig, location: str | None) -> str:
+    """The worker API server as far as config knows it (AKS adds a hash to the DNS prefix)."""
+    if cluster.source == "aks":
+        prefix = (cluster.dns_prefix or cluster.name).lower()
+        region = cluster.location or location or "region"
+        return api_server_url(f"{prefix}-{REDACTED.lower()}.hcp.{region}.azmk8s.io")
+    return api_server_url(f"{k8s_name(cluster.name)}.{REDACTED.lower()}.invalid")
+
+
+def render_multikueue(fleet: FleetConfig) -> list[Manifest]:
+    """Worker-side and manager-side objects; kubeconfig Secrets hold a redacted placeholder."""
+    # config.multikueue imports this module, so its resolution helpers are imported here.
+    from config.multikueue import enabled_workers, rotation_of  # noqa: PLC0415
+
+    manager = fleet.manager
+    if manager is None or fleet.multi_kueue is None:
+        return []
+    out: list[Manifest] = []
+    links: list[tuple[str, Any, int]] = []
+    for name in enabled_workers(fleet):
+        cluster = fleet.cluster(name)
+        if cluster is None:
+            continue
+        rotation = rotation_of(fleet, name)
+        version, frameworks = fleet.kueue.version, fleet.kueue.frameworks
+        out += [Manifest(name, o) for o in worker_objects(version, frameworks, rotation)]
+        doc = redacted_kubeconfig(k8s_name(name), placeholder_server(cluster, fleet.location))
+        links.append((name, encode(doc), rotation))
+    out += [Manifest(manager.name, o) for o in manager_objects(links)]
+    return out

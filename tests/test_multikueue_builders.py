@@ -1,0 +1,444 @@
+"""MultiKueue builders: worker RBAC per Kueue version, kubeconfig Kueue accepts, object shapes."""
+
+from __future__ import annotations
+
+import base64
+import ipaddress
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+
+from builders import multikueue as mk
+from tests import crdschema
+
+KUEUE_VERSIONS = ["v0.17.8", "v0.19.2"]
+CDGLW = ["create", "delete", "get", "list", "watch"]
+
+# The ClusterRole of site/static/examples/multikueue/create-multikueue-kubeconfig.sh in
+# github.com/kubernetes-sigs/kueue, copied by hand, rule by rule and in the script's order, at tag
+# v0.17.8 (818686e0) and v0.19.2 (8eab6877). Each row: (framework that needs it, or "" for every
+# worker; apiGroups, resources, verbs). Independent of builders/multikueue.py on purpose.
+SCRIPT_0_17_8: list[tuple[str, list[str], list[str], list[str]]] = [
+    ("batch/job", ["batch"], ["jobs"], CDGLW),
+    ("batch/job", ["batch"], ["jobs/status"], ["get"]),
+    ("", [""], ["pods"], CDGLW),
+    ("statefulset", ["apps"], ["statefulsets"], CDGLW),
+    ("statefulset", ["apps"], ["statefulsets/status"], ["get"]),
+    (
+        "leaderworkerset.x-k8s.io/leaderworkerset",
+        ["leaderworkerset.x-k8s.io"],
+        ["leaderworkersets"],
+        CDGLW,
+    ),
+    (
+        "leaderworkerset.x-k8s.io/leaderworkerset",
+        ["leaderworkerset.x-k8s.io"],
+        ["leaderworkersets/status"],
+        ["get"],
+    ),
+    ("jobset.x-k8s.io/jobset", ["jobset.x-k8s.io"], ["jobsets"], CDGLW),
+    ("jobset.x-k8s.io/jobset", ["jobset.x-k8s.io"], ["jobsets/status"], ["get"]),
+    ("", ["kueue.x-k8s.io"], ["workloads"], CDGLW),
+    ("", ["kueue.x-k8s.io"], ["workloads/status"], ["get", "patch", "update"]),
+    ("kubeflow.org/tfjob", ["kubeflow.org"], ["tfjobs"], CDGLW),
+    ("kubeflow.org/tfjob", ["kubeflow.org"], ["tfjobs/status"], ["get"]),
+    ("kubeflow.org/paddlejob", ["kubeflow.org"], ["paddlejobs"], CDGLW),
+    ("kubeflow.org/paddlejob", ["kubeflow.org"], ["paddlejobs/status"], ["get"]),
+    ("kubeflow.org/pytorchjob", ["kubeflow.org"], ["pytorchjobs"], CDGLW),
+    ("kubeflow.org/pytorchjob", ["kubeflow.org"], ["pytorchjobs/status"], ["get"]),
+    ("kubeflow.org/xgboostjob", ["kubeflow.org"], ["xgboostjobs"], CDGLW),
+    ("kubeflow.org/xgboostjob", ["kubeflow.org"], ["xgboostjobs/status"], ["get"]),
+    ("kubeflow.org/mpijob", ["kubeflow.org"], ["mpijobs"], CDGLW),
+    ("kubeflow.org/mpijob", ["kubeflow.org"], ["mpijobs/status"], ["get"]),
+    ("ray.io/rayjob", ["ray.io"], ["rayjobs"], CDGLW),
+    ("ray.io/rayjob", ["ray.io"], ["rayjobs/status"], ["get"]),
+    ("ray.io/raycluster", ["ray.io"], ["rayclusters"], CDGLW),
+    ("ray.io/raycluster", ["ray.io"], ["rayclusters/status"], ["get"]),
+    ("workload.codeflare.dev/appwrapper", ["workload.codeflare.dev"], ["appwrappers"], CDGLW),
+    (
+        "workload.codeflare.dev/appwrapper",
+        ["workload.codeflare.dev"],
+        ["appwrappers/status"],
+        ["get"],
+    ),
+]
+# v0.19.2 = v0.17.8 plus: update/patch on workloads (#13693) and rayclusters (#13653), read on
+# clusterqueues/localqueues (quota automation), and rayservices (+status).
+SCRIPT_0_19_2: list[tuple[str, list[str], list[str], list[str]]] = [
+    *SCRIPT_0_17_8[:9],
+    ("", ["kueue.x-k8s.io"], ["workloads"], [*CDGLW, "update", "patch"]),
+    ("", ["kueue.x-k8s.io"], ["clusterqueues", "localqueues"], ["get", "list", "watch"]),
+    *SCRIPT_0_17_8[10:23],
+    ("ray.io/raycluster", ["ray.io"], ["rayclusters"], [*CDGLW, "update", "patch"]),
+    ("ray.io/raycluster", ["ray.io"], ["rayclusters/status"], ["get"]),
+    ("ray.io/rayservice", ["ray.io"], ["rayservices"], CDGLW),
+    ("ray.io/rayservice", ["ray.io"], ["rayservices/status"], ["get"]),
+    *SCRIPT_0_17_8[25:],
+]
+SCRIPT = {"v0.17.8": SCRIPT_0_17_8, "v0.19.2": SCRIPT_0_19_2}
+
+
+def expected_rules(version: str, frameworks: list[str]) -> list[dict[str, list[str]]]:
+    return [
+        {"apiGroups": g, "resources": r, "verbs": v}
+        for fw, g, r, v in SCRIPT[version]
+        if fw == "" or fw in frameworks
+    ]
+
+
+FRAMEWORK_SETS = [
+    [],
+    ["batch/job"],
+    ["batch/job", "pod"],
+    ["batch/job", "ray.io/rayjob", "jobset.x-k8s.io/jobset"],
+    sorted({fw for fw, *_ in SCRIPT_0_19_2 if fw}),
+]
+
+
+def test_tables_have_the_scripts_rule_counts() -> None:
+    # 27 rules in the v0.17.8 script, 30 in v0.19.2 (counted in the files at the tags).
+    assert [len(SCRIPT_0_17_8), len(SCRIPT_0_19_2)] == [27, 30]
+    for version in KUEUE_VERSIONS:
+        everything = sorted({fw for fw, *_ in SCRIPT[version] if fw})
+        assert len(mk.worker_rules(version, everything)) == len(SCRIPT[version])
+
+
+@pytest.mark.parametrize("version", KUEUE_VERSIONS)
+@pytest.mark.parametrize("frameworks", FRAMEWORK_SETS, ids=lambda f: "+".join(f) or "none")
+def test_cluster_role_is_the_scripts_rules_for_the_frameworks(
+    version: str, frameworks: list[str]
+) -> None:
+    role = mk.cluster_role(version, frameworks)
+    assert role["metadata"]["name"] == "multikueue-sa-role"
+    assert role["rules"] == expected_rules(version, frameworks)
+
+
+@pytest.mark.parametrize("version", KUEUE_VERSIONS)
+def test_no_wildcards_and_no_secrets_anywhere(version: str) -> None:
+    everything = sorted({fw for fw, *_ in SCRIPT[version] if fw})
+    for rule in mk.cluster_role(version, everything)["rules"]:
+        for key in ("apiGroups", "resources", "verbs"):
+            assert "*" not in rule[key]
+        assert "secrets" not in rule["resources"]
+        assert not {"escalate", "bind", "impersonate"} & set(rule["verbs"])
+    binding = mk.cluster_role_binding()
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "multikueue-sa-role",
+    }
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "multikueue-sa", "namespace": "kueue-system"}
+    ]
+
+
+def test_version_spelling_and_unknown_versions() -> None:
+    assert mk.worker_rules("0.19.2", ["batch/job"]) == mk.worker_rules("v0.19.2", ["batch/job"])
+    with pytest.raises(ValueError, match=r"no MultiKueue worker RBAC table for Kueue v0\.18\.0"):
+        mk.worker_rules("0.18.0", [])
+
+
+def test_frameworks_the_script_cannot_serve() -> None:
+    # MultiKueue has adapters for these, but the script grants nothing for them.
+    wanted = ["batch/job", "kubeflow.org/jaxjob", "trainer.kubeflow.org/trainjob", "deployment"]
+    wanted += ["ray.io/rayservice", "pod"]
+    assert mk.frameworks_without_worker_rbac("v0.17.8", wanted) == [
+        "kubeflow.org/jaxjob",
+        "ray.io/rayservice",
+        "trainer.kubeflow.org/trainjob",
+    ]
+    assert mk.frameworks_without_worker_rbac("v0.19.2", wanted) == [
+        "kubeflow.org/jaxjob",
+        "trainer.kubeflow.org/trainjob",
+    ]
+
+
+def test_token_secret_is_named_by_rotation_and_waits_for_the_token() -> None:
+    secret = mk.token_secret(3)
+    assert secret["type"] == "kubernetes.io/service-account-token"
+    meta = secret["metadata"]
+    assert (meta["name"], meta["namespace"]) == ("multikueue-sa-token-3", "kueue-system")
+    assert meta["annotations"] == {
+        "kubernetes.io/service-account.name": "multikueue-sa",
+        "pulumi.com/waitFor": "jsonpath={.data.token}",
+    }
+    assert "data" not in secret
+    assert "stringData" not in secret
+    assert mk.token_secret(4)["metadata"]["name"] != meta["name"]
+    kinds = [o["kind"] for o in mk.worker_objects("v0.19.2", ["batch/job"], 0)]
+    assert kinds == ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Secret"]
+
+
+# --------------------------------------------------------------------------------------------
+# Kubeconfig
+
+CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n").decode()
+TOKEN = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW0ifQ.c2ln"
+SERVER = "https://worker-1-abc123.hcp.westeurope.azmk8s.io:443"
+
+
+def kueue_rejects(doc: dict[str, Any]) -> str | None:
+    """Kueue v0.19.2 validateKubeconfig + validateRestConfig (multikueuecluster.go), in Python."""
+    for user in doc.get("users") or []:
+        u = user.get("user") or {}
+        if u.get("tokenFile"):
+            return "tokenFile is not allowed"
+        if u.get("username") or u.get("password"):
+            return "basic auth is not allowed"
+        if u.get("exec"):
+            return "exec plugins are not allowed"
+        if u.get("auth-provider"):
+            return "auth providers are not allowed"
+    for cluster in doc.get("clusters") or []:
+        c = cluster.get("cluster") or {}
+        if c.get("insecure-skip-tls-verify"):
+            return "insecure TLS verification is not allowed"
+        if c.get("certificate-authority"):
+            return "certificate-authority file paths are not allowed"
+        if not c.get("server"):
+            return "server URL is required"
+        host = (urlsplit(c["server"]).hostname or "").lower()
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            if not mk._DNS1123_SUBDOMAIN.match(host):  # pyright: ignore[reportPrivateUsage]
+                return "untrusted server endpoint"
+    return None
+
+
+def test_worker_kubeconfig_has_inline_credentials_only() -> None:
+    text = mk.worker_kubeconfig("worker-1", SERVER, CA, TOKEN)
+    doc = yaml.safe_load(text)
+    assert doc["apiVersion"] == "v1"
+    assert doc["kind"] == "Config"
+    assert doc["clusters"] == [
+        {"name": "worker-1", "cluster": {"server": SERVER, "certificate-authority-data": CA}}
+    ]
+    assert doc["users"] == [{"name": "worker-1-multikueue-sa", "user": {"token": TOKEN}}]
+    assert doc["contexts"] == [
+        {"name": "worker-1", "context": {"cluster": "worker-1", "user": "worker-1-multikueue-sa"}}
+    ]
+    assert doc["current-context"] == "worker-1"
+    assert kueue_rejects(doc) is None
+    for word in ("exec", "tokenFile", "insecure", "certificate-authority:", "password"):
+        assert word not in text
+
+
+def test_the_kueue_check_used_above_catches_what_kueue_rejects() -> None:
+    good = yaml.safe_load(mk.worker_kubeconfig("w", SERVER, CA, TOKEN))
+    bad_user = {"exec": {"command": "kubelogin"}}
+    assert kueue_rejects({**good, "users": [{"name": "u", "user": bad_user}]})
+    bad_cluster = {"server": SERVER, "insecure-skip-tls-verify": True}
+    assert kueue_rejects({**good, "clusters": [{"name": "w", "cluster": bad_cluster}]})
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
+def test_kubectl_accepts_the_kubeconfig(tmp_path: Path) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text(mk.worker_kubeconfig("worker-1", SERVER, CA, TOKEN))
+    out = subprocess.run(
+        ["kubectl", "config", "view", "--raw", "-o", "json", f"--kubeconfig={path}"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    view = json.loads(out.stdout)
+    assert view["current-context"] == "worker-1"
+    assert view["users"][0]["user"]["token"] == TOKEN
+    assert view["clusters"][0]["cluster"]["certificate-authority-data"] == CA
+
+
+@pytest.mark.parametrize(
+    ("server", "ca", "token", "message"),
+    [
+        ("http://worker.example.com", CA, TOKEN, "must be an https:// URL"),
+        ("https://", CA, TOKEN, "must be an https:// URL"),
+        ("https://bad_host.example.com", CA, TOKEN, "not a DNS-1123 name"),
+        (SERVER, CA, "", "token must be"),
+        (SERVER, CA, "two words", "token must be"),
+        (SERVER, "not base64!", TOKEN, "must be base64"),
+        (SERVER, "", TOKEN, "must not be empty"),
+    ],
+)
+def test_worker_kubeconfig_refuses_what_kueue_would(
+    server: str, ca: str, token: str, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        mk.worker_kubeconfig("w", server, ca, token)
+
+
+def test_ip_server_and_uppercase_fqdn_are_fine() -> None:
+    mk.worker_kubeconfig("w", "https://10.0.0.1:6443", CA, TOKEN)
+    mk.worker_kubeconfig("w", "https://Worker-ABC.hcp.westeurope.azmk8s.io:443", CA, TOKEN)
+
+
+def test_redacted_kubeconfig_carries_no_credential() -> None:
+    doc = yaml.safe_load(mk.redacted_kubeconfig("worker-1", SERVER))
+    assert doc["users"][0]["user"] == {"token": "REDACTED"}
+    ca = doc["clusters"][0]["cluster"]["certificate-authority-data"]
+    assert base64.b64decode(ca) == b"REDACTED"
+
+
+# --------------------------------------------------------------------------------------------
+# Manager objects
+
+
+def test_manager_objects_chain_secret_cluster_config_check() -> None:
+    encoded = mk.encode("kubeconfig text")
+    objs = mk.manager_objects([("worker-1", encoded, 2), ("Worker_2", encoded, 0)])
+    assert [(o["kind"], o["metadata"]["name"]) for o in objs] == [
+        ("Secret", "multikueue-worker-1-kubeconfig"),
+        ("MultiKueueCluster", "worker-1"),
+        ("Secret", "multikueue-worker-2-kubeconfig"),
+        ("MultiKueueCluster", "worker-2"),
+        ("MultiKueueConfig", "multikueue"),
+        ("AdmissionCheck", "multikueue"),
+    ]
+    secret, cluster, _, _, config, check = objs
+    assert secret["metadata"]["namespace"] == "kueue-system"
+    assert secret["data"] == {"kubeconfig": encoded}
+    assert secret["metadata"]["annotations"] == {"aks-batch-fleet/credential-rotation": "2"}
+    assert cluster["spec"] == {
+        "clusterSource": {
+            "kubeConfig": {"location": "multikueue-worker-1-kubeconfig", "locationType": "Secret"}
+        }
+    }
+    assert cluster["metadata"]["annotations"]["pulumi.com/waitFor"] == "condition=Active"
+    assert config["spec"] == {"clusters": ["worker-1", "worker-2"]}
+    assert check["spec"] == {
+        "controllerName": "kueue.x-k8s.io/multikueue",
+        "parameters": {
+            "apiGroup": "kueue.x-k8s.io",
+            "kind": "MultiKueueConfig",
+            "name": "multikueue",
+        },
+    }
+    assert check["metadata"]["annotations"] == {"pulumi.com/waitFor": "condition=Active"}
+
+
+@pytest.mark.parametrize("count", [0, 21])
+def test_multikueue_config_lists_1_to_20_workers(count: int) -> None:
+    with pytest.raises(ValueError, match=r"1\.\.20 clusters"):
+        mk.multikueue_config([f"w{i}" for i in range(count)])
+
+
+@pytest.mark.parametrize("version", KUEUE_VERSIONS)
+def test_manager_objects_pass_the_pinned_crd_schemas(version: str) -> None:
+    workers = [(f"worker-{i}", mk.encode("x"), 0) for i in range(1, 21)]
+    custom = [o for o in mk.manager_objects(workers) if o["apiVersion"] == mk.API_VERSION]
+    assert {o["kind"] for o in custom} == {
+        "MultiKueueCluster",
+        "MultiKueueConfig",
+        "AdmissionCheck",
+    }
+    for obj in custom:
+        report = crdschema.validate(obj, "kueue", version)
+        assert report.errors == [], str(report)
+
+
+def test_schema_validation_catches_a_v1beta1_shaped_cluster() -> None:
+    # v1beta1 put kubeConfig directly under spec; v1beta2 requires spec.clusterSource.
+    obj = mk.multikueue_cluster("worker-1", 0)
+    obj["spec"] = {"kubeConfig": obj["spec"]["clusterSource"]["kubeConfig"]}
+    assert crdschema.validate(obj, "kueue", "v0.19.2").errors
+
+
+# --------------------------------------------------------------------------------------------
+# Offline render (what `preflight --render` writes)
+
+
+def rendered() -> tuple[Any, list[Any]]:
+    from config import parse_fleet  # noqa: PLC0415
+    from tests.test_multikueue_config import BASE  # noqa: PLC0415
+
+    fleet, _ = parse_fleet(BASE)
+    return fleet, mk.render_multikueue(fleet)
+
+
+def test_render_targets_each_side() -> None:
+    _, manifests = rendered()
+    by_target: dict[str, list[str]] = {}
+    for m in manifests:
+        by_target.setdefault(m.target, []).append(f"{m.kind}/{m.name}")
+    worker_side = [
+        "ServiceAccount/multikueue-sa",
+        "ClusterRole/multikueue-sa-role",
+        "ClusterRoleBinding/multikueue-sa-crb",
+        "Secret/multikueue-sa-token-0",
+    ]
+    assert by_target == {
+        "worker-1": worker_side,
+        "worker-2": worker_side,
+        "manager": [
+            "Secret/multikueue-worker-1-kubeconfig",
+            "MultiKueueCluster/worker-1",
+            "Secret/multikueue-worker-2-kubeconfig",
+            "MultiKueueCluster/worker-2",
+            "MultiKueueConfig/multikueue",
+            "AdmissionCheck/multikueue",
+        ],
+    }
+
+
+def test_render_never_holds_a_credential() -> None:
+    _, manifests = rendered()
+    secrets = [m.obj for m in manifests if m.kind == "Secret" and "data" in m.obj]
+    assert len(secrets) == 2
+    for secret in secrets:
+        doc = yaml.safe_load(base64.b64decode(secret["data"]["kubeconfig"]))
+        assert doc["users"][0]["user"] == {"token": "REDACTED"}
+        server = doc["clusters"][0]["cluster"]["server"]
+        assert server.startswith("https://worker-")
+        assert "-redacted.hcp.westeurope.azmk8s.io" in server
+        assert kueue_rejects(doc) is None
+    token_secrets = [m.obj for m in manifests if m.name.startswith("multikueue-sa-token")]
+    assert all("data" not in s and "stringData" not in s for s in token_secrets)
+
+
+@pytest.mark.parametrize("version", ["0.17.8", "0.19.2"])
+def test_rendered_fleet_objects_pass_the_crd_schemas(version: str) -> None:
+    """MultiKueue objects and the Kueue objects as deployed (mirrored queues, extra check)."""
+    from builders.kueue import render_kueue  # noqa: PLC0415
+    from config import parse_fleet  # noqa: PLC0415
+    from config.multikueue import extra_checks, with_mirrored_queues  # noqa: PLC0415
+    from tests.test_multikueue_config import BASE  # noqa: PLC0415
+
+    fleet, _ = parse_fleet({**BASE, "kueue": {"version": version}})
+    manifests = [
+        *mk.render_multikueue(fleet),
+        *render_kueue(with_mirrored_queues(fleet), extra_checks(fleet)),
+    ]
+    custom = [m for m in manifests if m.obj["apiVersion"].startswith("kueue.x-k8s.io/")]
+    for m in custom:
+        report = crdschema.validate(m.obj, "kueue", f"v{version}")
+        assert report.errors == [], str(report)
+    manager_cq = next(m.obj for m in custom if m.target == "manager" and m.kind == "ClusterQueue")
+    assert manager_cq["spec"]["admissionChecksStrategy"] == {
+        "admissionChecks": [{"name": "multikueue"}]
+    }
+    mirrored = sorted(
+        (m.target, m.obj["metadata"]["namespace"], m.name, m.obj["spec"]["clusterQueue"])
+        for m in custom
+        if m.kind == "LocalQueue"
+    )
+    assert mirrored == [
+        ("manager", "team-a", "team-a", "to-workers"),
+        ("worker-1", "team-a", "team-a", "batch"),
+        ("worker-2", "team-a", "team-a", "batch"),
+    ]
+    namespaces = sorted((m.target, m.name) for m in manifests if m.kind == "Namespace")
+    assert namespaces == [("manager", "team-a"), ("worker-1", "team-a"), ("worker-2", "team-a")]
+
+
+def test_constants_agree_with_the_kueue_builders() -> None:
+    from builders import kueue as kq  # noqa: PLC0415
+
+    assert mk.KUEUE_NAMESPACE == kq.KUEUE_NAMESPACE
+    assert mk.API_VERSION == kq.KUEUE_API

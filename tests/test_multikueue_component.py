@@ -1,0 +1,364 @@
+"""MultiKueue components under mocks: providers, dependencies, secrecy, RBAC, rotation."""
+
+from __future__ import annotations
+
+import base64
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pytest
+import yaml
+from pulumi.runtime import rpc
+
+from builders import multikueue as mk
+from components.multikueue import (
+    MultiKueueManager,
+    MultiKueueManagerArgs,
+    MultiKueueWorkerAccess,
+    MultiKueueWorkerAccessArgs,
+    WorkerLink,
+)
+from tests.conftest import Graph, Registered, resolve, run_program
+from tests.test_multikueue_builders import expected_rules
+
+SECRET = "kubernetes:core/v1:Secret"
+MKC = "kubernetes:kueue.x-k8s.io/v1beta2:MultiKueueCluster"
+MKCONFIG = "kubernetes:kueue.x-k8s.io/v1beta2:MultiKueueConfig"
+CHECK = "kubernetes:kueue.x-k8s.io/v1beta2:AdmissionCheck"
+ROLE = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
+CA_B64 = base64.b64encode(
+    b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+).decode()
+FRAMEWORKS = ["batch/job", "ray.io/rayjob"]
+
+
+def fake_token(secret_name: str) -> str:
+    return f"eyJhbGciOiJSUzI1NiJ9.{secret_name}.c2ln"
+
+
+@pytest.fixture
+def engine(graph: Graph) -> Graph:
+    """The shared mocks, plus what the token controller does: fill token and ca.crt."""
+    base = graph.mocks.new_resource
+
+    def new_resource(args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        rid, out = base(args)
+        if args.typ == SECRET and args.inputs.get("type") == "kubernetes.io/service-account-token":
+            name = args.inputs["metadata"]["name"]
+            token = base64.b64encode(fake_token(name).encode()).decode()
+            out["data"] = {"token": token, "ca.crt": CA_B64, "namespace": "a3VldWUtc3lzdGVt"}
+        return rid, out
+
+    graph.mocks.new_resource = new_resource  # type: ignore[method-assign]
+    return graph
+
+
+@dataclass
+class Built:
+    providers: dict[str, k8s.Provider]
+    releases: dict[str, k8s.helm.v3.Release]
+    access: dict[str, MultiKueueWorkerAccess]
+    manager: MultiKueueManager
+
+
+def build(
+    version: str = "v0.19.2",
+    frameworks: list[str] | None = None,
+    rotations: dict[str, int] | None = None,
+    workers: tuple[str, ...] = ("worker-1", "worker-2"),
+) -> Built:
+    """Manager + workers wired as the Fleet does: worker outputs feed the manager's links."""
+    rotations = rotations or {}
+    providers: dict[str, k8s.Provider] = {}
+    releases: dict[str, k8s.helm.v3.Release] = {}
+    for cluster in ("manager", *workers):
+        providers[cluster] = k8s.Provider(
+            f"{cluster}-k8s", kubeconfig="fake", enable_server_side_apply=True
+        )
+        releases[cluster] = k8s.helm.v3.Release(
+            f"{cluster}-kueue",
+            chart="oci://registry.k8s.io/kueue/charts/kueue",
+            version=version.removeprefix("v"),
+            namespace="kueue-system",
+            create_namespace=True,
+            opts=pulumi.ResourceOptions(provider=providers[cluster]),
+        )
+    access = {
+        w: MultiKueueWorkerAccess(
+            f"mk-{w}",
+            MultiKueueWorkerAccessArgs(
+                provider=providers[w],
+                kueue_version=version,
+                frameworks=frameworks if frameworks is not None else FRAMEWORKS,
+                rotation=rotations.get(w, 0),
+                depends_on=[releases[w]],
+            ),
+        )
+        for w in workers
+    }
+    manager = MultiKueueManager(
+        "mk-manager",
+        MultiKueueManagerArgs(
+            provider=providers["manager"],
+            workers=[
+                WorkerLink(
+                    name=w,
+                    server=mk.api_server_url(f"{w}-abc123.hcp.westeurope.azmk8s.io"),
+                    ca_data=access[w].ca_data,
+                    token=access[w].token,
+                    rotation=rotations.get(w, 0),
+                )
+                for w in workers
+            ],
+            depends_on=[releases["manager"]],
+        ),
+    )
+    return Built(providers, releases, access, manager)
+
+
+def urn_of(resource: pulumi.Resource) -> str:
+    value, _ = resolve(resource.urn)
+    return value
+
+
+def children(graph: Graph, component_urn: str) -> list[Registered]:
+    return [r for r in graph.resources if component_urn in (a.urn for a in graph.ancestors(r))]
+
+
+def unwrap(value: Any) -> Any:
+    return rpc.unwrap_rpc_secret(value) if rpc.is_rpc_secret(value) else value
+
+
+def test_worker_side_on_worker_provider_manager_side_on_managers(engine: Graph) -> None:
+    built = run_program(build)
+    assert isinstance(built, Built)
+    for name, component in [*built.access.items(), ("manager", built.manager)]:
+        provider = urn_of(built.providers[name])
+        release = urn_of(built.releases[name])
+        kids = children(engine, urn_of(component))
+        assert len(kids) == (4 if name != "manager" else 2 * 2 + 2)
+        for r in kids:
+            assert engine.provider_urn(r) == provider, f"{r.type} {r.name} not on {name}"
+            assert release in r.dependencies, f"{r.type} {r.name} does not wait for Kueue"
+            assert engine.by_urn(r.parent).type.startswith("fleet:index:MultiKueue")
+
+
+def test_manager_secret_depends_on_the_worker_token(engine: Graph) -> None:
+    built = run_program(build)
+    for worker, access in built.access.items():
+        token_urn = urn_of(access.token_secret)
+        secret = engine.one(SECRET, f"mk-manager-{worker}-kubeconfig")
+        assert token_urn in secret.dependencies
+        other = next(a for w, a in built.access.items() if w != worker)
+        assert urn_of(other.token_secret) not in secret.dependencies
+
+
+def test_kubeconfig_is_secret_in_state_and_outputs(engine: Graph) -> None:
+    built = run_program(build)
+    secret = engine.one(SECRET, "mk-manager-worker-1-kubeconfig")
+    assert rpc.is_rpc_secret(secret.inputs["data"])
+    assert "data" in secret.additional_secret_outputs
+    assert "stringData" not in secret.inputs
+    data = unwrap(secret.inputs["data"])
+    doc = yaml.safe_load(base64.b64decode(data["kubeconfig"]))
+    assert doc["clusters"][0]["cluster"] == {
+        "server": "https://worker-1-abc123.hcp.westeurope.azmk8s.io:443",
+        "certificate-authority-data": CA_B64,
+    }
+    assert doc["users"][0]["user"] == {"token": fake_token("multikueue-sa-token-0")}
+    kubeconfigs, is_secret = resolve(built.manager.kubeconfigs)
+    assert is_secret is True
+    assert set(kubeconfigs) == {"worker-1", "worker-2"}
+    for output in (built.access["worker-1"].token, built.access["worker-1"].ca_data):
+        value, is_secret = resolve(output)
+        assert is_secret is True
+        assert value
+    meta = secret.inputs["metadata"]
+    assert (meta["name"], meta["namespace"]) == ("multikueue-worker-1-kubeconfig", "kueue-system")
+
+
+@pytest.mark.parametrize("version", ["v0.17.8", "v0.19.2"])
+@pytest.mark.parametrize("frameworks", [["batch/job"], FRAMEWORKS, ["pod", "statefulset"]])
+def test_cluster_role_rules_are_the_pinned_table(
+    engine: Graph, version: str, frameworks: list[str]
+) -> None:
+    run_program(lambda: build(version=version, frameworks=frameworks))
+    roles = engine.of_type(ROLE)
+    assert len(roles) == 2
+    for role in roles:
+        assert role.inputs["metadata"]["name"] == "multikueue-sa-role"
+        assert role.inputs["rules"] == expected_rules(version, frameworks)
+        for rule in role.inputs["rules"]:
+            assert "*" not in [*rule["apiGroups"], *rule["resources"], *rule["verbs"]]
+
+
+def test_binding_and_token_secret_wait_for_the_service_account(engine: Graph) -> None:
+    run_program(build)
+    sa = engine.one("kubernetes:core/v1:ServiceAccount", "mk-worker-1-sa")
+    token = engine.one(SECRET, "mk-worker-1-token")
+    binding = engine.one(
+        "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding", "mk-worker-1-binding"
+    )
+    assert sa.urn in token.dependencies
+    assert sa.urn in binding.dependencies
+    assert token.inputs["type"] == "kubernetes.io/service-account-token"
+    assert token.inputs["metadata"]["annotations"]["pulumi.com/waitFor"] == "jsonpath={.data.token}"
+    assert binding.inputs["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "multikueue-sa-role",
+    }
+    assert binding.inputs["subjects"] == [
+        {"kind": "ServiceAccount", "name": "multikueue-sa", "namespace": "kueue-system"}
+    ]
+
+
+def test_manager_objects_chain_and_wait_for_active(engine: Graph) -> None:
+    built = run_program(build)
+    clusters = {r.name: r for r in engine.of_type(MKC)}
+    assert set(clusters) == {"mk-manager-worker-1", "mk-manager-worker-2"}
+    for worker in ("worker-1", "worker-2"):
+        mkc = clusters[f"mk-manager-{worker}"]
+        secret = engine.one(SECRET, f"mk-manager-{worker}-kubeconfig")
+        assert secret.urn in mkc.dependencies
+        assert mkc.inputs["spec"]["clusterSource"]["kubeConfig"] == {
+            "location": secret.inputs["metadata"]["name"],
+            "locationType": "Secret",
+        }
+        assert mkc.inputs["metadata"]["annotations"]["pulumi.com/waitFor"] == "condition=Active"
+    config = engine.one(MKCONFIG, "mk-manager-config")
+    assert config.inputs["spec"] == {"clusters": ["worker-1", "worker-2"]}
+    check = engine.one(CHECK, "mk-manager-check")
+    assert check.inputs["spec"]["controllerName"] == "kueue.x-k8s.io/multikueue"
+    assert check.inputs["spec"]["parameters"]["name"] == config.inputs["metadata"]["name"]
+    assert check.inputs["metadata"]["annotations"]["pulumi.com/waitFor"] == "condition=Active"
+    assert {config.urn, *(c.urn for c in clusters.values())} <= set(check.dependencies)
+    assert built.manager.admission_check_name == "multikueue"
+
+
+def test_rotation_replaces_the_token_and_rewrites_the_kubeconfig(engine: Graph) -> None:
+    built = run_program(lambda: build(rotations={"worker-2": 3}))
+    tokens = {
+        r.name: r.inputs["metadata"]["name"] for r in engine.of_type(SECRET) if "-token" in r.name
+    }
+    assert tokens == {
+        "mk-worker-1-token": "multikueue-sa-token-0",
+        "mk-worker-2-token": "multikueue-sa-token-3",
+    }
+    kubeconfigs, _ = resolve(built.manager.kubeconfigs)
+    assert fake_token("multikueue-sa-token-3") in kubeconfigs["worker-2"]
+    assert fake_token("multikueue-sa-token-0") in kubeconfigs["worker-1"]
+    secret = engine.one(SECRET, "mk-manager-worker-2-kubeconfig")
+    annotations = secret.inputs["metadata"]["annotations"]
+    assert annotations["aks-batch-fleet/credential-rotation"] == "3"
+    mkc = engine.one(MKC, "mk-manager-worker-2")
+    assert mkc.inputs["metadata"]["annotations"]["aks-batch-fleet/credential-rotation"] == "3"
+
+
+def test_custom_resources_pass_the_crd_schema(engine: Graph) -> None:
+    from tests import crdschema  # noqa: PLC0415
+
+    run_program(build)
+    for type_ in (MKC, MKCONFIG, CHECK):
+        for r in engine.of_type(type_):
+            obj = {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": type_.rsplit(":", 1)[1],
+                "metadata": r.inputs["metadata"],
+                "spec": r.inputs["spec"],
+            }
+            report = crdschema.validate(obj, "kueue", "v0.19.2")
+            assert report.errors == [], str(report)
+
+
+# --------------------------------------------------------------------------------------------
+# Through the Fleet, from config
+
+
+def build_fleet() -> Any:
+    """The Fleet from the MultiKueue config test's BASE (needs the `engine` mocks active)."""
+    from components.fleet import Fleet, FleetArgs  # noqa: PLC0415
+    from config import parse_fleet  # noqa: PLC0415
+    from tests.test_multikueue_config import BASE  # noqa: PLC0415
+
+    config = copy.deepcopy(BASE)
+    config["multiKueue"]["rotation"] = {"worker-2": 1}
+    fleet_config, _ = parse_fleet(config)
+    return run_program(lambda: Fleet("fleet", FleetArgs(config=fleet_config, stack="test")))
+
+
+def test_fleet_wires_multikueue_on_the_right_clusters(engine: Graph) -> None:
+    fleet = build_fleet()
+    assert fleet.multikueue is not None
+    for cluster, component in [
+        *fleet.multikueue.workers.items(),
+        ("manager", fleet.multikueue.manager),
+    ]:
+        provider = urn_of(fleet.clusters[cluster].provider)
+        release = urn_of(fleet.kueues[cluster].release)
+        kids = [r for r in children(engine, urn_of(component)) if r.custom]
+        assert kids
+        for r in kids:
+            assert engine.provider_urn(r) == provider, f"{r.type} {r.name} not on {cluster}"
+            assert release in r.dependencies
+    tokens = {
+        r.inputs["metadata"]["name"] for r in engine.of_type(SECRET) if r.name.endswith("-token")
+    }
+    assert tokens == {"multikueue-sa-token-0", "multikueue-sa-token-1"}
+    kubeconfigs, is_secret = resolve(fleet.multikueue.manager.kubeconfigs)
+    assert is_secret is True
+    server = yaml.safe_load(kubeconfigs["worker-2"])["clusters"][0]["cluster"]["server"]
+    assert server == "https://worker-2-abc123.hcp.westeurope.azmk8s.io:443"
+
+
+def test_fleet_puts_the_check_on_manager_queues_and_mirrors_local_queues(engine: Graph) -> None:
+    build_fleet()
+    queues = engine.of_type("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue")
+    manager_cq = next(r for r in queues if r.inputs["metadata"]["name"] == "to-workers")
+    assert manager_cq.inputs["spec"]["admissionChecksStrategy"] == {
+        "admissionChecks": [{"name": "multikueue"}]
+    }
+    local = engine.of_type("kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue")
+    assert len(local) == 3  # the manager's, mirrored to both workers
+
+
+DEV_MANAGER_QUEUES = """
+namespaces: [{name: team-a}]
+flavors: [{name: default}]
+clusterQueues:
+  - name: team-a
+    namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: team-a}}
+    resourceGroups:
+      - coveredResources: [cpu, memory]
+        flavors:
+          - name: default
+            resources: [{name: cpu, nominalQuota: "32"}, {name: memory, nominalQuota: 96Gi}]
+localQueues: [{name: team-a, namespace: team-a, clusterQueue: team-a}]
+"""
+
+
+def test_dev_stack_dispatches_to_both_workers(engine: Graph) -> None:
+    """Pulumi.dev.yaml with MultiKueue on (as README proposes, if the file does not yet)."""
+    from components.fleet import Fleet, FleetArgs  # noqa: PLC0415
+    from config import parse_fleet  # noqa: PLC0415
+    from tests.conftest import ROOT  # noqa: PLC0415
+
+    doc = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    raw = copy.deepcopy(doc["config"]["aks-batch-fleet:fleet"])
+    raw.setdefault("location", doc["config"].get("azure-native:location"))
+    if "multiKueue" not in raw:
+        raw["multiKueue"] = {}
+        raw["clusters"][0]["queues"] = yaml.safe_load(DEV_MANAGER_QUEUES)
+        for cluster in raw["clusters"][1:]:
+            cluster["queues"] = {k: v for k, v in cluster["queues"].items() if k != "localQueues"}
+    fleet_config, warnings = parse_fleet(raw)
+    assert not [w for w in warnings if w.path.startswith(("multiKueue", "clusters[0].queues"))]
+    run_program(lambda: Fleet("fleet", FleetArgs(config=fleet_config, stack="dev")))
+    config = engine.one(MKCONFIG, "fleet-multikueue-manager-config")
+    assert config.inputs["spec"] == {"clusters": ["worker-1", "worker-2"]}
+    roles = [r for r in engine.of_type(ROLE) if r.name.startswith("fleet-multikueue-")]
+    assert len(roles) == 2
+    assert {r.inputs["metadata"]["name"] for r in engine.of_type(MKC)} == {"worker-1", "worker-2"}
