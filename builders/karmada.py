@@ -1,0 +1,572 @@
+"""Karmada: chart values, push-mode member registration, applications and placement. Pure.
+
+Upstream, read at karmada-io/karmada v1.18.2 (commit 0533b555):
+- charts/karmada/values.yaml and templates: host mode; the API server Service
+  `<release>-apiserver` listens on 5443 and takes only `apiServer.serviceType` and
+  `apiServer.serviceAnnotations` (no loadBalancerIP value), so the Azure static IP is bound by
+  annotation; `certs.auto.hosts` replaces the SAN list (we keep the chart's entries) and is
+  used once, by the pre-install hook; that hook writes Secret `<release>-kubeconfig`
+  (key `kubeconfig`, server `https://<release>-apiserver.<ns>.svc.cluster.local:5443`).
+- pkg/karmadactl/join/join.go, pkg/util/credential.go, pkg/util/serviceaccount.go,
+  pkg/util/names/names.go: what `karmadactl join` creates, reproduced object by object below.
+Every component and hook job gets a CriticalAddonsOnly toleration: AKS system pools here carry
+that taint, and a manager may have no other pool to run the control plane on.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Final, cast
+
+import yaml
+
+from builders.aks import VIRTUAL_NODE_LABELS, VIRTUAL_NODE_TOLERATION
+from builders.interpreter import united_deployment_interpreter
+from builders.kruise import critical_addons_toleration, kruise_release
+from builders.manifest import KARMADA_TARGET, HelmRelease, Manifest
+from builders.placement import PlacementPlan, plan_placement
+from config.karmada import (
+    ApplicationConfig,
+    KarmadaSettings,
+    SubsetConfig,
+    host_name,
+    member_names,
+    subset_specs,
+)
+from config.models import ClusterConfig, FleetConfig
+
+CHART: Final = "oci://docker.io/karmada/karmada"  # `make push-chart` at each release tag
+RELEASE: Final = "karmada"
+NAMESPACE: Final = "karmada-system"
+API_PORT: Final = 5443
+KUBECONFIG_SECRET: Final = f"{RELEASE}-kubeconfig"
+KUBECONFIG_KEY: Final = "kubeconfig"
+
+CLUSTER_API: Final = "cluster.karmada.io/v1alpha1"
+POLICY_API: Final = "policy.karmada.io/v1alpha1"
+KRUISE_API: Final = "apps.kruise.io/v1alpha1"
+CLUSTER_NAMESPACE: Final = "karmada-cluster"  # karmadactl join --cluster-namespace default
+SYSTEM_LABELS: Final = {"karmada.io/system": "true"}
+IMPERSONATOR: Final = "karmada-impersonator"  # names.GenerateServiceAccountName("impersonator")
+# util.ClusterPolicyRules: what the push-mode controllers may do in a member. Upstream grants
+# this (they create any workload kind); "least privilege as upstream" means exactly this, no more.
+MEMBER_RULES: Final[list[dict[str, list[str]]]] = [
+    {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
+    {"nonResourceURLs": ["*"], "verbs": ["get"]},
+]
+
+# charts/karmada/values.yaml certs.auto.hosts (rendered with tpl by the chart).
+CHART_CERT_HOSTS: Final = (
+    "kubernetes.default.svc",
+    "*.etcd.{{ .Release.Namespace }}.svc.{{ .Values.clusterDomain }}",
+    "*.{{ .Release.Namespace }}.svc.{{ .Values.clusterDomain }}",
+    "*.{{ .Release.Namespace }}.svc",
+    "localhost",
+    "127.0.0.1",
+)
+# cloud-provider-azure Service annotations (kubernetes-sigs.github.io/cloud-provider-azure).
+PIP_NAME_ANNOTATION: Final = "service.beta.kubernetes.io/azure-pip-name"
+PIP_GROUP_ANNOTATION: Final = "service.beta.kubernetes.io/azure-load-balancer-resource-group"
+INTERNAL_ANNOTATION: Final = "service.beta.kubernetes.io/azure-load-balancer-internal"
+IPV4_ANNOTATION: Final = "service.beta.kubernetes.io/azure-load-balancer-ipv4"
+HOOK_JOBS: Final = (
+    "preInstallJob",
+    "preUpdateJob",
+    "staticResourceJob",
+    "postInstallJob",
+    "postDeleteJob",
+)
+COMPONENTS: Final = (
+    "apiServer",
+    "aggregatedApiServer",
+    "kubeControllerManager",
+    "controllerManager",
+    "scheduler",
+    "webhook",
+)
+
+# Offline rendering: values known only at deploy time.
+ADDRESS_PLACEHOLDER: Final = "<karmada-api-address>"
+NODE_GROUP_PLACEHOLDER: Final = "<aks-node-resource-group>"
+REDACTED: Final = base64.b64encode(b"<redacted>").decode()
+
+TEMPLATE_KEYS: Final = {
+    "deployment": "deploymentTemplate",
+    "cloneSet": "cloneSetTemplate",
+    "statefulSet": "statefulSetTemplate",
+    "advancedStatefulSet": "advancedStatefulSetTemplate",
+}
+APP_LABEL: Final = "app.kubernetes.io/name"
+# An FNV-32a-odd template UID: Karmada then breaks exact weight ties by descending name.
+_ODD_UID: Final = "b"
+
+
+# --- host, address, chart -------------------------------------------------------------------
+
+
+def settings_of(fleet: FleetConfig) -> KarmadaSettings:
+    if fleet.karmada is None:
+        raise ValueError("this fleet has no karmada settings")
+    return fleet.karmada
+
+
+def host_cluster(fleet: FleetConfig) -> ClusterConfig:
+    name = host_name(fleet)
+    cluster = fleet.cluster(name) if name else None
+    if cluster is None:
+        raise ValueError("no Karmada host cluster (config validation reports why)")
+    return cluster
+
+
+def member_clusters(fleet: FleetConfig) -> list[ClusterConfig]:
+    return [c for name in member_names(fleet) if (c := fleet.cluster(name)) is not None]
+
+
+def location_of(fleet: FleetConfig, cluster: ClusterConfig) -> str:
+    return cluster.location or fleet.location or ""
+
+
+def region_of(fleet: FleetConfig, cluster: ClusterConfig) -> str | None:
+    """A member's Karmada `spec.region`: its Azure location (unknown for existing clusters)."""
+    if cluster.source != "aks":
+        return cluster.location
+    return location_of(fleet, cluster) or None
+
+
+def public_ip_name(host: str) -> str:
+    """The Azure public IP of the API server (in the host's node resource group)."""
+    return f"{host}-karmada-apiserver"
+
+
+def api_server_fqdn(fleet: FleetConfig) -> str | None:
+    """`<dnsLabel>.<location>.cloudapp.azure.com` when a DNS label is configured."""
+    settings = settings_of(fleet)
+    label = settings.api_server.dns_label
+    if label is None or settings.api_server.exposure != "public":
+        return None
+    return f"{label}.{location_of(fleet, host_cluster(fleet))}.cloudapp.azure.com"
+
+
+def api_server_url(address: str) -> str:
+    return f"https://{address}:{API_PORT}"
+
+
+def internal_address(settings: KarmadaSettings) -> str | None:
+    ip = settings.api_server.internal_ip
+    return str(ip) if settings.api_server.exposure == "internal" and ip is not None else None
+
+
+def service_annotations(
+    settings: KarmadaSettings, *, pip_name: str, address: str, resource_group: str
+) -> dict[str, str]:
+    """Bind the API server's LoadBalancer Service to the static address."""
+    if settings.api_server.exposure == "internal":
+        return {INTERNAL_ANNOTATION: "true", IPV4_ANNOTATION: address}
+    # The IP lives in the AKS node resource group, which the cluster identity already manages:
+    # no extra role assignment. The group annotation says so explicitly.
+    return {PIP_NAME_ANNOTATION: pip_name, PIP_GROUP_ANNOTATION: resource_group}
+
+
+def cert_hosts(fleet: FleetConfig, address: str) -> list[str]:
+    """The chart's SANs plus the address (and DNS name) the runner and members use."""
+    hosts = [*CHART_CERT_HOSTS, address]
+    fqdn = api_server_fqdn(fleet)
+    if fqdn:
+        hosts.append(fqdn)
+    return hosts
+
+
+def karmada_values(fleet: FleetConfig, *, address: str, resource_group: str) -> dict[str, Any]:
+    """Values of the karmada chart (host mode) for the host cluster."""
+    settings = settings_of(fleet)
+    tolerations = [critical_addons_toleration()]
+    etcd: dict[str, Any] = {"storageType": settings.etcd.storage, "tolerations": tolerations}
+    if settings.etcd.storage == "pvc":
+        etcd["pvc"] = {"storageClass": settings.etcd.storage_class, "size": settings.etcd.size}
+    values: dict[str, Any] = {
+        "installMode": "host",
+        "certs": {"mode": "auto", "auto": {"hosts": cert_hosts(fleet, address)}},
+        "etcd": {"mode": "internal", "internal": etcd},
+    }
+    for component in COMPONENTS:
+        values[component] = {"tolerations": tolerations}
+    values["apiServer"] |= {
+        "serviceType": "LoadBalancer",
+        "serviceAnnotations": service_annotations(
+            settings,
+            pip_name=public_ip_name(host_cluster(fleet).name),
+            address=address,
+            resource_group=resource_group,
+        ),
+    }
+    for job in HOOK_JOBS:
+        values[job] = {"tolerations": tolerations}
+    return values
+
+
+def karmada_release(fleet: FleetConfig, *, address: str, resource_group: str) -> HelmRelease:
+    settings = settings_of(fleet)
+    return HelmRelease(
+        target=host_cluster(fleet).name,
+        release=RELEASE,
+        chart=CHART,
+        version=settings.chart_version,
+        namespace=NAMESPACE,
+        values=karmada_values(fleet, address=address, resource_group=resource_group),
+    )
+
+
+def karmada_releases(fleet: FleetConfig) -> list[HelmRelease]:
+    """The Karmada release for offline rendering (a public address is known only after deploy)."""
+    if fleet.karmada is None:
+        return []
+    address = internal_address(fleet.karmada) or ADDRESS_PLACEHOLDER
+    return [karmada_release(fleet, address=address, resource_group=NODE_GROUP_PLACEHOLDER)]
+
+
+def kruise_releases(fleet: FleetConfig) -> list[HelmRelease]:
+    """One pinned Kruise release per Karmada member."""
+    if fleet.karmada is None:
+        return []
+    return [kruise_release(name, fleet.karmada.kruise) for name in member_names(fleet)]
+
+
+def rewrite_kubeconfig_server(kubeconfig: str, server: str) -> str:
+    """The chart's kubeconfig with every cluster's server set to the reachable address."""
+    doc = cast("dict[str, Any]", yaml.safe_load(kubeconfig))
+    for entry in cast("list[dict[str, Any]]", doc.get("clusters") or []):
+        entry.setdefault("cluster", {})["server"] = server
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+# --- member registration (what `karmadactl join` does, push mode) ----------------------------
+
+
+def member_service_account(cluster: str) -> str:
+    return f"karmada-{cluster}"  # names.GenerateServiceAccountName(cluster)
+
+
+def member_role(cluster: str) -> str:
+    return f"karmada-controller-manager:{member_service_account(cluster)}"
+
+
+def _meta(name: str, namespace: str | None = None, **extra: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    meta["labels"] = dict(SYSTEM_LABELS)
+    return meta | extra
+
+
+def _token_secret(service_account: str) -> dict[str, Any]:
+    # The token controller fills data.token and data["ca.crt"]; join waits for them as well.
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/service-account-token",
+        "metadata": _meta(
+            service_account,
+            CLUSTER_NAMESPACE,
+            annotations={"kubernetes.io/service-account.name": service_account},
+        ),
+    }
+
+
+def member_objects(cluster: str) -> list[dict[str, Any]]:
+    """In the member, in apply order: namespace, two service accounts with token Secrets, RBAC."""
+    account = member_service_account(cluster)
+    role = member_role(cluster)
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(CLUSTER_NAMESPACE)},
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": _meta(IMPERSONATOR, CLUSTER_NAMESPACE),
+        },
+        _token_secret(IMPERSONATOR),
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": _meta(account, CLUSTER_NAMESPACE),
+        },
+        _token_secret(account),
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": _meta(role),
+            "rules": [dict(rule) for rule in MEMBER_RULES],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": _meta(role),
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": role,
+            },
+            "subjects": [
+                {"kind": "ServiceAccount", "name": account, "namespace": CLUSTER_NAMESPACE}
+            ],
+        },
+    ]
+
+
+def cluster_namespace() -> dict[str, Any]:
+    """On the Karmada API server: where member credentials live."""
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(CLUSTER_NAMESPACE)}
+
+
+def credential_secret(cluster: str, *, token: str, ca_bundle: str) -> dict[str, Any]:
+    """Push-mode credentials; `token` and `ca_bundle` already base64 (as in the member Secret)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": _meta(cluster, CLUSTER_NAMESPACE),
+        "data": {"caBundle": ca_bundle, "token": token},
+    }
+
+
+def impersonator_secret(cluster: str, *, token: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": _meta(f"{cluster}-impersonator", CLUSTER_NAMESPACE),
+        "data": {"token": token},
+    }
+
+
+def karmada_cluster(
+    cluster: str, *, api_endpoint: str, region: str | None = None
+) -> dict[str, Any]:
+    """The cluster-scoped Cluster object `join` creates (spec.id omitted: optional)."""
+    spec: dict[str, Any] = {
+        "syncMode": "Push",
+        "apiEndpoint": api_endpoint,
+        "secretRef": {"namespace": CLUSTER_NAMESPACE, "name": cluster},
+        "impersonatorSecretRef": {
+            "namespace": CLUSTER_NAMESPACE,
+            "name": f"{cluster}-impersonator",
+        },
+    }
+    if region:
+        spec["region"] = region
+    return {
+        "apiVersion": CLUSTER_API,
+        "kind": "Cluster",
+        "metadata": {"name": cluster},
+        "spec": spec,
+    }
+
+
+def member_api_endpoint(fqdn: str) -> str:
+    """AKS API servers listen on 443; Karmada needs a full URL (a bare host:port has no host)."""
+    return f"https://{fqdn}:443"
+
+
+def placeholder_endpoint(cluster: ClusterConfig) -> str:
+    # `.invalid` (RFC 2606): obviously not an address, yet a URL with a host, as Karmada requires.
+    return member_api_endpoint(f"{cluster.dns_prefix or cluster.name}.aks-fqdn.invalid".lower())
+
+
+# --- applications ---------------------------------------------------------------------------
+
+
+def _subset(subset: SubsetConfig) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": subset.name}
+    expressions: list[dict[str, Any]] = []
+    if subset.node_selector_term is not None:
+        expressions += [
+            {
+                "key": r.key,
+                "operator": r.operator,
+                **({"values": list(r.values)} if r.values else {}),
+            }
+            for r in subset.node_selector_term.match_expressions
+        ]
+    tolerations = [t.model_dump(by_alias=True, exclude_none=True) for t in subset.tolerations]
+    if subset.virtual_nodes:
+        expressions += [
+            {"key": key, "operator": "In", "values": [value]}
+            for key, value in VIRTUAL_NODE_LABELS.items()
+        ]
+        tolerations.append(dict(VIRTUAL_NODE_TOLERATION))
+    elif subset.virtual_nodes is False:
+        expressions.append(
+            {"key": "type", "operator": "NotIn", "values": [VIRTUAL_NODE_LABELS["type"]]}
+        )
+    if expressions:
+        out["nodeSelectorTerm"] = {"matchExpressions": expressions}
+    if tolerations:
+        out["tolerations"] = tolerations
+    if subset.replicas is not None:
+        out["replicas"] = subset.replicas
+    return out
+
+
+def _container(app: ApplicationConfig) -> dict[str, Any]:
+    template = app.template
+    container: dict[str, Any] = {
+        "name": template.container_name or app.name,
+        "image": template.image,
+    }
+    if template.ports:
+        container["ports"] = [{"containerPort": port} for port in template.ports]
+    resources = {
+        key: dict(value)
+        for key, value in (
+            ("requests", template.resources.requests),
+            ("limits", template.resources.limits),
+        )
+        if value
+    }
+    if resources:
+        container["resources"] = resources
+    return container
+
+
+def united_deployment(app: ApplicationConfig) -> dict[str, Any]:
+    """The UnitedDeployment on the Karmada API server; Karmada revises spec.replicas per member."""
+    selector = {"matchLabels": {APP_LABEL: app.name}}
+    labels = {**app.template.labels, APP_LABEL: app.name}
+    workload: dict[str, Any] = {
+        "selector": selector,
+        "template": {"metadata": {"labels": labels}, "spec": {"containers": [_container(app)]}},
+    }
+    if app.template.kind in ("statefulSet", "advancedStatefulSet"):
+        workload["serviceName"] = app.name
+    return {
+        "apiVersion": KRUISE_API,
+        "kind": "UnitedDeployment",
+        "metadata": {"name": app.name, "namespace": app.namespace, "labels": {APP_LABEL: app.name}},
+        "spec": {
+            "replicas": app.replicas,
+            "selector": selector,
+            "template": {
+                TEMPLATE_KEYS[app.template.kind]: {"metadata": {"labels": labels}, "spec": workload}
+            },
+            "topology": {"subsets": [_subset(s) for s in app.subsets]},
+        },
+    }
+
+
+def propagation_policy(app: ApplicationConfig) -> dict[str, Any]:
+    """Divided + Weighted with static weights; selector in the policy's own namespace."""
+    weights = app.propagation.weights
+    return {
+        "apiVersion": POLICY_API,
+        "kind": "PropagationPolicy",
+        "metadata": {"name": app.name, "namespace": app.namespace},
+        "spec": {
+            "resourceSelectors": [
+                {
+                    "apiVersion": KRUISE_API,
+                    "kind": "UnitedDeployment",
+                    "namespace": app.namespace,
+                    "name": app.name,
+                }
+            ],
+            "placement": {
+                # Only weighted members are candidates: nothing lands on an unweighted member.
+                "clusterAffinity": {"clusterNames": sorted(weights)},
+                "replicaScheduling": {
+                    "replicaSchedulingType": "Divided",
+                    "replicaDivisionPreference": "Weighted",
+                    "weightPreference": {
+                        "staticWeightList": [
+                            {"targetCluster": {"clusterNames": [member]}, "weight": weight}
+                            for member, weight in weights.items()
+                        ]
+                    },
+                },
+            },
+        },
+    }
+
+
+def application_namespaces(apps: Iterable[ApplicationConfig]) -> list[dict[str, Any]]:
+    """Namespaces to create on the Karmada API server; Karmada syncs them to every member."""
+    names = sorted({a.namespace for a in apps} - {"default"})
+    return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in names]
+
+
+# --- offline rendering ------------------------------------------------------------------------
+
+
+def render_karmada(fleet: FleetConfig) -> list[Manifest]:
+    """Everything for the Karmada API server (credentials redacted) and each member's side.
+
+    Not included: the Kruise CRDs, applied from the pinned Kruise release by URL
+    (builders.kruise.karmada_crd_urls), and Helm releases (karmada_releases, kruise_releases).
+    """
+    if fleet.karmada is None:
+        return []
+    out = [Manifest(KARMADA_TARGET, cluster_namespace())]
+    for cluster in member_clusters(fleet):
+        name = cluster.name
+        out += [Manifest(name, obj) for obj in member_objects(name)]
+        out += [
+            Manifest(KARMADA_TARGET, credential_secret(name, token=REDACTED, ca_bundle=REDACTED)),
+            Manifest(KARMADA_TARGET, impersonator_secret(name, token=REDACTED)),
+            Manifest(
+                KARMADA_TARGET,
+                karmada_cluster(
+                    name,
+                    api_endpoint=placeholder_endpoint(cluster),
+                    region=region_of(fleet, cluster),
+                ),
+            ),
+        ]
+    out.append(Manifest(KARMADA_TARGET, united_deployment_interpreter()))
+    apps = fleet.karmada.applications
+    out += [Manifest(KARMADA_TARGET, ns) for ns in application_namespaces(apps)]
+    for app in apps:
+        out.append(Manifest(KARMADA_TARGET, propagation_policy(app)))
+        out.append(Manifest(KARMADA_TARGET, united_deployment(app)))
+    return out
+
+
+# --- where replicas land ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ApplicationPlacement:
+    """Replicas of one application per member and per subset, as Karmada and Kruise split them."""
+
+    namespace: str
+    name: str
+    plan: PlacementPlan
+    virtual_subsets: tuple[str, ...]
+    # True when an exact weight tie makes the split depend on the object's UID (known after create).
+    uid_dependent: bool
+
+    def rows(self) -> list[tuple[str, str, int, bool]]:
+        """(member, subset, replicas, on virtual nodes) for every member and subset."""
+        return [
+            (member, subset, count, subset in self.virtual_subsets)
+            for member, split in self.plan.member_subsets.items()
+            for subset, count in split.items()
+        ]
+
+
+def placement_report(fleet: FleetConfig) -> list[ApplicationPlacement]:
+    """Per application: replicas per member (Karmada static weights), then per subset (Kruise)."""
+    if fleet.karmada is None:
+        return []
+    report: list[ApplicationPlacement] = []
+    for app in fleet.karmada.applications:
+        weights = app.propagation.weights
+        plan = plan_placement(app.replicas, weights, subset_specs(app))
+        other = plan_placement(app.replicas, weights, subset_specs(app), resource_uid=_ODD_UID)
+        report.append(
+            ApplicationPlacement(
+                namespace=app.namespace,
+                name=app.name,
+                plan=plan,
+                virtual_subsets=tuple(s.name for s in app.subsets if s.virtual_nodes),
+                uid_dependent=dict(plan.members) != dict(other.members),
+            )
+        )
+    return report

@@ -1,0 +1,311 @@
+"""Karmada: control plane on the host, members registered in push mode, applications propagated.
+
+Order, each step waiting for the one before:
+1. the API server address: a static public IP in the host's AKS node resource group (or the
+   configured internal address), so it is in the certificate SANs at the first install;
+2. the karmada chart on the host, its Service bound to that address;
+3. the chart's kubeconfig Secret, read back, server rewritten to the address: the Karmada provider;
+4. Kruise on every member, the member-side service accounts and token Secrets, then on Karmada the
+   credential Secrets and the Cluster objects (Ready, so their API list includes UnitedDeployment);
+5. the Kruise CRDs (from the pinned Kruise release), the UnitedDeployment interpreter, and the
+   applications: PropagationPolicy first, UnitedDeployment last.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+from pulumi_azure_native import network
+
+from builders import karmada as kb
+from builders.interpreter import united_deployment_interpreter
+from builders.kruise import karmada_crd_urls, kruise_release
+from components.aks import AksCluster
+from components.existing import ExistingCluster
+from components.kruise import Kruise, KruiseArgs
+from config.karmada import member_names
+from config.models import FleetConfig
+from constants import TYPE_PREFIX
+
+# pulumi-kubernetes readiness for a kind it has no await logic for.
+WAIT_FOR = "pulumi.com/waitFor"
+
+
+@dataclass(frozen=True, kw_only=True)
+class KarmadaArgs:
+    """The validated fleet (with `karmada` set) and its clusters, by config name."""
+
+    fleet: FleetConfig
+    clusters: Mapping[str, AksCluster | ExistingCluster]
+    tags: dict[str, str] = field(default_factory=dict[str, str])
+
+
+def _apply(name: str, obj: Mapping[str, Any], opts: pulumi.ResourceOptions) -> pulumi.Resource:
+    """One builder object as the matching typed resource (CustomResource for the rest)."""
+    kind, meta = obj["kind"], obj["metadata"]
+    if kind == "Namespace":
+        return k8s.core.v1.Namespace(name, metadata=meta, opts=opts)
+    if kind == "ServiceAccount":
+        return k8s.core.v1.ServiceAccount(name, metadata=meta, opts=opts)
+    if kind == "Secret":
+        return k8s.core.v1.Secret(
+            name, metadata=meta, type=obj.get("type"), data=obj.get("data"), opts=opts
+        )
+    if kind == "ClusterRole":
+        return k8s.rbac.v1.ClusterRole(name, metadata=meta, rules=obj["rules"], opts=opts)
+    if kind == "ClusterRoleBinding":
+        return k8s.rbac.v1.ClusterRoleBinding(
+            name, metadata=meta, role_ref=obj["roleRef"], subjects=obj["subjects"], opts=opts
+        )
+    return k8s.apiextensions.CustomResource(
+        name,
+        api_version=obj["apiVersion"],
+        kind=kind,
+        metadata=meta,
+        spec=obj.get("spec"),
+        opts=opts,
+    )
+
+
+def _data(data: Mapping[str, str] | None, key: str) -> str:
+    return (data or {}).get(key) or ""
+
+
+def _kubeconfig(data: Mapping[str, str] | None, address: str) -> str:
+    chart_doc = base64.b64decode(_data(data, kb.KUBECONFIG_KEY)).decode()
+    return kb.rewrite_kubeconfig_server(chart_doc, kb.api_server_url(address))
+
+
+class Karmada(pulumi.ComponentResource):
+    """Karmada host-mode control plane, push-mode members with Kruise, and the applications."""
+
+    address: pulumi.Output[str]
+    public_ip: network.PublicIPAddress | None
+    release: k8s.helm.v3.Release
+    karmada_kubeconfig: pulumi.Output[str]
+    provider: k8s.Provider
+    kruise: dict[str, Kruise]
+    members: dict[str, pulumi.Resource]
+    crds: k8s.yaml.v2.ConfigGroup
+    interpreter: pulumi.Resource
+    applications: dict[str, pulumi.Resource]
+
+    def __init__(
+        self, name: str, args: KarmadaArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__(f"{TYPE_PREFIX}:Karmada", name, None, opts)
+        fleet = args.fleet
+        settings = kb.settings_of(fleet)
+        host_cfg = kb.host_cluster(fleet)
+        host = args.clusters[host_cfg.name]
+        if not isinstance(host, AksCluster):
+            # Config validation rejects this; the address binding below is Azure's.
+            raise TypeError(f"the Karmada host {host_cfg.name!r} must be an AKS cluster")
+
+        # 1. The address, before the chart: its certificate is generated once, at install.
+        self.public_ip = None
+        internal = kb.internal_address(settings)
+        if internal is not None:
+            self.address = pulumi.Output.from_input(internal)
+            group: pulumi.Output[str] = pulumi.Output.from_input("")
+        else:
+            # In the node resource group: the cluster identity already manages that group, so no
+            # extra role assignment is needed (elsewhere it would need Network Contributor on the
+            # whole group, because the cloud provider lists the group's IPs).
+            group = host.managed_cluster.node_resource_group.apply(lambda g: g or "")
+            label = settings.api_server.dns_label
+            self.public_ip = network.PublicIPAddress(
+                f"{name}-ip",
+                public_ip_address_name=kb.public_ip_name(host_cfg.name),
+                resource_group_name=group,
+                location=kb.location_of(fleet, host_cfg),
+                sku={"name": "Standard", "tier": "Regional"},
+                public_ip_allocation_method="Static",
+                public_ip_address_version="IPv4",
+                dns_settings={"domain_name_label": label} if label else None,
+                tags=args.tags,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            self.address = self.public_ip.ip_address.apply(lambda a: a or "")
+
+        # 2. The control plane.
+        values = pulumi.Output.all(self.address, group).apply(
+            lambda v: kb.karmada_values(fleet, address=v[0], resource_group=v[1])
+        )
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name=kb.RELEASE,
+            chart=kb.CHART,
+            version=settings.chart_version,
+            namespace=kb.NAMESPACE,
+            create_namespace=True,
+            values=values,
+            # Hook jobs generate certificates and apply CRDs before anything is ready.
+            timeout=1200,
+            opts=pulumi.ResourceOptions(parent=self, provider=host.provider),
+        )
+
+        # 3. The Karmada API server provider. The Secret comes from a hook job, so it is not a
+        # tracked release object: read it once the release is done. An id derived from the
+        # release's status stays unknown in a preview that creates the release, so the read is
+        # not attempted against a Secret that does not exist yet.
+        secret_id = self.release.status.apply(lambda _: f"{kb.NAMESPACE}/{kb.KUBECONFIG_SECRET}")
+        chart_kubeconfig = k8s.core.v1.Secret.get(
+            f"{name}-chart-kubeconfig",
+            secret_id,
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=host.provider, depends_on=[self.release]
+            ),
+        )
+        self.karmada_kubeconfig = pulumi.Output.secret(
+            pulumi.Output.all(chart_kubeconfig.data, self.address).apply(
+                lambda v: _kubeconfig(v[0], v[1])
+            )
+        )
+        self.provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=self.karmada_kubeconfig,
+            cluster_identifier=f"karmada-{host_cfg.name}",
+            enable_server_side_apply=True,
+            delete_unreachable=True,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        on_karmada = pulumi.ResourceOptions(parent=self, provider=self.provider)
+
+        # 4. Members.
+        namespace = _apply(f"{name}-cluster-ns", kb.cluster_namespace(), on_karmada)
+        self.kruise = {}
+        self.members = {}
+        for member in member_names(fleet):
+            self.kruise[member] = Kruise(
+                f"{name}-{member}-kruise",
+                KruiseArgs(
+                    release=kruise_release(member, settings.kruise),
+                    provider=args.clusters[member].provider,
+                ),
+                pulumi.ResourceOptions(parent=self),
+            )
+            member_cfg = fleet.cluster(member)
+            region = kb.region_of(fleet, member_cfg) if member_cfg else None
+            self.members[member] = self._register(
+                name, member, args.clusters[member], namespace, region
+            )
+
+        # 5. Kruise CRDs only (no controllers, no webhooks), the interpreter, the applications.
+        self.crds = k8s.yaml.v2.ConfigGroup(
+            f"{name}-kruise-crds",
+            files=karmada_crd_urls(settings.kruise),
+            opts=on_karmada,
+        )
+        self.interpreter = _apply(
+            f"{name}-ud-interpreter", united_deployment_interpreter(), on_karmada
+        )
+        namespaces = {
+            ns["metadata"]["name"]: _apply(f"{name}-ns-{ns['metadata']['name']}", ns, on_karmada)
+            for ns in kb.application_namespaces(settings.applications)
+        }
+        self.applications = {}
+        for app in settings.applications:
+            key = f"{app.namespace}-{app.name}"
+            in_namespace = [namespaces[app.namespace]] if app.namespace in namespaces else []
+            policy = _apply(
+                f"{name}-{key}-pp",
+                kb.propagation_policy(app),
+                pulumi.ResourceOptions.merge(
+                    on_karmada, pulumi.ResourceOptions(depends_on=in_namespace)
+                ),
+            )
+            # After the CRD, the interpreter (replicas are read by our script from the first
+            # schedule), Ready members (the scheduler skips clusters whose API list lacks the
+            # kind) and its policy (so it is scheduled as soon as it exists).
+            after: Sequence[pulumi.Resource] = [
+                self.crds,
+                self.interpreter,
+                *self.members.values(),
+                policy,
+                *in_namespace,
+            ]
+            self.applications[key] = _apply(
+                f"{name}-{key}-ud",
+                kb.united_deployment(app),
+                pulumi.ResourceOptions.merge(on_karmada, pulumi.ResourceOptions(depends_on=after)),
+            )
+
+        self.register_outputs(
+            {"address": self.address, "karmadaKubeconfig": self.karmada_kubeconfig}
+        )
+
+    def _register(
+        self,
+        name: str,
+        member: str,
+        cluster: AksCluster | ExistingCluster,
+        namespace: pulumi.Resource,
+        region: str | None,
+    ) -> pulumi.Resource:
+        """What `karmadactl join` does for one member; returns its Karmada Cluster object."""
+        on_member = pulumi.ResourceOptions(parent=self, provider=cluster.provider)
+        made: dict[str, pulumi.Resource] = {}
+        for obj in kb.member_objects(member):
+            kind, obj_name = obj["kind"], obj["metadata"]["name"]
+            depends: list[pulumi.Resource] = []
+            if "namespace" in obj["metadata"]:
+                depends.append(made["Namespace/" + kb.CLUSTER_NAMESPACE])
+            if kind == "Secret":
+                # The token controller fills a token Secret only for an existing account.
+                depends.append(made["ServiceAccount/" + obj_name])
+            if kind == "ClusterRoleBinding":
+                depends.append(made["ClusterRole/" + obj_name])
+            made[f"{kind}/{obj_name}"] = _apply(
+                f"{name}-{member}-{kind.lower()}-{obj_name.replace(':', '-')}",
+                obj,
+                pulumi.ResourceOptions.merge(on_member, pulumi.ResourceOptions(depends_on=depends)),
+            )
+        account = made["Secret/" + kb.member_service_account(member)]
+        impersonator = made["Secret/" + kb.IMPERSONATOR]
+        assert isinstance(account, k8s.core.v1.Secret)
+        assert isinstance(impersonator, k8s.core.v1.Secret)
+
+        on_karmada = pulumi.ResourceOptions(
+            parent=self, provider=self.provider, depends_on=[namespace]
+        )
+        credentials = k8s.core.v1.Secret(
+            f"{name}-{member}-credentials",
+            metadata=kb.credential_secret(member, token="", ca_bundle="")["metadata"],
+            data=account.data.apply(
+                lambda d: kb.credential_secret(
+                    member, token=_data(d, "token"), ca_bundle=_data(d, "ca.crt")
+                )["data"]
+            ),
+            opts=on_karmada,
+        )
+        impersonation = k8s.core.v1.Secret(
+            f"{name}-{member}-impersonator",
+            metadata=kb.impersonator_secret(member, token="")["metadata"],
+            data=impersonator.data.apply(
+                lambda d: kb.impersonator_secret(member, token=_data(d, "token"))["data"]
+            ),
+            opts=on_karmada,
+        )
+        spec = cluster.api_server_url.apply(
+            lambda url: kb.karmada_cluster(member, api_endpoint=url, region=region)["spec"]
+        )
+        # Ready: the status controller has reached the member and, in the same update, listed its
+        # APIs, which include UnitedDeployment because Kruise was installed first.
+        return k8s.apiextensions.CustomResource(
+            f"{name}-{member}-cluster",
+            api_version=kb.CLUSTER_API,
+            kind="Cluster",
+            metadata={"name": member, "annotations": {WAIT_FOR: "condition=Ready"}},
+            spec=spec,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                provider=self.provider,
+                depends_on=[credentials, impersonation, self.kruise[member]],
+            ),
+        )
