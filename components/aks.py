@@ -36,6 +36,7 @@ class AksCluster(pulumi.ComponentResource):
 
     cluster_name: pulumi.Output[str]
     fqdn: pulumi.Output[str]
+    api_server_url: pulumi.Output[str]
     oidc_issuer_url: pulumi.Output[str]
     kubeconfig: pulumi.Output[str]
     provider: k8s.Provider
@@ -159,6 +160,7 @@ class AksCluster(pulumi.ComponentResource):
         )
         self.cluster_name = mc.name
         self.fqdn = mc.fqdn
+        self.api_server_url = pulumi.Output.concat("https://", mc.fqdn, ":443")
         self.oidc_issuer_url = mc.oidc_issuer_profile.apply(
             lambda p: (p.issuer_url or "") if p else ""
         )

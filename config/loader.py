@@ -84,11 +84,12 @@ def parse_fleet(raw: Any, *, source: str = "") -> tuple[FleetConfig, list[Issue]
 
 def _with_default_location(raw: object, location: object) -> object:
     """Fall back to the provider's `azure-native:location`, as Azure resources would."""
+    result: object = raw
     if isinstance(location, str) and isinstance(raw, dict):
         mapping = cast("dict[str, Any]", raw)
         if "location" not in mapping:
-            return {**mapping, "location": location}
-    return raw
+            result = {**mapping, "location": location}
+    return result
 
 
 def _opaque_secrets(value: Any) -> Any:
@@ -133,3 +134,25 @@ def load_from_pulumi() -> tuple[FleetConfig, list[Issue]]:
         raise ConfigError([Issue(FULL_KEY, "required: the stack config has no fleet")])
     location = pulumi.Config("azure-native").get("location")
     return parse_fleet(_with_default_location(raw, location), source=f"stack {pulumi.get_stack()}")
+
+
+def read_existing_kubeconfigs(fleet: FleetConfig, root: Path) -> dict[str, str]:
+    """Kubeconfig files of `source: existing` clusters, relative to the project root."""
+    found: dict[str, str] = {}
+    issues: list[Issue] = []
+    for i, cluster in enumerate(fleet.clusters):
+        if cluster.existing is None or cluster.existing.kubeconfig_path is None:
+            continue
+        path = root / cluster.existing.kubeconfig_path
+        try:
+            found[cluster.name] = path.read_text()
+        except OSError as exc:
+            issues.append(
+                Issue(
+                    key_path("clusters", i, "existing", "kubeconfigPath"),
+                    f"cannot read {path}: {exc.strerror}",
+                )
+            )
+    if issues:
+        raise ConfigError(issues)
+    return found
