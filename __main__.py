@@ -1,23 +1,46 @@
 """Composition root: load and validate the stack config, build the Fleet, export outputs."""
 
+from pathlib import Path
+
 import pulumi
 
 import constants as c
+from components.aks import AksCluster
 from components.fleet import Fleet, FleetArgs
 from config import ConfigError, load_from_pulumi
+from config.loader import read_existing_kubeconfigs
 
 try:
     fleet_config, warnings = load_from_pulumi()
+    kubeconfig_files = read_existing_kubeconfigs(fleet_config, Path(__file__).parent)
 except ConfigError as err:
     # A clean, complete message and no resources: nothing is registered before this point.
     raise pulumi.RunError(str(err)) from None
 for warning in warnings:
     pulumi.log.warn(str(warning))
 
-fleet = Fleet(c.PROJECT, FleetArgs(config=fleet_config, stack=pulumi.get_stack()))
+# Clusters the stack does not create: kubeconfigs from files or secret config keys, read here
+# so that components never read config or files.
+existing: dict[str, pulumi.Input[str]] = {
+    name: pulumi.Output.secret(text) for name, text in kubeconfig_files.items()
+}
+for cluster in fleet_config.clusters:
+    if cluster.existing is not None and cluster.existing.kubeconfig_secret:
+        key = cluster.existing.kubeconfig_secret
+        existing[cluster.name] = pulumi.Config().require_secret(key)
+
+fleet = Fleet(
+    c.PROJECT,
+    FleetArgs(config=fleet_config, stack=pulumi.get_stack(), existing_kubeconfigs=existing),
+)
 
 pulumi.export(c.OUT_RESOURCE_GROUP, fleet.resource_group_name)
 pulumi.export(c.OUT_KUBECONFIGS, fleet.kubeconfigs)
 pulumi.export(c.OUT_CLUSTER_NAMES, {n: k.cluster_name for n, k in fleet.clusters.items()})
 pulumi.export(c.OUT_API_SERVERS, {n: k.fqdn for n, k in fleet.clusters.items()})
-pulumi.export(c.OUT_OIDC_ISSUERS, {n: k.oidc_issuer_url for n, k in fleet.clusters.items()})
+pulumi.export(
+    c.OUT_OIDC_ISSUERS,
+    {n: k.oidc_issuer_url for n, k in fleet.clusters.items() if isinstance(k, AksCluster)},
+)
+if fleet.karmada is not None:
+    pulumi.export(c.OUT_KARMADA_KUBECONFIG, fleet.karmada.karmada_kubeconfig)

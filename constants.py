@@ -1,8 +1,8 @@
-"""Names that the program, preflight and tests share: project, config key, outputs, pins.
+"""Names that the program, preflight and tests share: project, config key, outputs.
 
-Every external version pin that is not a Python package lives here (Python packages: pyproject.toml
-and uv.lock). Changing a pin is a one-line change plus the tests that check it against
-../shared/crds.
+Version pins live next to what they pin: Python packages in pyproject.toml/uv.lock, charts as
+config defaults beside their builders (builders/kueue.py, config/karmada.py), CRD schemas in
+scripts/crd-pins.json; README "Pins" lists every one.
 """
 
 from typing import Final
@@ -17,6 +17,7 @@ OUT_CLUSTER_NAMES: Final = "clusterNames"
 OUT_API_SERVERS: Final = "apiServerFqdns"
 OUT_RESOURCE_GROUP: Final = "resourceGroup"
 OUT_OIDC_ISSUERS: Final = "oidcIssuerUrls"
+OUT_KARMADA_KUBECONFIG: Final = "karmadaKubeconfig"
 
 # Kubernetes versions: Kueue needs >= 1.29; the ProvisioningRequest gate on AKS needs >= 1.33.
 MIN_KUBERNETES: Final = (1, 29)

@@ -2,29 +2,40 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import pulumi
 from pulumi_azure_native import resources
 
 from components.aks import AksCluster, AksClusterArgs
+from components.existing import ExistingCluster, ExistingClusterArgs
+from components.karmada import Karmada, KarmadaArgs
+from components.kueue import Kueue, KueueArgs
+from components.multikueue import MultiKueue, MultiKueueArgs
 from config.models import FleetConfig
+from config.multikueue import extra_checks, with_mirrored_queues
 from constants import PROJECT, TYPE_PREFIX
+
+Cluster = AksCluster | ExistingCluster
 
 
 @dataclass(frozen=True, kw_only=True)
 class FleetArgs:
-    """The validated fleet config and the stack it belongs to."""
+    """The validated fleet config, the stack, and kubeconfigs of clusters it does not create."""
 
     config: FleetConfig
     stack: str
+    existing_kubeconfigs: Mapping[str, pulumi.Input[str]] = field(
+        default_factory=dict[str, pulumi.Input[str]]
+    )
 
 
 class Fleet(pulumi.ComponentResource):
     """Resource group and clusters. Clusters share only the group, so they deploy in parallel."""
 
     resource_group_name: pulumi.Output[str]
-    clusters: dict[str, AksCluster]
+    clusters: dict[str, Cluster]
     kubeconfigs: pulumi.Output[dict[str, str]]
 
     def __init__(self, name: str, args: FleetArgs, opts: pulumi.ResourceOptions | None = None):
@@ -32,28 +43,75 @@ class Fleet(pulumi.ComponentResource):
         cfg = args.config
         location = cfg.location
         tags = {"managed-by": PROJECT, "stack": args.stack, **cfg.tags}
-        group = resources.ResourceGroup(
-            f"{name}-rg",
-            resource_group_name=cfg.resource_group or f"{PROJECT}-{args.stack}",
-            location=location,
-            tags=tags,
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        self.resource_group_name = group.name
-        self.clusters = {
-            c.name: AksCluster(
-                f"{name}-{c.name}",
-                AksClusterArgs(
+        self.clusters = {}
+        aks = [c for c in cfg.clusters if c.source == "aks"]
+        self.resource_group_name = pulumi.Output.from_input("")
+        if aks:
+            group = resources.ResourceGroup(
+                f"{name}-rg",
+                resource_group_name=cfg.resource_group or f"{PROJECT}-{args.stack}",
+                location=location,
+                tags=tags,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            self.resource_group_name = group.name
+            for c in aks:
+                self.clusters[c.name] = AksCluster(
+                    f"{name}-{c.name}",
+                    AksClusterArgs(
+                        cluster=c,
+                        resource_group_name=group.name,
+                        location=c.location or location or "",
+                        kubernetes_version=cfg.version_of(c),
+                        tags=tags,
+                    ),
+                    pulumi.ResourceOptions(parent=self),
+                )
+        for c in cfg.clusters:
+            if c.source == "existing":
+                self.clusters[c.name] = ExistingCluster(
+                    f"{name}-{c.name}",
+                    ExistingClusterArgs(cluster=c, kubeconfig=args.existing_kubeconfigs[c.name]),
+                    pulumi.ResourceOptions(parent=self),
+                )
+        # Kueue on every cluster, through that cluster's provider (same version fleet-wide). With
+        # MultiKueue, the queues as deployed: manager LocalQueues mirrored onto the workers, and
+        # the MultiKueue admission check on the manager's dispatching ClusterQueues.
+        deployed, checks = with_mirrored_queues(cfg), extra_checks(cfg)
+        self.kueues: dict[str, Kueue] = {
+            c.name: Kueue(
+                f"{name}-{c.name}-kueue",
+                KueueArgs(
                     cluster=c,
-                    resource_group_name=group.name,
-                    location=c.location or location or "",
-                    kubernetes_version=cfg.version_of(c),
-                    tags=tags,
+                    settings=cfg.kueue,
+                    provider=self.clusters[c.name].provider,
+                    extra_checks=checks.get(c.name),
                 ),
                 pulumi.ResourceOptions(parent=self),
             )
-            for c in cfg.clusters
+            for c in deployed.clusters
         }
+        # MultiKueue: least-privilege credentials on each worker, the manager's link to them.
+        self.multikueue: MultiKueue | None = None
+        if cfg.multi_kueue is not None:
+            self.multikueue = MultiKueue(
+                f"{name}-multikueue",
+                MultiKueueArgs(
+                    fleet=cfg,
+                    providers={n: c.provider for n, c in self.clusters.items()},
+                    api_servers={n: c.api_server_url for n, c in self.clusters.items()},
+                    kueue_releases={n: k.release for n, k in self.kueues.items()},
+                ),
+                pulumi.ResourceOptions(parent=self),
+            )
+        # Karmada on its host, Kruise and push-mode registration on its members, applications.
+        self.karmada: Karmada | None = None
+        if cfg.karmada is not None:
+            self.karmada = Karmada(
+                f"{name}-karmada",
+                KarmadaArgs(fleet=cfg, clusters=self.clusters, tags=tags),
+                pulumi.ResourceOptions(parent=self),
+            )
         self.kubeconfigs = pulumi.Output.secret(
             pulumi.Output.all(**{n: c.kubeconfig for n, c in self.clusters.items()})
         )

@@ -14,6 +14,10 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from config.karmada import KarmadaSettings
+from config.kueue import ClusterQueues, KueueSettings
+from config.multikueue import MultiKueueSettings
+
 # AKS naming rules (learn.microsoft.com: create-node-pools, aks resource naming).
 CLUSTER_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?$")
 DNS_PREFIX = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,52}[A-Za-z0-9])?$")
@@ -221,11 +225,23 @@ class AutoscalerProfile(Model):
     skip_nodes_with_local_storage: bool | None = None
 
 
+class ExistingCluster(Model):
+    """A cluster this stack does not create (existing AKS, kind, k3d): reached by kubeconfig."""
+
+    # One of: a file path (relative to the project), or the name of a secret stack config key
+    # (`pulumi config set --secret <key> < kubeconfig`) that holds the kubeconfig document.
+    kubeconfig_path: str | None = None
+    kubeconfig_secret: str | None = Field(default=None, pattern=r"^[A-Za-z][A-Za-z0-9_.-]*$")
+    context: str | None = None
+
+
 class ClusterConfig(Model):
-    """One AKS cluster of the fleet."""
+    """One cluster of the fleet: created on AKS (default) or an existing one."""
 
     name: ClusterName
     role: Literal["manager", "worker", "standalone"]
+    source: Literal["aks", "existing"] = "aks"
+    existing: ExistingCluster | None = None
     kubernetes_version: KubernetesVersion | None = None
     location: Location | None = None
     dns_prefix: DnsPrefix | None = None
@@ -235,6 +251,7 @@ class ClusterConfig(Model):
     virtual_nodes: VirtualNodesConfig = VirtualNodesConfig()
     network: NetworkConfig = NetworkConfig()
     autoscaler_profile: AutoscalerProfile = AutoscalerProfile()
+    queues: ClusterQueues = ClusterQueues()
     tags: dict[str, str] = Field(default_factory=dict[str, str])
 
     @property
@@ -257,6 +274,9 @@ class FleetConfig(Model):
     tags: dict[str, str] = Field(default_factory=dict[str, str])
     vm_sizes: dict[str, VmSize] = Field(default_factory=dict[str, VmSize])
     clusters: list[ClusterConfig] = Field(min_length=1, max_length=50)
+    karmada: KarmadaSettings | None = None
+    kueue: KueueSettings = KueueSettings()
+    multi_kueue: MultiKueueSettings | None = None
 
     def cluster(self, name: str) -> ClusterConfig | None:
         return next((c for c in self.clusters if c.name == name), None)

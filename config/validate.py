@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterator
 
 from builders.capacity import DEFAULT_MAX_PODS, VmShape, is_plausible_size, lookup_vm
 from config.errors import Issue, key_path
+from config.karmada import KARMADA_CHECKS
+from config.kueue import KUEUE_CHECKS
 from config.models import (
     RESERVED_LABEL_PREFIXES,
     ClusterConfig,
@@ -18,6 +20,7 @@ from config.models import (
     PoolConfig,
     version_tuple,
 )
+from config.multikueue import MULTIKUEUE_CHECKS
 from constants import MIN_KUBERNETES
 
 Check = Callable[[FleetConfig], Iterator[Issue]]
@@ -35,7 +38,9 @@ def _duplicates(names: list[str]) -> set[str]:
 
 
 def check_location(fleet: FleetConfig) -> Iterator[Issue]:
-    if fleet.location is None and any(c.location is None for c in fleet.clusters):
+    if fleet.location is None and any(
+        c.location is None for c in fleet.clusters if c.source == "aks"
+    ):
         yield Issue(
             "location",
             "required: set fleet.location or `azure-native:location` in the stack config "
@@ -246,7 +251,24 @@ def check_network(fleet: FleetConfig) -> Iterator[Issue]:
             )
 
 
+def check_sources(fleet: FleetConfig) -> Iterator[Issue]:
+    for i, c in enumerate(fleet.clusters):
+        base = key_path("clusters", i)
+        if c.source == "aks":
+            if c.existing is not None:
+                yield Issue(f"{base}.existing", "only with source: existing")
+            continue
+        e = c.existing
+        if e is None or (e.kubeconfig_path is None) == (e.kubeconfig_secret is None):
+            yield Issue(
+                f"{base}.existing",
+                "source: existing needs exactly one of kubeconfigPath (a file) or "
+                "kubeconfigSecret (a secret stack config key holding the kubeconfig)",
+            )
+
+
 CHECKS: tuple[Check, ...] = (
+    check_sources,
     check_location,
     check_resource_group,
     check_roles,
@@ -254,6 +276,9 @@ CHECKS: tuple[Check, ...] = (
     check_versions,
     check_pools,
     check_network,
+    *KARMADA_CHECKS,
+    *KUEUE_CHECKS,
+    *MULTIKUEUE_CHECKS,
 )
 
 

@@ -30,6 +30,7 @@ for var in [v for v in os.environ if v.startswith("PULUMI_K8S_") or v == "KUBECO
 
 import pulumi  # noqa: E402
 from pulumi.runtime import mocks as pulumi_mocks  # noqa: E402
+from pulumi.runtime.settings import ROOT as ROOT_RESOURCE  # noqa: E402
 from pulumi.runtime.settings import SETTINGS  # noqa: E402
 
 from constants import PROJECT  # noqa: E402
@@ -52,6 +53,14 @@ users:
 - name: clusterUser
   user: {{client-certificate-data: Q0VSVAo=, client-key-data: S0VZCg==, token: fake}}
 """
+
+
+SECRET_SIG = ("4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270")
+
+
+def is_secret(value: Any) -> bool:
+    """Whether a recorded input is a Pulumi secret (the engine's wire signature)."""
+    return isinstance(value, dict) and value.get(SECRET_SIG[0]) == SECRET_SIG[1]
 
 
 @dataclass
@@ -101,6 +110,19 @@ class RecordingMocks(pulumi.runtime.Mocks):
             addons = out.get("addonProfiles") or {}
             for addon in addons.values():
                 addon["identity"] = {"objectId": f"{name}-aci-identity"}
+            out.setdefault("nodeResourceGroup", f"MC_rg_{name}_westeurope")
+        if args.typ == "azure-native:network:PublicIPAddress":
+            out.setdefault("ipAddress", "20.1.2.3")
+        if args.typ == "kubernetes:core/v1:Secret" and not out.get("data"):
+            if args.inputs.get("type") == "kubernetes.io/service-account-token":
+                # The token controller fills these (pulumi-kubernetes waits for it).
+                account = args.inputs["metadata"]["name"]
+                data = {"token": f"token-of-{account}", "ca.crt": "CA", "namespace": "ns"}
+                out["data"] = {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}
+            elif args.resource_id and args.resource_id.endswith("-kubeconfig"):
+                # Secret.get of a kubeconfig a chart's hook job wrote (Karmada).
+                doc = FAKE_KUBECONFIG.format(name="karmada-apiserver")
+                out["data"] = {"kubeconfig": base64.b64encode(doc.encode()).decode()}
         return f"{args.name}_id", out
 
     def call(
@@ -210,6 +232,8 @@ def mocked_engine(stack: str = "test") -> Iterator[Graph]:
     loop.set_exception_handler(_quiet)
     mocks = RecordingMocks()
     monitor = StrictMonitor(mocks)
+    # set_mocks keeps an existing root Stack: drop it so outputs never leak between tests.
+    ROOT_RESOURCE.set(None)
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
     try:
         yield Graph(monitor=monitor, mocks=mocks)
@@ -273,6 +297,14 @@ def run_program(fn: Callable[[], Any]) -> Any:
 
     _run()
     return result.get("value")
+
+
+def stack_outputs() -> dict[str, tuple[Any, bool]]:
+    """What `pulumi.export` exported in this engine, resolved: name -> (value, is_secret)."""
+    from pulumi.runtime.settings import get_root_resource  # noqa: PLC0415
+
+    root: Any = get_root_resource()
+    return {name: resolve(value) for name, value in root.outputs.items()}
 
 
 def resolve(output: Any) -> Any:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from pulumi.runtime import rpc
 
-from tests.conftest import Graph, Registered, built_stack
+from tests.conftest import Graph, Registered, built_stack, is_secret
 
 MC = "azure-native:containerservice:ManagedCluster"
 POOL = "azure-native:containerservice:AgentPool"
@@ -85,7 +84,7 @@ def test_clusters_do_not_depend_on_each_other(prod: Graph) -> None:
 
 def test_overlay_network_by_default(dev: Graph) -> None:
     graph = dev
-    net = cluster_named(graph, "worker-2").inputs["networkProfile"]
+    net = cluster_named(graph, "manager").inputs["networkProfile"]
     assert net == {
         "networkPlugin": "azure",
         "networkPluginMode": "overlay",
@@ -95,7 +94,7 @@ def test_overlay_network_by_default(dev: Graph) -> None:
         "outboundType": "loadBalancer",
         "loadBalancerSku": "standard",
     }
-    assert "addonProfiles" not in cluster_named(graph, "worker-2").inputs
+    assert "addonProfiles" not in cluster_named(graph, "manager").inputs
 
 
 def test_virtual_nodes_get_a_vnet_delegated_subnet_and_roles(dev: Graph) -> None:
@@ -134,13 +133,21 @@ def test_autoscaler_profile_is_strings(prod: Graph) -> None:
     }
 
 
+def cluster_providers(graph: Graph) -> list[Registered]:
+    return [
+        p
+        for p in graph.of_type(PROVIDER)
+        if graph.by_urn(p.parent).type == "fleet:index:AksCluster"
+    ]
+
+
 def test_kubeconfig_is_secret_and_feeds_the_provider(dev: Graph) -> None:
     graph = dev
     outputs = built_stack("dev").outputs
-    providers = graph.of_type(PROVIDER)
+    providers = cluster_providers(graph)
     assert len(providers) == 3
     for p in providers:
-        assert rpc.is_rpc_secret(p.inputs["kubeconfig"]) or "kubeconfig" in str(p.inputs)
+        assert is_secret(p.inputs["kubeconfig"])
         assert p.inputs["enableServerSideApply"] == "true"
     value, secret = outputs["kubeconfigs"]
     assert secret is True
@@ -163,7 +170,9 @@ def test_credentials_invoke_targets_each_cluster(dev: Graph) -> None:
     assert {c["resourceGroupName"] for c in calls} == {"aks-batch-fleet-dev"}
 
 
-def test_provider_of_cluster_is_its_child(dev: Graph) -> None:
+def test_every_provider_is_secret_and_server_side(dev: Graph) -> None:
     graph = dev
+    assert len(cluster_providers(graph)) == 3
     for p in graph.of_type(PROVIDER):
-        assert graph.by_urn(p.parent).type == "fleet:index:AksCluster"
+        assert is_secret(p.inputs["kubeconfig"]), p.name
+        assert p.inputs["enableServerSideApply"] == "true", p.name

@@ -9,7 +9,7 @@ import pulumi
 import pytest
 import yaml
 
-from tests.conftest import ROOT, Graph, run_program, set_stack_config
+from tests.conftest import ROOT, Graph, run_program, set_stack_config, stack_outputs
 
 
 def stack_raw(stack: str) -> dict[str, Any]:
@@ -28,6 +28,20 @@ def test_main_registers_the_fleet(graph: Graph, stack: str) -> None:
     )
     pools = graph.of_type("azure-native:containerservice:AgentPool")
     assert len(pools) == sum(len(c.get("pools", [])) for c in raw["clusters"])
+    outputs = stack_outputs()
+    names = {c["name"] for c in raw["clusters"]}
+    assert set(outputs["clusterNames"][0]) == names
+    kubeconfigs, secret = outputs["kubeconfigs"]
+    assert secret, "kubeconfigs must be secret in the stack outputs"
+    assert set(kubeconfigs) == names
+    assert outputs["apiServerFqdns"] == (
+        {n: f"{n}-abc123.hcp.westeurope.azmk8s.io" for n in names},
+        False,
+    )
+    if raw.get("karmada") is not None:
+        assert outputs["karmadaKubeconfig"][1] is True
+    else:
+        assert "karmadaKubeconfig" not in outputs
 
 
 def test_invalid_config_registers_nothing(graph: Graph) -> None:
