@@ -19,10 +19,10 @@ from collections.abc import Iterator
 from ipaddress import IPv4Address
 from typing import TYPE_CHECKING, Annotated, Final, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt
-from pydantic.alias_generators import to_camel
+from pydantic import AfterValidator, Field, StrictInt
 
 from builders.placement import SubsetSpec, plan_placement
+from config.base import Model
 from config.errors import Issue, key_path
 
 if TYPE_CHECKING:
@@ -43,18 +43,6 @@ QUANTITY: Final = re.compile(r"^(?:\d+(?:\.\d+)?|\.\d+)(?:m|k|M|G|T|P|E|Ki|Mi|Gi
 RESERVED_NAMESPACES: Final = ("karmada-system", "karmada-cluster")
 RESERVED_NAMESPACE_PREFIXES: Final = ("karmada-es-", "kube-")
 MEMBER_ROLES: Final = ("worker", "standalone")
-
-
-class _Model(BaseModel):
-    """Same contract as config.models.Model (frozen, unknown keys rejected, camelCase in YAML)."""
-
-    model_config = ConfigDict(
-        frozen=True,
-        extra="forbid",
-        alias_generator=to_camel,
-        validate_by_alias=True,
-        validate_by_name=False,
-    )
 
 
 def _dns_label(value: str) -> str:
@@ -87,7 +75,7 @@ Quantity = Annotated[str, AfterValidator(_quantity)]
 ResourceName = Literal["cpu", "memory", "ephemeral-storage", "nvidia.com/gpu"]
 
 
-class NodeSelectorRequirement(_Model):
+class NodeSelectorRequirement(Model):
     """One `matchExpressions` entry of a subset's nodeSelectorTerm (core/v1 shape)."""
 
     key: str = Field(min_length=1)
@@ -95,13 +83,13 @@ class NodeSelectorRequirement(_Model):
     values: list[str] = Field(default_factory=list[str])
 
 
-class NodeSelectorTerm(_Model):
+class NodeSelectorTerm(Model):
     """Kruise uses only matchExpressions (matchFields is ignored), so only they are accepted."""
 
     match_expressions: list[NodeSelectorRequirement] = Field(min_length=1)
 
 
-class Toleration(_Model):
+class Toleration(Model):
     """A pod toleration (core/v1 shape)."""
 
     key: str | None = None
@@ -111,7 +99,7 @@ class Toleration(_Model):
     toleration_seconds: int | None = Field(default=None, ge=0)
 
 
-class SubsetConfig(_Model):
+class SubsetConfig(Model):
     """One UnitedDeployment subset: where a share of each member's replicas runs.
 
     `virtualNodes: true` puts the subset on AKS virtual nodes (their `type=virtual-kubelet` label
@@ -126,7 +114,7 @@ class SubsetConfig(_Model):
     virtual_nodes: bool | None = None
 
 
-class ContainerResources(_Model):
+class ContainerResources(Model):
     requests: dict[ResourceName, Quantity] = Field(default_factory=dict[ResourceName, str])
     limits: dict[ResourceName, Quantity] = Field(default_factory=dict[ResourceName, str])
 
@@ -134,7 +122,7 @@ class ContainerResources(_Model):
 WorkloadKind = Literal["deployment", "cloneSet", "statefulSet", "advancedStatefulSet"]
 
 
-class WorkloadTemplate(_Model):
+class WorkloadTemplate(Model):
     """The workload each subset runs: which Kruise template kind, and its one container."""
 
     kind: WorkloadKind = "deployment"
@@ -145,13 +133,13 @@ class WorkloadTemplate(_Model):
     labels: dict[str, str] = Field(default_factory=dict[str, str])
 
 
-class PropagationConfig(_Model):
+class PropagationConfig(Model):
     """Karmada placement: Divided replicas, Weighted by a static weight per member cluster."""
 
     weights: dict[str, StrictInt] = Field(min_length=1)
 
 
-class ApplicationConfig(_Model):
+class ApplicationConfig(Model):
     """A UnitedDeployment on the Karmada API server and the PropagationPolicy that spreads it."""
 
     name: DnsLabel
@@ -163,7 +151,7 @@ class ApplicationConfig(_Model):
     propagation: PropagationConfig
 
 
-class ApiServerConfig(_Model):
+class ApiServerConfig(Model):
     """How the Pulumi runner reaches the Karmada API server (port 5443 on a LoadBalancer)."""
 
     exposure: Literal["public", "internal"] = "public"
@@ -173,7 +161,7 @@ class ApiServerConfig(_Model):
     dns_label: DnsLabel | None = None
 
 
-class EtcdConfig(_Model):
+class EtcdConfig(Model):
     """Karmada's internal etcd. `pvc` survives node replacement; `hostPath` (chart default) not."""
 
     storage: Literal["pvc", "hostPath"] = "pvc"
@@ -181,7 +169,7 @@ class EtcdConfig(_Model):
     size: Quantity = "8Gi"
 
 
-class KruiseSettings(_Model):
+class KruiseSettings(Model):
     """OpenKruise on every Karmada member (the `kruise` chart from openkruise/charts)."""
 
     chart_version: str = Field(
@@ -192,7 +180,7 @@ class KruiseSettings(_Model):
     manager_replicas: int = Field(default=2, ge=1, le=10)
 
 
-class KarmadaSettings(_Model):
+class KarmadaSettings(Model):
     """Karmada control plane (host mode) on one cluster, its members, and the applications."""
 
     host: str | None = None

@@ -5,7 +5,7 @@ fields they become (`cohortName`, `coveredResources`, `nominalQuota`, `provision
 a user who knows Kueue reads the config without a glossary.
 
 `config.models` imports this module for its field types, so nothing here may import `config.models`
-or a builder that does at import time: hence the local `_Model` base and name rules, and the lazy
+or a builder that does at import time: hence its own name rules, and the lazy
 `builders.kueue` imports in the two checks that need rendered objects.
 """
 
@@ -18,9 +18,9 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic import AfterValidator, Field, model_validator
 
+from config.base import Model
 from config.errors import Issue, key_path
 
 if TYPE_CHECKING:
@@ -278,24 +278,11 @@ GoDuration = Annotated[
 ]
 
 
-class _Model(BaseModel):
-    """Same settings as config.models.Model (which cannot be imported here; see module doc)."""
-
-    model_config = ConfigDict(
-        frozen=True,
-        extra="forbid",
-        alias_generator=to_camel,
-        validate_by_alias=True,
-        validate_by_name=False,
-        str_strip_whitespace=False,
-    )
-
-
 # ------------------------------------------------------------------------------------------------
 # fleet.kueue: one Kueue install, the same on every cluster
 
 
-class MultiKueueManagerSettings(_Model):
+class MultiKueueManagerSettings(Model):
     """The manager's `multiKueue` controller settings; unset keys keep Kueue's defaults."""
 
     gc_interval: GoDuration | None = None
@@ -304,7 +291,7 @@ class MultiKueueManagerSettings(_Model):
     dispatcher: Literal["AllAtOnce", "Incremental"] | None = None
 
 
-class KueueSettings(_Model):
+class KueueSettings(Model):
     """The Kueue Helm release every cluster of the stack gets (one version fleet-wide)."""
 
     version: KueueVersion = DEFAULT_KUEUE_VERSION
@@ -320,14 +307,14 @@ class KueueSettings(_Model):
 # clusters[i].queues: namespaces, flavors, gates and queues of one cluster
 
 
-class TeamNamespace(_Model):
+class TeamNamespace(Model):
     """A namespace the program creates for a team's LocalQueues and jobs."""
 
     name: DnsLabel
     labels: dict[LabelKey, LabelValue] = Field(default_factory=dict[str, str])
 
 
-class Toleration(_Model):
+class Toleration(Model):
     """A toleration a flavor injects into admitted pods (for flavors not bound to a pool)."""
 
     key: LabelKey | None = None
@@ -345,7 +332,7 @@ class Toleration(_Model):
         return self
 
 
-class FlavorConfig(_Model):
+class FlavorConfig(Model):
     """A ResourceFlavor: usually one per user pool (`pool`), else explicit labels/tolerations."""
 
     name: DnsSubdomain
@@ -354,7 +341,7 @@ class FlavorConfig(_Model):
     tolerations: list[Toleration] = Field(default_factory=list[Toleration])
 
 
-class ResourceQuota(_Model):
+class ResourceQuota(Model):
     """Quota of one resource in one flavor of a ClusterQueue."""
 
     name: ResourceName
@@ -363,21 +350,21 @@ class ResourceQuota(_Model):
     lending_limit: Quantity | None = None
 
 
-class FlavorQuotas(_Model):
+class FlavorQuotas(Model):
     """One flavor's quotas, in the order of the group's coveredResources."""
 
     name: DnsSubdomain
     resources: list[ResourceQuota] = Field(min_length=1, max_length=64)
 
 
-class ResourceGroup(_Model):
+class ResourceGroup(Model):
     """Resources that are assigned a flavor together, and the flavors in preference order."""
 
     covered_resources: list[ResourceName] = Field(min_length=1, max_length=64)
     flavors: list[FlavorQuotas] = Field(min_length=1, max_length=64)
 
 
-class SelectorRequirement(_Model):
+class SelectorRequirement(Model):
     """One `matchExpressions` entry of a namespace selector."""
 
     key: LabelKey
@@ -393,7 +380,7 @@ class SelectorRequirement(_Model):
         return self
 
 
-class NamespaceSelector(_Model):
+class NamespaceSelector(Model):
     """Which namespaces may use the queue; empty (the default) selects every namespace."""
 
     match_labels: dict[LabelKey, LabelValue] = Field(default_factory=dict[str, str])
@@ -417,14 +404,14 @@ class NamespaceSelector(_Model):
         return True
 
 
-class BorrowWithinCohort(_Model):
+class BorrowWithinCohort(Model):
     """Preemption while borrowing."""
 
     policy: Literal["Never", "LowerPriority"] = "Never"
     max_priority_threshold: int | None = Field(default=None, ge=-(2**31), lt=2**31)
 
 
-class Preemption(_Model):
+class Preemption(Model):
     """ClusterQueue preemption policies (Kueue defaults: Never everywhere)."""
 
     within_cluster_queue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] = "Never"
@@ -442,14 +429,14 @@ class Preemption(_Model):
         return self
 
 
-class FlavorFungibility(_Model):
+class FlavorFungibility(Model):
     """Whether to try the next flavor before borrowing or preempting."""
 
     when_can_borrow: Literal["MayStopSearch", "TryNextFlavor"] = "MayStopSearch"
     when_can_preempt: Literal["MayStopSearch", "TryNextFlavor"] = "TryNextFlavor"
 
 
-class RetryStrategy(_Model):
+class RetryStrategy(Model):
     """ProvisioningRequest retries (Kueue defaults 3 / 60 s / 1800 s; count 0 = no retry)."""
 
     backoff_limit_count: int = Field(default=3, ge=0, lt=2**31)
@@ -457,14 +444,14 @@ class RetryStrategy(_Model):
     backoff_max_seconds: int = Field(default=1800, ge=0, lt=2**31)
 
 
-class NodeSelectorUpdate(_Model):
+class NodeSelectorUpdate(Model):
     """A node selector Kueue copies onto admitted pods from the ProvisioningRequest's details."""
 
     key: LabelKey = Field(max_length=317)
     value_from_provisioning_class_detail: str = Field(min_length=1, max_length=32768)
 
 
-class ProvisioningGate(_Model):
+class ProvisioningGate(Model):
     """A provisioning gate: AdmissionCheck `name` and ProvisioningRequestConfig `configName`."""
 
     name: DnsSubdomain
@@ -491,14 +478,14 @@ class ProvisioningGate(_Model):
         return self.config_name or f"{self.name}-config"
 
 
-class GateRef(_Model):
+class GateRef(Model):
     """A ClusterQueue's use of a provisioning gate; `onFlavors` defaults to its pool flavors."""
 
     name: DnsSubdomain
     on_flavors: list[DnsSubdomain] | None = Field(default=None, max_length=64)
 
 
-class ClusterQueueConfig(_Model):
+class ClusterQueueConfig(Model):
     """A ClusterQueue (v1beta2 shape: `cohortName`, `admissionChecksStrategy` via the gate)."""
 
     name: DnsSubdomain
@@ -515,7 +502,7 @@ class ClusterQueueConfig(_Model):
         return [f.name for g in self.resource_groups for f in g.flavors]
 
 
-class LocalQueueConfig(_Model):
+class LocalQueueConfig(Model):
     """A LocalQueue: what jobs name in their `kueue.x-k8s.io/queue-name` label."""
 
     name: DnsSubdomain
@@ -523,7 +510,7 @@ class LocalQueueConfig(_Model):
     cluster_queue: DnsSubdomain
 
 
-class ClusterQueues(_Model):
+class ClusterQueues(Model):
     """Everything Kueue-side one cluster declares (`clusters[i].queues`)."""
 
     namespaces: list[TeamNamespace] = Field(default_factory=list[TeamNamespace])

@@ -11,9 +11,9 @@ import re
 from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import AfterValidator, Field
 
+from config.base import Model
 from config.karmada import KarmadaSettings
 from config.kueue import ClusterQueues, KueueSettings
 from config.multikueue import MultiKueueSettings
@@ -125,19 +125,6 @@ def parse_taint(value: str) -> tuple[str, str | None, str]:
 
 
 Taint = Annotated[str, AfterValidator(_check_taint)]
-
-
-class Model(BaseModel):
-    """Base of every config model: frozen, unknown keys rejected, camelCase keys in YAML."""
-
-    model_config = ConfigDict(
-        frozen=True,
-        extra="forbid",
-        alias_generator=to_camel,
-        validate_by_alias=True,
-        validate_by_name=False,
-        str_strip_whitespace=False,
-    )
 
 
 class VmSize(Model):

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
 
 from builders import multikueue as mk
+from config.base import Model
 from config.errors import Issue, key_path
 from config.kueue import (
     NAMESPACE_NAME_LABEL,
@@ -41,19 +41,7 @@ MAX_ROTATION: Final = 1_000_000
 GATE_REASON: Final = "MultiKueueWithProvisioningRequest"
 
 
-class _Model(BaseModel):
-    """Same contract as config.models.Model (frozen, unknown keys rejected, camelCase in YAML)."""
-
-    model_config = ConfigDict(
-        frozen=True,
-        extra="forbid",
-        alias_generator=to_camel,
-        validate_by_alias=True,
-        validate_by_name=False,
-    )
-
-
-class UnmirroredQueue(_Model):
+class UnmirroredQueue(Model):
     """A LocalQueue allowed on one side only: a manager-local queue, or a worker's own."""
 
     cluster: str
@@ -61,7 +49,7 @@ class UnmirroredQueue(_Model):
     name: str
 
 
-class MultiKueueSettings(_Model):
+class MultiKueueSettings(Model):
     """Which workers the manager dispatches to, their credentials' generation, what is mirrored."""
 
     # Default: every cluster with role worker, in config order (the Incremental dispatcher's order).
