@@ -225,7 +225,7 @@ def _quiet(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
 
 
 @contextmanager
-def mocked_engine(stack: str = "test") -> Iterator[Graph]:
+def mocked_engine(stack: str = "test", *, preview: bool = False) -> Iterator[Graph]:
     """A fresh mocks engine: set up, yield, and tear everything down (even on failure)."""
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
@@ -234,7 +234,7 @@ def mocked_engine(stack: str = "test") -> Iterator[Graph]:
     monitor = StrictMonitor(mocks)
     # set_mocks keeps an existing root Stack: drop it so outputs never leak between tests.
     ROOT_RESOURCE.set(None)
-    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
     try:
         yield Graph(monitor=monitor, mocks=mocks)
     finally:

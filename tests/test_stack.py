@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import runpy
+from collections import Counter
 from typing import Any
 
 import pulumi
 import pytest
 import yaml
 
-from tests.conftest import ROOT, Graph, run_program, set_stack_config, stack_outputs
+from tests.conftest import (
+    ROOT,
+    Graph,
+    built_stack,
+    mocked_engine,
+    run_program,
+    set_stack_config,
+    stack_outputs,
+)
 
 
 def stack_raw(stack: str) -> dict[str, Any]:
@@ -51,3 +60,16 @@ def test_invalid_config_registers_nothing(graph: Graph) -> None:
     with pytest.raises(pulumi.RunError, match=r"clusters\[1\]\.pools\[0\]\.minCount"):
         run_program(lambda: runpy.run_path(str(ROOT / "__main__.py")))
     assert graph.resources == []
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_preview_registers_the_same_graph(stack: str) -> None:
+    """`pulumi preview` (PRs): outputs are unknown and applies are skipped, yet the whole graph
+    registers, with nothing read from a cluster that does not exist yet."""
+    raw = stack_raw(stack)
+    with mocked_engine(stack, preview=True) as graph:
+        set_stack_config(raw)
+        run_program(lambda: runpy.run_path(str(ROOT / "__main__.py")))
+        previewed = Counter(r.type for r in graph.resources)
+    deployed = Counter(r.type for r in built_stack(stack).graph.resources)
+    assert previewed == deployed

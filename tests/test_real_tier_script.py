@@ -1,0 +1,203 @@
+"""Offline checks of scripts/build-real-tier-tools (it builds nothing here).
+
+The script's pins must follow the locked Python SDKs and the project's default Kueue version; its
+cache lies outside the repo; its replace-line generator (the part most likely to rot) is exercised
+on small go.mod files by sourcing the script, which then only defines its functions.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "scripts" / "build-real-tier-tools"
+TOOLS = (
+    "pulumi",
+    "pulumi-language-python",
+    "pulumi-resource-kubernetes",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "etcd",
+    "kueue",
+)
+
+
+def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def _pins() -> dict[str, str]:
+    """NAME=value lines of the pinned block at the top of the script."""
+    text = SCRIPT.read_text()
+    block = text.split("# Pinned versions", 1)[1].split("\n# ----", 2)[1]
+    return dict(re.findall(r"^([A-Z][A-Z0-9_]*)=(\S+)$", block, flags=re.MULTILINE))
+
+
+def _semver(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
+def _bash(snippet: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """Run `snippet` with the script sourced (functions only, main does not run)."""
+    return subprocess.run(
+        ["bash", "-c", f'set -euo pipefail; source "{SCRIPT}"; {snippet}'],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "AKS_BATCH_FLEET_TOOLS_CACHE": str(tmp_path / "cache")},
+    )
+
+
+def test_bash_syntax() -> None:
+    result = subprocess.run(
+        ["bash", "-n", str(SCRIPT)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert os.access(SCRIPT, os.X_OK)
+
+
+def test_list_names_every_tool() -> None:
+    result = _run("--list")
+    assert result.returncode == 0, result.stderr
+    assert tuple(result.stdout.split()) == TOOLS
+
+
+def test_print_paths_lists_every_tool_under_the_cache(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    result = _run("--print-paths", env={"AKS_BATCH_FLEET_TOOLS_CACHE": str(cache)})
+    assert result.returncode == 0, result.stderr
+    rows = [line.split("\t") for line in result.stdout.splitlines()]
+    assert [name for name, _ in rows] == list(TOOLS)
+    for name, path in rows:
+        binary = Path(path)
+        assert binary.parent.name == "bin"
+        assert binary.parent.parent.parent == cache, path
+        assert re.fullmatch(rf"{re.escape(name)}-\d+\.\d+\.\d+", binary.parent.parent.name), path
+    assert not cache.exists(), "--print-paths must not create or build anything"
+
+
+def test_default_cache_is_outside_the_repo(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "AKS_BATCH_FLEET_TOOLS_CACHE"}
+    result = subprocess.run(
+        [str(SCRIPT), "--print-paths", "--only", "kueue"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**env, "HOME": str(tmp_path)},
+    )
+    assert result.returncode == 0, result.stderr
+    name, path = result.stdout.strip().split("\t")
+    assert name == "kueue"
+    assert Path(path).is_relative_to(tmp_path / ".cache" / "aks-batch-fleet" / "real-tier")
+    assert not Path(path).is_relative_to(ROOT)
+
+
+def test_unknown_tool_is_a_usage_error() -> None:
+    result = _run("--only", "kubectl", "--print-paths")
+    assert result.returncode == 2
+    assert "unknown tool" in result.stderr
+
+
+def test_pins_follow_the_locked_python_sdks() -> None:
+    pins = _pins()
+    assert pins["PULUMI_SDK_VERSION"] == version("pulumi")
+    assert pins["PULUMI_KUBERNETES_SDK_VERSION"] == version("pulumi-kubernetes")
+    # The CLI may only be newer than the SDK (the module proxy does not serve pkg/v3 at the SDK's
+    # version); the language host is pinned to the SDK itself.
+    assert _semver(pins["PULUMI_CLI_VERSION"]) >= _semver(version("pulumi"))
+    assert pins["PULUMI_LANGUAGE_PYTHON_VERSION"] == version("pulumi")
+    # The provider is the newest one the proxy serves; never newer than the SDK that drives it.
+    assert _semver(pins["PULUMI_KUBERNETES_PROVIDER_VERSION"]) <= _semver(
+        version("pulumi-kubernetes")
+    )
+    assert re.fullmatch(r"1\.33\.\d+", pins["KUBERNETES_VERSION"])
+
+
+def test_kueue_pin_is_the_projects_default_kueue_version() -> None:
+    pins = _pins()
+    config = ROOT / "config" / "kueue.py"
+    builder = ROOT / "builders" / "kueue.py"
+    if config.exists() and "DEFAULT_KUEUE_VERSION" in config.read_text():
+        found = re.search(r'^DEFAULT_KUEUE_VERSION\s*=\s*"([^"]+)"', config.read_text(), re.M)
+        assert found, "DEFAULT_KUEUE_VERSION is not a plain string literal"
+        assert pins["KUEUE_VERSION"] == found.group(1)
+    elif builder.exists():
+        assert pins["KUEUE_VERSION"] in builder.read_text()
+    else:
+        pytest.skip("no default Kueue version in the project yet (config/ or builders/kueue.py)")
+
+
+def test_each_version_is_written_once() -> None:
+    """Versions live in the pin block only; the rest of the script refers to the variables."""
+    text = SCRIPT.read_text()
+    body = text.split("# Pinned versions", 1)[1].split("\n# ----", 2)[2]
+    for name, value in _pins().items():
+        if re.fullmatch(r"v?\d+\.\d+\.\d+", value):
+            assert value not in body, f"{name}={value} is repeated outside the pin block"
+
+
+def test_replace_lines_map_local_replaces_to_published_versions(tmp_path: Path) -> None:
+    gomod = tmp_path / "go.mod"
+    gomod.write_text(
+        "module k8s.io/kubernetes\n\ngo 1.24.0\n\n"
+        "require k8s.io/api v0.0.0\n\n"
+        "replace (\n"
+        "\tk8s.io/api => ./staging/src/k8s.io/api\n"
+        "\tk8s.io/client-go => ./staging/src/k8s.io/client-go // comment\n"
+        ")\n"
+        "replace github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-2024\n"
+    )
+    result = _bash(f'replace_lines kube-apiserver "{gomod}"', tmp_path)
+    assert result.returncode == 0, result.stderr
+    minor = _pins()["KUBERNETES_VERSION"].removeprefix("1.")
+    assert result.stdout.splitlines() == [
+        f"replace k8s.io/api => k8s.io/api v0.{minor}",
+        f"replace k8s.io/client-go => k8s.io/client-go v0.{minor}",
+        "replace github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-2024",
+    ]
+
+
+def test_replace_lines_for_etcd_drop_the_forbidden_markers(tmp_path: Path) -> None:
+    gomod = tmp_path / "go.mod"
+    gomod.write_text(
+        "module go.etcd.io/etcd/server/v3\n\n"
+        "replace (\n\tgo.etcd.io/etcd/api/v3 => ../api\n)\n\n"
+        "replace (\n\tgo.etcd.io/etcd => ./FORBIDDEN_DEPENDENCY\n)\n"
+    )
+    result = _bash(f'replace_lines etcd "{gomod}"', tmp_path)
+    assert result.returncode == 0, result.stderr
+    etcd = _pins()["ETCD_GO_VERSION"]
+    assert result.stdout.splitlines() == [
+        f"replace go.etcd.io/etcd/api/v3 => go.etcd.io/etcd/api/v3 v{etcd}"
+    ]
+
+
+def test_replace_lines_refuse_an_unmapped_local_replace(tmp_path: Path) -> None:
+    gomod = tmp_path / "go.mod"
+    gomod.write_text("module sigs.k8s.io/kueue\n\nreplace example.com/x => ../x\n")
+    result = _bash(f'replace_lines kueue "{gomod}"', tmp_path)
+    assert result.returncode != 0
+    assert "no published stand-in" in result.stderr
+
+
+def test_kubernetes_version_stamped_into_the_binaries(tmp_path: Path) -> None:
+    result = _bash("kube_ldflags", tmp_path)
+    assert result.returncode == 0, result.stderr
+    k8s = _pins()["KUBERNETES_VERSION"]
+    assert f"-X k8s.io/component-base/version.gitVersion=v{k8s}" in result.stdout
+    assert f"-X k8s.io/client-go/pkg/version.gitVersion=v{k8s}" in result.stdout
