@@ -42,5 +42,12 @@ pulumi.export(
     c.OUT_OIDC_ISSUERS,
     {n: k.oidc_issuer_url for n, k in fleet.clusters.items() if isinstance(k, AksCluster)},
 )
+pulumi.export(
+    c.OUT_QUEUES,
+    {
+        n: {"clusterQueues": k.cluster_queues, "localQueues": k.local_queues}
+        for n, k in fleet.kueues.items()
+    },
+)
 if fleet.karmada is not None:
     pulumi.export(c.OUT_KARMADA_KUBECONFIG, fleet.karmada.karmada_kubeconfig)

@@ -18,6 +18,7 @@ OUT_API_SERVERS: Final = "apiServerFqdns"
 OUT_RESOURCE_GROUP: Final = "resourceGroup"
 OUT_OIDC_ISSUERS: Final = "oidcIssuerUrls"
 OUT_KARMADA_KUBECONFIG: Final = "karmadaKubeconfig"
+OUT_QUEUES: Final = "queues"
 
 # Kubernetes versions: Kueue needs >= 1.29; the ProvisioningRequest gate on AKS needs >= 1.33.
 MIN_KUBERNETES: Final = (1, 29)

@@ -47,6 +47,12 @@ def test_main_registers_the_fleet(graph: Graph, stack: str) -> None:
         {n: f"{n}-abc123.hcp.westeurope.azmk8s.io" for n in names},
         False,
     )
+    queues, _ = outputs["queues"]
+    assert set(queues) == names
+    if stack == "dev":  # team-a is declared on the manager and mirrored onto both workers
+        assert {n: q["localQueues"] for n, q in queues.items()} == dict.fromkeys(
+            names, ["team-a/team-a"]
+        )
     if raw.get("karmada") is not None:
         assert outputs["karmadaKubeconfig"][1] is True
     else:
