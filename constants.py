@@ -28,3 +28,6 @@ MIN_KUBERNETES_PROVISIONING: Final = (1, 33)
 ROLE_NETWORK_CONTRIBUTOR: Final = "4d97b98b-1d4f-4787-a291-c67834d212e7"
 ACI_DELEGATION: Final = "Microsoft.ContainerInstance/containerGroups"
 ACI_ADDON: Final = "aciConnectorLinux"
+
+# pulumi-kubernetes readiness annotation: the object counts as created only once this holds.
+WAIT_FOR: Final = "pulumi.com/waitFor"

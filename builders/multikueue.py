@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from builders.manifest import Manifest
+from constants import WAIT_FOR
 
 if TYPE_CHECKING:
     from config.models import ClusterConfig, FleetConfig
@@ -45,7 +46,6 @@ ADMISSION_CHECK: Final = "multikueue"
 MAX_WORKERS: Final = 20  # MultiKueueConfig spec.clusters maxItems (since Kueue 0.16)
 REDACTED: Final = "REDACTED"
 
-WAIT_FOR: Final = "pulumi.com/waitFor"
 ROTATION_ANNOTATION: Final = "aks-batch-fleet/credential-rotation"
 LABELS: Final = {
     "app.kubernetes.io/part-of": "aks-batch-fleet",

@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -28,12 +27,10 @@ from builders.kruise import karmada_crd_urls, kruise_release
 from components.aks import AksCluster
 from components.existing import ExistingCluster
 from components.kruise import Kruise, KruiseArgs
+from components.kube import kube_object
 from config.karmada import member_names
 from config.models import FleetConfig
-from constants import TYPE_PREFIX
-
-# pulumi-kubernetes readiness for a kind it has no await logic for.
-WAIT_FOR = "pulumi.com/waitFor"
+from constants import TYPE_PREFIX, WAIT_FOR
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,33 +40,6 @@ class KarmadaArgs:
     fleet: FleetConfig
     clusters: Mapping[str, AksCluster | ExistingCluster]
     tags: dict[str, str] = field(default_factory=dict[str, str])
-
-
-def _apply(name: str, obj: Mapping[str, Any], opts: pulumi.ResourceOptions) -> pulumi.Resource:
-    """One builder object as the matching typed resource (CustomResource for the rest)."""
-    kind, meta = obj["kind"], obj["metadata"]
-    if kind == "Namespace":
-        return k8s.core.v1.Namespace(name, metadata=meta, opts=opts)
-    if kind == "ServiceAccount":
-        return k8s.core.v1.ServiceAccount(name, metadata=meta, opts=opts)
-    if kind == "Secret":
-        return k8s.core.v1.Secret(
-            name, metadata=meta, type=obj.get("type"), data=obj.get("data"), opts=opts
-        )
-    if kind == "ClusterRole":
-        return k8s.rbac.v1.ClusterRole(name, metadata=meta, rules=obj["rules"], opts=opts)
-    if kind == "ClusterRoleBinding":
-        return k8s.rbac.v1.ClusterRoleBinding(
-            name, metadata=meta, role_ref=obj["roleRef"], subjects=obj["subjects"], opts=opts
-        )
-    return k8s.apiextensions.CustomResource(
-        name,
-        api_version=obj["apiVersion"],
-        kind=kind,
-        metadata=meta,
-        spec=obj.get("spec"),
-        opts=opts,
-    )
 
 
 def _data(data: Mapping[str, str] | None, key: str) -> str:
@@ -178,7 +148,7 @@ class Karmada(pulumi.ComponentResource):
         on_karmada = pulumi.ResourceOptions(parent=self, provider=self.provider)
 
         # 4. Members.
-        namespace = _apply(f"{name}-cluster-ns", kb.cluster_namespace(), on_karmada)
+        namespace = kube_object(f"{name}-cluster-ns", kb.cluster_namespace(), on_karmada)
         self.kruise = {}
         self.members = {}
         for member in member_names(fleet):
@@ -202,18 +172,20 @@ class Karmada(pulumi.ComponentResource):
             files=karmada_crd_urls(settings.kruise),
             opts=on_karmada,
         )
-        self.interpreter = _apply(
+        self.interpreter = kube_object(
             f"{name}-ud-interpreter", united_deployment_interpreter(), on_karmada
         )
         namespaces = {
-            ns["metadata"]["name"]: _apply(f"{name}-ns-{ns['metadata']['name']}", ns, on_karmada)
+            ns["metadata"]["name"]: kube_object(
+                f"{name}-ns-{ns['metadata']['name']}", ns, on_karmada
+            )
             for ns in kb.application_namespaces(settings.applications)
         }
         self.applications = {}
         for app in settings.applications:
             key = f"{app.namespace}-{app.name}"
             in_namespace = [namespaces[app.namespace]] if app.namespace in namespaces else []
-            policy = _apply(
+            policy = kube_object(
                 f"{name}-{key}-pp",
                 kb.propagation_policy(app),
                 pulumi.ResourceOptions.merge(
@@ -230,7 +202,7 @@ class Karmada(pulumi.ComponentResource):
                 policy,
                 *in_namespace,
             ]
-            self.applications[key] = _apply(
+            self.applications[key] = kube_object(
                 f"{name}-{key}-ud",
                 kb.united_deployment(app),
                 pulumi.ResourceOptions.merge(on_karmada, pulumi.ResourceOptions(depends_on=after)),
@@ -261,7 +233,7 @@ class Karmada(pulumi.ComponentResource):
                 depends.append(made["ServiceAccount/" + obj_name])
             if kind == "ClusterRoleBinding":
                 depends.append(made["ClusterRole/" + obj_name])
-            made[f"{kind}/{obj_name}"] = _apply(
+            made[f"{kind}/{obj_name}"] = kube_object(
                 f"{name}-{member}-{kind.lower()}-{obj_name.replace(':', '-')}",
                 obj,
                 pulumi.ResourceOptions.merge(on_member, pulumi.ResourceOptions(depends_on=depends)),

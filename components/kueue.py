@@ -10,11 +10,11 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from builders import kueue as kq
+from components.kube import kube_object
 from config.kueue import KueueSettings
 from config.models import ClusterConfig
-from constants import TYPE_PREFIX
+from constants import TYPE_PREFIX, WAIT_FOR
 
-WAIT_FOR = "pulumi.com/waitFor"
 # Kueue reports Active=False (e.g. FlavorNotFound, AdmissionCheckInactive, or a queue with both a
 # MultiKueue and a ProvisioningRequest check): `pulumi up` must fail then, not look green.
 READY_WHEN_ACTIVE = frozenset({"ClusterQueue", "AdmissionCheck"})
@@ -64,7 +64,7 @@ class Kueue(pulumi.ComponentResource):
     """Kueue's Helm release and every queue object of one cluster, all through its provider."""
 
     release: k8s.helm.v3.Release
-    objects: dict[str, pulumi.CustomResource]
+    objects: dict[str, pulumi.Resource]
     cluster_queues: list[str]
     local_queues: list[str]
 
@@ -100,19 +100,9 @@ class Kueue(pulumi.ComponentResource):
             # Cluster-scoped names are unique per kind; namespaced ones keep `ns/name` (a DNS
             # label has no '/', so `a/b-c` and `a-b/c` stay distinct).
             suffix = obj["kind"].lower() + "-" + key.split("/", 1)[1]
-            if obj["kind"] == "Namespace":
-                self.objects[key] = k8s.core.v1.Namespace(
-                    f"{name}-{suffix}", metadata=obj["metadata"], opts=child
-                )
-            else:
-                self.objects[key] = k8s.apiextensions.CustomResource(
-                    f"{name}-{suffix}",
-                    api_version=obj["apiVersion"],
-                    kind=obj["kind"],
-                    metadata=_metadata(obj),
-                    spec=obj["spec"],
-                    opts=child,
-                )
+            self.objects[key] = kube_object(
+                f"{name}-{suffix}", {**obj, "metadata": _metadata(obj)}, child
+            )
         self.cluster_queues = [cq.name for cq in cluster.queues.cluster_queues]
         self.local_queues = [f"{lq.namespace}/{lq.name}" for lq in cluster.queues.local_queues]
         self.register_outputs(

@@ -5,38 +5,15 @@ from __future__ import annotations
 import base64
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from builders import multikueue as mk
+from components.kube import custom_resource, kube_object
 from config.models import FleetConfig
 from config.multikueue import enabled_workers, rotation_of
 from constants import TYPE_PREFIX
-
-
-def _meta(obj: Mapping[str, Any]) -> k8s.meta.v1.ObjectMetaArgs:
-    meta: Mapping[str, Any] = obj["metadata"]
-    return k8s.meta.v1.ObjectMetaArgs(
-        name=meta["name"],
-        namespace=meta.get("namespace"),
-        labels=meta.get("labels"),
-        annotations=meta.get("annotations"),
-    )
-
-
-def _custom(
-    name: str, obj: Mapping[str, Any], opts: pulumi.ResourceOptions
-) -> k8s.apiextensions.CustomResource:
-    return k8s.apiextensions.CustomResource(
-        name,
-        api_version=obj["apiVersion"],
-        kind=obj["kind"],
-        metadata=_meta(obj),
-        spec=obj["spec"],
-        opts=opts,
-    )
 
 
 def _options(
@@ -48,11 +25,6 @@ def _options(
     return pulumi.ResourceOptions(
         parent=parent, provider=provider, depends_on=[*depends_on, *extra]
     )
-
-
-def _snake(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """`apiGroup` -> `api_group`, for the SDK's Args classes."""
-    return {"".join(f"_{c.lower()}" if c.isupper() else c for c in k): v for k, v in obj.items()}
 
 
 def _data_field(data: Mapping[str, str] | None, key: str) -> str:
@@ -95,33 +67,19 @@ class MultiKueueWorkerAccess(pulumi.ComponentResource):
         super().__init__(f"{TYPE_PREFIX}:MultiKueueWorkerAccess", name, None, opts)
         ns = args.namespace
         after_kueue = _options(self, args.provider, args.depends_on)
-        sa_obj = mk.service_account(ns)
-        account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=_meta(sa_obj), opts=after_kueue)
-        role_obj = mk.cluster_role(args.kueue_version, args.frameworks)
-        role = k8s.rbac.v1.ClusterRole(
-            f"{name}-role",
-            metadata=_meta(role_obj),
-            rules=[
-                k8s.rbac.v1.PolicyRuleArgs(
-                    api_groups=r["apiGroups"], resources=r["resources"], verbs=r["verbs"]
-                )
-                for r in role_obj["rules"]
-            ],
-            opts=after_kueue,
+        account = kube_object(f"{name}-sa", mk.service_account(ns), after_kueue)
+        role = kube_object(
+            f"{name}-role", mk.cluster_role(args.kueue_version, args.frameworks), after_kueue
         )
-        binding_obj = mk.cluster_role_binding(ns)
-        k8s.rbac.v1.ClusterRoleBinding(
+        kube_object(
             f"{name}-binding",
-            metadata=_meta(binding_obj),
-            role_ref=k8s.rbac.v1.RoleRefArgs(**_snake(binding_obj["roleRef"])),
-            subjects=[k8s.rbac.v1.SubjectArgs(**_snake(s)) for s in binding_obj["subjects"]],
-            opts=_options(self, args.provider, args.depends_on, account, role),
+            mk.cluster_role_binding(ns),
+            _options(self, args.provider, args.depends_on, account, role),
         )
-        secret_obj = mk.token_secret(args.rotation, ns)
         # The token controller deletes a token Secret whose ServiceAccount does not exist yet.
         self.token_secret = k8s.core.v1.Secret(
             f"{name}-token",
-            metadata=_meta(secret_obj),
+            metadata=(secret_obj := mk.token_secret(args.rotation, ns))["metadata"],
             type=secret_obj["type"],
             opts=_options(self, args.provider, args.depends_on, account),
         )
@@ -184,19 +142,13 @@ class MultiKueueManager(pulumi.ComponentResource):
             secret_obj = mk.kubeconfig_secret(
                 worker.name, kubeconfig.apply(mk.encode), worker.rotation, args.namespace
             )
-            secret = k8s.core.v1.Secret(
-                f"{name}-{worker.name}-kubeconfig",
-                metadata=_meta(secret_obj),
-                type=secret_obj["type"],
-                data=secret_obj["data"],
-                opts=after_kueue,
-            )
-            self.clusters[worker.name] = _custom(
+            secret = kube_object(f"{name}-{worker.name}-kubeconfig", secret_obj, after_kueue)
+            self.clusters[worker.name] = custom_resource(
                 f"{name}-{worker.name}",
                 mk.multikueue_cluster(worker.name, worker.rotation),
                 _options(self, args.provider, args.depends_on, secret),
             )
-        config = _custom(
+        config = custom_resource(
             f"{name}-config",
             mk.multikueue_config([w.name for w in args.workers]),
             after_kueue,
@@ -204,7 +156,7 @@ class MultiKueueManager(pulumi.ComponentResource):
         check_obj = mk.admission_check()
         self.admission_check_name = check_obj["metadata"]["name"]
         # Active only once some worker is connected, so it waits for the clusters' readiness.
-        self.admission_check = _custom(
+        self.admission_check = custom_resource(
             f"{name}-check",
             check_obj,
             _options(self, args.provider, args.depends_on, config, *self.clusters.values()),

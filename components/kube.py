@@ -1,0 +1,43 @@
+"""Builder objects (plain dicts) as Pulumi Kubernetes resources: the one place that maps them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+
+def kube_object(name: str, obj: Mapping[str, Any], opts: pulumi.ResourceOptions) -> pulumi.Resource:
+    """One builder object as the matching typed resource (CustomResource for the rest)."""
+    kind, meta = obj["kind"], obj["metadata"]
+    if kind == "Namespace":
+        return k8s.core.v1.Namespace(name, metadata=meta, opts=opts)
+    if kind == "ServiceAccount":
+        return k8s.core.v1.ServiceAccount(name, metadata=meta, opts=opts)
+    if kind == "Secret":
+        return k8s.core.v1.Secret(
+            name, metadata=meta, type=obj.get("type"), data=obj.get("data"), opts=opts
+        )
+    if kind == "ClusterRole":
+        return k8s.rbac.v1.ClusterRole(name, metadata=meta, rules=obj["rules"], opts=opts)
+    if kind == "ClusterRoleBinding":
+        return k8s.rbac.v1.ClusterRoleBinding(
+            name, metadata=meta, role_ref=obj["roleRef"], subjects=obj["subjects"], opts=opts
+        )
+    return custom_resource(name, obj, opts)
+
+
+def custom_resource(
+    name: str, obj: Mapping[str, Any], opts: pulumi.ResourceOptions
+) -> k8s.apiextensions.CustomResource:
+    """A custom resource from a builder object (apiVersion, kind, metadata, spec)."""
+    return k8s.apiextensions.CustomResource(
+        name,
+        api_version=obj["apiVersion"],
+        kind=obj["kind"],
+        metadata=obj["metadata"],
+        spec=obj.get("spec"),
+        opts=opts,
+    )
