@@ -11,7 +11,7 @@ import re
 from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field
 
 from config.base import Model
 from config.karmada import KarmadaSettings
@@ -175,17 +175,28 @@ class PoolConfig(Model):
         return self.min_count if self.count is None else self.count
 
 
+def _text_only(value: object) -> object:
+    # pydantic would read `true` or `5` as an address (0.0.0.1); YAML users mean a typo.
+    if not isinstance(value, str | IPv4Network | IPv4Address):
+        raise ValueError(f"must be written as a string such as '10.0.0.0/16', got {value!r}")
+    return value
+
+
+Cidr = Annotated[IPv4Network, BeforeValidator(_text_only)]
+IpAddress = Annotated[IPv4Address, BeforeValidator(_text_only)]
+
+
 class NetworkConfig(Model):
     """Azure CNI. Overlay unless virtual nodes need a VNet node subnet (then `nodeSubnet`)."""
 
     mode: Literal["overlay", "nodeSubnet"] | None = None
     network_policy: Literal["none", "azure", "calico", "cilium"] = "none"
-    pod_cidr: IPv4Network = IPv4Network("10.244.0.0/16")
-    service_cidr: IPv4Network = IPv4Network("10.0.0.0/16")
-    dns_service_ip: IPv4Address = IPv4Address("10.0.0.10")
-    vnet_cidr: IPv4Network = IPv4Network("10.224.0.0/12")
-    node_subnet_cidr: IPv4Network = IPv4Network("10.224.0.0/16")
-    aci_subnet_cidr: IPv4Network = IPv4Network("10.225.0.0/16")
+    pod_cidr: Cidr = IPv4Network("10.244.0.0/16")
+    service_cidr: Cidr = IPv4Network("10.0.0.0/16")
+    dns_service_ip: IpAddress = IPv4Address("10.0.0.10")
+    vnet_cidr: Cidr = IPv4Network("10.224.0.0/12")
+    node_subnet_cidr: Cidr = IPv4Network("10.224.0.0/16")
+    aci_subnet_cidr: Cidr = IPv4Network("10.225.0.0/16")
     outbound_type: Literal["loadBalancer", "managedNATGateway"] = "loadBalancer"
 
 

@@ -94,6 +94,7 @@ BAD: list[tuple[str, Any, str]] = [
     ("clusters[1].network.dnsServiceIp", "10.1.0.10", "must be inside serviceCidr (10.0.0.0/16)"),
     ("clusters[1].network.podCidr", "10.0.0.0/8", "overlaps serviceCidr"),
     ("clusters[1].network.serviceCidr", "10.0.0.0/33", "clusters[1].network.serviceCidr:"),
+    ("clusters[1].network.podCidr", True, "must be written as a string"),
     ("clusters[1].virtualNodes", {"enabled": True, "extra": 1}, "virtualNodes.extra: unknown key"),
     ("clusters[1].autoscalerProfile.scanInterval", "10", "should match pattern"),
     ("clusters[1].autoscalerProfile.expander", "cheapest", "autoscalerProfile.expander: Input"),
