@@ -8,11 +8,12 @@ import constants as c
 from components.aks import AksCluster
 from components.fleet import Fleet, FleetArgs
 from config import ConfigError, load_from_pulumi
-from config.loader import read_existing_kubeconfigs
+from config.loader import kueue_crd_files, read_existing_kubeconfigs
 
 try:
     fleet_config, warnings = load_from_pulumi()
     kubeconfig_files = read_existing_kubeconfigs(fleet_config, Path(__file__).parent)
+    kueue_crd_files = kueue_crd_files(fleet_config, Path(__file__).parent)
 except ConfigError as err:
     # A clean, complete message and no resources: nothing is registered before this point.
     raise pulumi.RunError(str(err)) from None
@@ -31,7 +32,12 @@ for cluster in fleet_config.clusters:
 
 fleet = Fleet(
     c.PROJECT,
-    FleetArgs(config=fleet_config, stack=pulumi.get_stack(), existing_kubeconfigs=existing),
+    FleetArgs(
+        config=fleet_config,
+        stack=pulumi.get_stack(),
+        existing_kubeconfigs=existing,
+        kueue_crd_files=kueue_crd_files,
+    ),
 )
 
 pulumi.export(c.OUT_RESOURCE_GROUP, fleet.resource_group_name)

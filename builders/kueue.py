@@ -188,7 +188,9 @@ def kueue_release(settings: KueueSettings, cluster: ClusterConfig) -> HelmReleas
 
 
 def kueue_releases(fleet: FleetConfig) -> list[HelmRelease]:
-    """One Kueue release per cluster, in config order (preflight renders their values files)."""
+    """One Kueue release per cluster, in config order (none with `install: manifests-only`)."""
+    if fleet.kueue.install != "helm":
+        return []
     return [kueue_release(fleet.kueue, c) for c in fleet.clusters]
 
 

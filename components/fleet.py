@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pulumi
@@ -29,6 +29,8 @@ class FleetArgs:
     existing_kubeconfigs: Mapping[str, pulumi.Input[str]] = field(
         default_factory=dict[str, pulumi.Input[str]]
     )
+    # The pinned Kueue CRD files when `kueue.install` is `manifests-only`.
+    kueue_crd_files: Sequence[str] = ()
 
 
 class Fleet(pulumi.ComponentResource):
@@ -86,6 +88,7 @@ class Fleet(pulumi.ComponentResource):
                     settings=cfg.kueue,
                     provider=self.clusters[c.name].provider,
                     extra_checks=checks.get(c.name),
+                    crd_files=args.kueue_crd_files,
                 ),
                 pulumi.ResourceOptions(parent=self),
             )
@@ -100,7 +103,7 @@ class Fleet(pulumi.ComponentResource):
                     fleet=cfg,
                     providers={n: c.provider for n, c in self.clusters.items()},
                     api_servers={n: c.api_server_url for n, c in self.clusters.items()},
-                    kueue_releases={n: k.release for n, k in self.kueues.items()},
+                    kueue_releases={n: k.ready for n, k in self.kueues.items()},
                 ),
                 pulumi.ResourceOptions(parent=self),
             )

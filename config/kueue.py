@@ -294,6 +294,12 @@ class MultiKueueManagerSettings(Model):
 class KueueSettings(Model):
     """The Kueue Helm release every cluster of the stack gets (one version fleet-wide)."""
 
+    # `manifests-only`: apply the pinned CRDs (from `crdDir`) and no controller, for places
+    # without the chart registry or where Kueue's controller runs elsewhere (the real tier).
+    install: Literal["helm", "manifests-only"] = "helm"
+    # Directory of the pinned version's CRD files, relative to the project; default: the
+    # fetch-crds cache (.cache/crds/kueue/<version>), else ../shared/crds/kueue/<version>.
+    crd_dir: str | None = None
     version: KueueVersion = DEFAULT_KUEUE_VERSION
     frameworks: list[str] = Field(default_factory=lambda: [BATCH_JOB], max_length=32)
     feature_gates: dict[str, bool] = Field(default_factory=dict[str, bool])

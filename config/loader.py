@@ -156,3 +156,34 @@ def read_existing_kubeconfigs(fleet: FleetConfig, root: Path) -> dict[str, str]:
     if issues:
         raise ConfigError(issues)
     return found
+
+
+def kueue_crd_dir(fleet: FleetConfig, root: Path) -> Path:
+    """Where `manifests-only` installs read the pinned Kueue CRDs from."""
+    version = fleet.kueue.version
+    if fleet.kueue.crd_dir is not None:
+        return root / fleet.kueue.crd_dir
+    cached = root / ".cache" / "crds" / "kueue" / f"v{version}"
+    return cached if cached.is_dir() else root.parent / "shared" / "crds" / "kueue" / f"v{version}"
+
+
+def kueue_crd_files(fleet: FleetConfig, root: Path) -> list[str]:
+    """The pinned Kueue CRD files, for `kueue.install: manifests-only` (else none).
+
+    Paths, not parsed objects: the Kubernetes provider reads them (the workloads CRD alone is
+    1.4 MB, which costs seconds to parse and serialize in Python).
+    """
+    if fleet.kueue.install != "manifests-only":
+        return []
+    directory = kueue_crd_dir(fleet, root)
+    files = sorted(directory.glob("kueue.x-k8s.io_*.yaml")) if directory.is_dir() else []
+    if not files:
+        raise ConfigError(
+            [
+                Issue(
+                    "kueue.crdDir",
+                    f"no Kueue CRDs in {directory}: run scripts/fetch-crds or set crdDir",
+                )
+            ]
+        )
+    return [str(path) for path in files]
