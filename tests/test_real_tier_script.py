@@ -107,6 +107,21 @@ def test_default_cache_is_outside_the_repo(tmp_path: Path) -> None:
     assert not Path(path).is_relative_to(ROOT)
 
 
+def test_prune_deletes_the_go_caches_and_keeps_the_tools(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    readonly = cache / "_go" / "mod" / "example.com" / "m@v1.0.0"
+    readonly.mkdir(parents=True)
+    (readonly / "go.mod").write_text("module example.com/m\n")
+    readonly.chmod(0o555)  # the Go module cache is read-only
+    tool = cache / "kueue-0.0.0" / "bin" / "kueue-manager"
+    tool.parent.mkdir(parents=True)
+    tool.write_text("")
+    result = _run("--prune", env={"AKS_BATCH_FLEET_TOOLS_CACHE": str(cache)})
+    assert result.returncode == 0, result.stderr
+    assert not (cache / "_go").exists()
+    assert tool.exists()
+
+
 def test_unknown_tool_is_a_usage_error() -> None:
     result = _run("--only", "kubectl", "--print-paths")
     assert result.returncode == 2
@@ -172,18 +187,27 @@ def test_replace_lines_map_local_replaces_to_published_versions(tmp_path: Path) 
     ]
 
 
-def test_replace_lines_for_etcd_drop_the_forbidden_markers(tmp_path: Path) -> None:
+def test_replace_lines_for_etcd_map_the_v2_client_and_drop_the_forbidden_markers(
+    tmp_path: Path,
+) -> None:
     gomod = tmp_path / "go.mod"
     gomod.write_text(
         "module go.etcd.io/etcd/server/v3\n\n"
-        "replace (\n\tgo.etcd.io/etcd/api/v3 => ../api\n)\n\n"
+        "replace (\n"
+        "\tgo.etcd.io/etcd/api/v3 => ../api\n"
+        "\tgo.etcd.io/etcd/client/v2 => ../client/v2\n"
+        ")\n\n"
         "replace (\n\tgo.etcd.io/etcd => ./FORBIDDEN_DEPENDENCY\n)\n"
     )
     result = _bash(f'replace_lines etcd "{gomod}"', tmp_path)
     assert result.returncode == 0, result.stderr
     etcd = _pins()["ETCD_GO_VERSION"]
+    major, minor, patch = etcd.split(".")
+    assert major == "3"
     assert result.stdout.splitlines() == [
-        f"replace go.etcd.io/etcd/api/v3 => go.etcd.io/etcd/api/v3 v{etcd}"
+        f"replace go.etcd.io/etcd/api/v3 => go.etcd.io/etcd/api/v3 v{etcd}",
+        # the v2 client of etcd 3.5.x is published as v2.305.x
+        f"replace go.etcd.io/etcd/client/v2 => go.etcd.io/etcd/client/v2 v2.30{minor}.{patch}",
     ]
 
 
