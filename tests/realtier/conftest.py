@@ -1,0 +1,160 @@
+"""Real tier fixtures: three loopback control planes per session, CRDs, the dev stack's config.
+
+Nothing starts unless every binary is in the tool cache: without them each test skips at once
+with the command that builds them, so the default `pytest` run stays fast and green.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from builders.manifest import KARMADA_TARGET
+from config.loader import kueue_crd_files, load_from_file
+from config.models import FleetConfig
+from tests.realtier.harness import (
+    AGGREGATED_KINDS,
+    KARMADA_PLANE,
+    PLANES,
+    ROOT,
+    ControlPlane,
+    Report,
+    Tools,
+    find_tools,
+    start_all,
+    stop_all,
+)
+
+_REPORT = pytest.StashKey[list[str]]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_REPORT] = []
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    lines = config.stash.get(_REPORT, [])
+    if lines:
+        terminalreporter.write_sep("-", "real tier: measured")
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
+@pytest.fixture
+def report(pytestconfig: pytest.Config) -> Report:
+    """Add a line to the summary printed at the end of the run (numbers a reader wants)."""
+    return pytestconfig.stash[_REPORT].append
+
+
+@pytest.fixture(scope="session")
+def tools() -> Tools:
+    found, missing = find_tools()
+    if found is None:
+        pytest.skip("real tier: " + "; ".join(missing))
+    return found
+
+
+@pytest.fixture(scope="session")
+def planes(
+    tools: Tools, tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
+) -> Iterator[dict[str, ControlPlane]]:
+    """manager, worker-1, worker-2: started together, always stopped (by process group)."""
+    root = tmp_path_factory.mktemp("realtier")
+    started = {name: ControlPlane(name, root / name, tools) for name in PLANES}
+    try:
+        t0 = time.monotonic()
+        start_all(started.values())
+        elapsed = time.monotonic() - t0
+        lines = pytestconfig.stash[_REPORT]
+        lines.append(f"{len(started)} control planes started together in {elapsed:.1f}s")
+        lines += [f"  {plane.name}: {plane.timings}" for plane in started.values()]
+        yield started
+    finally:
+        stop_all(started.values())
+
+
+@pytest.fixture(scope="session")
+def dev_fleet() -> FleetConfig:
+    fleet, _ = load_from_file("dev")
+    return fleet
+
+
+def kueue_crd_paths(fleet: FleetConfig) -> list[Path]:
+    """The pinned Kueue CRDs, found as a `manifests-only` install finds them."""
+    manifests_only = fleet.model_copy(
+        update={"kueue": fleet.kueue.model_copy(update={"install": "manifests-only"})}
+    )
+    return [Path(p) for p in kueue_crd_files(manifests_only, ROOT)]
+
+
+def install_crds(plane: ControlPlane, files: list[Path]) -> list[str]:
+    """Server-side apply (the workloads CRD is too large for client-side apply's annotation),
+    then wait until every CRD is Established, so objects of its kinds are served."""
+    args = [a for f in files for a in ("-f", str(f))]
+    out = plane.kubectl("apply", "--server-side", "-o", "name", *args)
+    names = out.stdout.split()
+    plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
+    return names
+
+
+@pytest.fixture(scope="session")
+def kueue_crds(planes: dict[str, ControlPlane], dev_fleet: FleetConfig) -> dict[str, list[str]]:
+    """The pinned Kueue CRDs on every plane (in parallel: each kubectl waits on its server)."""
+    files = kueue_crd_paths(dev_fleet)
+    with ThreadPoolExecutor(max_workers=len(planes)) as pool:
+        jobs = {name: pool.submit(install_crds, plane, files) for name, plane in planes.items()}
+        return {name: job.result() for name, job in jobs.items()}
+
+
+def _crd_identity(path: Path) -> tuple[str, str]:
+    doc: dict[str, Any] = yaml.safe_load(path.read_text())
+    return str(doc["spec"]["group"]), str(doc["spec"]["names"]["kind"])
+
+
+def karmada_crd_paths(fleet: FleetConfig, needed: set[tuple[str, str]]) -> list[Path]:
+    """The pinned Karmada and Kruise CRD files that define the (group, kind)s in `needed`."""
+    from tests.crdschema import schema_dir  # noqa: PLC0415 - heavy import, only when used
+
+    karmada = fleet.karmada
+    if karmada is None:
+        return []
+    directories = [
+        schema_dir("karmada", karmada.chart_version),
+        schema_dir("kruise", f"v{karmada.kruise.chart_version}"),
+    ]
+    found = {
+        _crd_identity(path): path
+        for directory in directories
+        for path in sorted(directory.glob("*.yaml"))
+    }
+    missing = needed - set(found)
+    assert not missing, f"no pinned CRD for {sorted(missing)} in {directories}"
+    return [found[key] for key in sorted(needed)]
+
+
+@pytest.fixture(scope="session")
+def karmada_crds(planes: dict[str, ControlPlane], dev_fleet: FleetConfig) -> list[str]:
+    """The Karmada/Kruise CRDs the rendered Karmada objects need, on the Karmada stand-in."""
+    from preflight.sources import collect  # noqa: PLC0415
+
+    manifests, _ = collect(dev_fleet)
+    kinds = {
+        (str(m.obj["apiVersion"]).rpartition("/")[0], m.kind)
+        for m in manifests
+        if m.target == KARMADA_TARGET
+    }
+    # Built-in kinds (Namespace, Secret) need nothing; Karmada's and Kruise's come from pins.
+    needed = {
+        (group, kind)
+        for group, kind in kinds
+        if group.endswith(("karmada.io", "kruise.io")) and (group, kind) not in AGGREGATED_KINDS
+    }
+    return install_crds(planes[KARMADA_PLANE], karmada_crd_paths(dev_fleet, needed))

@@ -1,0 +1,848 @@
+"""Real Kubernetes control planes on loopback: etcd, kube-apiserver, kube-controller-manager.
+
+A `ControlPlane` owns a work directory: its own CA and certificates (made with the `openssl` CLI),
+an etcd with its own data directory, a kube-apiserver serving TLS on 127.0.0.1 only, and a
+kube-controller-manager running just the controllers the tier needs (the token controller fills
+`kubernetes.io/service-account-token` Secrets). Every process runs in its own process group and is
+stopped by that group's id, never by name; a module-level registry and an atexit hook stop what a
+session ending without its fixture finalizers left behind, and each child has the kernel kill it
+when pytest dies first (SIGKILL; etcd data it leaves on tmpfs is removed by the next start).
+
+The binaries come from the tool cache of `scripts/build-real-tier-tools` (its `--print-paths`, which
+honours AKS_BATCH_FLEET_TOOLS_CACHE). `python -m tests.realtier.harness --check` reports what is
+missing and how to build it (scripts/real-tier uses it).
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import contextlib
+import ctypes
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Final
+
+import yaml
+
+ROOT: Final = Path(__file__).resolve().parents[2]
+BUILD_SCRIPT: Final = ROOT / "scripts" / "build-real-tier-tools"
+# The cache tools a control plane runs (names as `build-real-tier-tools --list` prints them).
+CACHE_TOOLS: Final = ("etcd", "kube-apiserver", "kube-controller-manager")
+
+# Bounded waits: a hung server must fail the session, not stall it. Measured on 2 shared cores with
+# Go builds beside: one plane is ready in ~5 s, three started together in 8-10 s; the margins are
+# for a much busier machine.
+ETCD_TIMEOUT: Final = 30.0
+APISERVER_TIMEOUT: Final = 120.0
+CONTROLLER_MANAGER_TIMEOUT: Final = 60.0
+STOP_TIMEOUT: Final = 10.0
+POLL: Final = 0.25
+KUBECTL_TIMEOUT: Final = 90.0
+
+# Not routed anywhere: the apiserver needs a range for the `kubernetes` Service; nothing uses it.
+SERVICE_CIDR: Final = "10.96.0.0/24"
+# Only what the tier needs (1.33 names): the token controller fills token Secrets; the
+# serviceaccount controller makes `default` accounts (the readiness signal); namespace deletion
+# and garbage collection make deletes finish as on a real cluster.
+CONTROLLERS: Final = (
+    "serviceaccount-token-controller",
+    "serviceaccount-controller",
+    "namespace-controller",
+    "garbage-collector-controller",
+)
+
+_PR_SET_PDEATHSIG: Final = 1
+
+
+# The dev stack's clusters, one plane each.
+PLANES: Final = ("manager", "worker-1", "worker-2")
+# Karmada runs on the manager in the dev stack, so the manager's plane stands in for the Karmada
+# API server (its Namespaces do not overlap the manager's own: karmada-cluster, sample).
+KARMADA_PLANE: Final = "manager"
+# Kinds Karmada serves from its aggregated API server (karmada-aggregated-apiserver), not from a
+# CRD: no plain API server can judge them.
+AGGREGATED_KINDS: Final = frozenset({("cluster.karmada.io", "Cluster")})
+
+# Adds a line to the summary printed at the end of the run (conftest's `report` fixture).
+Report = Callable[[str], None]
+
+# --------------------------------------------------------------------------------------------
+# Finding the binaries
+
+
+@dataclass(frozen=True, slots=True)
+class Tools:
+    """Paths of every binary a control plane (and the tests) run."""
+
+    etcd: Path
+    kube_apiserver: Path
+    kube_controller_manager: Path
+    kubectl: Path
+    openssl: Path
+
+
+def build_command(tools: Iterable[str]) -> str:
+    """The command that builds the given cache tools (one `--only` run each)."""
+    script = BUILD_SCRIPT.relative_to(ROOT)
+    return " && ".join(f"{script} --only {name}" for name in tools)
+
+
+def cache_paths() -> dict[str, Path]:
+    """NAME -> PATH of every cache tool, from the build script (which builds nothing then)."""
+    out = subprocess.run(
+        [str(BUILD_SCRIPT), "--print-paths"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    ).stdout
+    paths: dict[str, Path] = {}
+    for line in out.splitlines():
+        name, _, path = line.partition("\t")
+        if path:
+            paths[name] = Path(path)
+    return paths
+
+
+def _built(name: str, path: Path) -> bool:
+    """The binary exists and its build finished.
+
+    The build script deletes `bin/.stamp` before it builds and writes `<name> <version>` into it
+    after success, so a binary without a matching stamp may be half-written.
+    """
+    if not os.access(path, os.X_OK):
+        return False
+    stamp = path.parent / ".stamp"
+    version = path.parent.parent.name.removeprefix(f"{name}-")
+    try:
+        first = stamp.read_text().splitlines()[0]
+    except (OSError, IndexError):
+        return False
+    return first == f"{name} {version}"
+
+
+def _system_etcd(cached: Path) -> Path | None:
+    """Debian's etcd on PATH when it is the pinned version (the build script copies that file)."""
+    found = shutil.which("etcd")
+    if found is None:
+        return None
+    version = cached.parent.parent.name.removeprefix("etcd-")
+    try:
+        out = subprocess.run(
+            [found, "--version"], capture_output=True, text=True, timeout=10, check=False
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return Path(found) if f"etcd Version: {version}\n" in out else None
+
+
+def find_tools() -> tuple[Tools | None, list[str]]:
+    """The binaries, or None and one line per missing one (with how to get it)."""
+    missing: list[str] = []
+    try:
+        paths = cache_paths()
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, [f"{BUILD_SCRIPT} --print-paths failed: {exc}"]
+    found: dict[str, Path] = {}
+    absent: list[str] = []
+    for name in CACHE_TOOLS:
+        path = paths.get(name)
+        if path is not None and _built(name, path):
+            found[name] = path
+        elif name == "etcd" and path is not None and (system := _system_etcd(path)) is not None:
+            found[name] = system
+        else:
+            absent.append(name)
+            missing.append(f"{name}: not built ({path})")
+    if absent:
+        missing.append(f"build with: {build_command(absent)}")
+    for name in ("kubectl", "openssl"):
+        system = shutil.which(name)
+        if system is None:
+            missing.append(f"{name}: not on PATH")
+        else:
+            found[name] = Path(system)
+    if missing:
+        return None, missing
+    return (
+        Tools(
+            etcd=found["etcd"],
+            kube_apiserver=found["kube-apiserver"],
+            kube_controller_manager=found["kube-controller-manager"],
+            kubectl=found["kubectl"],
+            openssl=found["openssl"],
+        ),
+        [],
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Processes
+
+
+_LIVE: set[ControlPlane] = set()  # planes not yet stopped, for the atexit guard
+
+
+def _stop_leftovers() -> None:
+    for plane in list(_LIVE):
+        plane.stop()
+
+
+atexit.register(_stop_leftovers)
+
+
+def _die_with_parent() -> Callable[[], None]:
+    """A preexec_fn: the kernel SIGKILLs the child when pytest dies (atexit does not run on kill).
+
+    libc is loaded here, in the parent, so the child only makes one system call before exec.
+    Linux ties this to the *thread* that forked: start planes from the main thread, never from a
+    pool worker, or they die when that worker exits.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def preexec() -> None:
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+    return preexec
+
+
+@dataclass
+class _Process:
+    name: str
+    popen: subprocess.Popen[bytes]
+    log_path: Path
+    log: IO[bytes]
+
+    def tail(self, lines: int = 25) -> str:
+        self.log.flush()
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+
+_PORTS_HANDED_OUT: set[int] = set()
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on now (and that this process has not handed out before)."""
+    for _ in range(50):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
+        if port not in _PORTS_HANDED_OUT:
+            _PORTS_HANDED_OUT.add(port)
+            return port
+    raise RuntimeError("no free loopback port")
+
+
+_ETCD_DIR_PREFIX: Final = "realtier-etcd-"
+
+
+def _reap_stale_etcd_dirs(base: Path) -> None:
+    """Remove etcd data left by a test process that was killed (its name carries its pid)."""
+    for path in base.glob(f"{_ETCD_DIR_PREFIX}*"):
+        pid = path.name.removeprefix(_ETCD_DIR_PREFIX).split("-", 1)[0]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except PermissionError:
+            pass  # alive, someone else's
+
+
+class StartError(RuntimeError):
+    """A control plane process exited or did not become ready in time."""
+
+
+# --------------------------------------------------------------------------------------------
+# Certificates
+
+_OPENSSL_CONFIG: Final = """\
+[req]
+distinguished_name = dn
+prompt = no
+[dn]
+CN = unused
+[ca]
+basicConstraints = critical,CA:TRUE
+keyUsage = critical,keyCertSign,cRLSign,digitalSignature
+subjectKeyIdentifier = hash
+[server]
+basicConstraints = critical,CA:FALSE
+keyUsage = critical,digitalSignature,keyEncipherment
+extendedKeyUsage = serverAuth
+subjectAltName = IP:127.0.0.1,DNS:localhost
+authorityKeyIdentifier = keyid
+[client]
+basicConstraints = critical,CA:FALSE
+keyUsage = critical,digitalSignature,keyEncipherment
+extendedKeyUsage = clientAuth
+authorityKeyIdentifier = keyid
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Pki:
+    """A plane's CA, API server certificate, admin client certificate and token signing key."""
+
+    ca_cert: Path
+    ca_key: Path
+    server_cert: Path
+    server_key: Path
+    admin_cert: Path
+    admin_key: Path
+    sa_key: Path
+    sa_pub: Path
+
+
+def make_pki(openssl: Path, directory: Path, name: str) -> Pki:
+    """Generate everything with the openssl CLI; an own config file keeps the distro's out."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "openssl.cnf").write_text(_OPENSSL_CONFIG)
+
+    def run(command: str) -> None:
+        # Relative file names only (cwd is the directory), so splitting on spaces is safe.
+        subprocess.run(
+            [str(openssl), *command.split()],
+            cwd=directory,
+            capture_output=True,
+            timeout=60,
+            check=True,
+        )
+
+    # P-256 keys: fast to generate on a loaded machine; Go's TLS stack takes them everywhere.
+    ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+    run(
+        f"req -config openssl.cnf -x509 {ec} -keyout ca.key -out ca.crt -days 3"
+        f" -subj /CN=realtier-{name}-ca -extensions ca"
+    )
+
+    def leaf(stem: str, subject: str, extensions: str) -> None:
+        run(f"req -config openssl.cnf -new {ec} -keyout {stem}.key -out {stem}.csr -subj {subject}")
+        serial = f"0x{secrets.token_hex(8)}"
+        run(
+            f"x509 -req -in {stem}.csr -CA ca.crt -CAkey ca.key -set_serial {serial} -days 3"
+            f" -extfile openssl.cnf -extensions {extensions} -out {stem}.crt"
+        )
+
+    leaf("apiserver", f"/CN=realtier-{name}-apiserver", "server")
+    # Group system:masters: cluster-admin without any RBAC object (the bootstrap policy's rule).
+    leaf("admin", "/O=system:masters/CN=realtier-admin", "client")
+    # Service-account tokens: the apiserver signs bound tokens with it, the controller manager
+    # signs the legacy Secret-based ones, and the apiserver verifies both with the public half.
+    run("genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out sa.key")
+    run("pkey -in sa.key -pubout -out sa.pub")
+    for key in directory.glob("*.key"):
+        key.chmod(0o600)
+    return Pki(
+        ca_cert=directory / "ca.crt",
+        ca_key=directory / "ca.key",
+        server_cert=directory / "apiserver.crt",
+        server_key=directory / "apiserver.key",
+        admin_cert=directory / "admin.crt",
+        admin_key=directory / "admin.key",
+        sa_key=directory / "sa.key",
+        sa_pub=directory / "sa.pub",
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The control plane
+
+
+@dataclass
+class Timings:
+    """Seconds from the plane's start until each step was done (cumulative, for the report)."""
+
+    pki: float = 0.0
+    etcd: float = 0.0
+    apiserver: float = 0.0
+    controller_manager: float = 0.0
+
+    def __str__(self) -> str:
+        return (
+            f"certificates at {self.pki:.1f}s, etcd at {self.etcd:.1f}s, kube-apiserver ready "
+            f"at {self.apiserver:.1f}s, controller-manager at {self.controller_manager:.1f}s"
+        )
+
+
+@dataclass(eq=False)
+class ControlPlane:
+    """etcd + kube-apiserver + kube-controller-manager of one cluster, on 127.0.0.1."""
+
+    name: str
+    workdir: Path
+    tools: Tools | None = None
+    timings: Timings = field(default_factory=Timings, init=False)
+    _processes: list[_Process] = field(default_factory=list[_Process], init=False, repr=False)
+    _pki: Pki | None = field(default=None, init=False, repr=False)
+    _etcd_data: Path | None = field(default=None, init=False, repr=False)
+    _etcd_port: int = field(default=0, init=False, repr=False)
+    _apiserver_port: int = field(default=0, init=False, repr=False)
+    _started_at: float = field(default=0.0, init=False, repr=False)
+    _tls_context: ssl.SSLContext | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.tools is None:
+            tools, missing = find_tools()
+            if tools is None:
+                raise RuntimeError("real-tier tools missing:\n  " + "\n  ".join(missing))
+            self.tools = tools
+
+    # ---- what tests use ---------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """The API server URL (https://127.0.0.1:<port>)."""
+        return f"https://127.0.0.1:{self._apiserver_port}"
+
+    @property
+    def kubeconfig(self) -> Path:
+        """An admin kubeconfig (client certificate in group system:masters)."""
+        return self.workdir / "admin.kubeconfig"
+
+    @property
+    def ca_cert(self) -> Path:
+        return self.pki.ca_cert
+
+    @property
+    def pki(self) -> Pki:
+        if self._pki is None:
+            raise RuntimeError(f"control plane {self.name} has no certificates yet")
+        return self._pki
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.popen.pid for p in self._processes]
+
+    def kubectl(
+        self,
+        *args: str,
+        kubeconfig: Path | None = None,
+        stdin: str | None = None,
+        timeout: float = KUBECTL_TIMEOUT,
+        check: bool = True,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the machine's kubectl against this plane (admin unless another kubeconfig)."""
+        tools = self._tools
+        # A cache per plane: ports are reused between runs, so a shared discovery cache could
+        # answer for another server.
+        cmd = [
+            str(tools.kubectl),
+            f"--kubeconfig={kubeconfig or self.kubeconfig}",
+            f"--cache-dir={self.workdir / 'kubectl-cache'}",
+            f"--request-timeout={int(timeout)}s",
+            *args,
+        ]
+        env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+        result = subprocess.run(
+            cmd,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout + 10,
+            env=env,
+            check=False,
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(
+                f"[{self.name}] kubectl {' '.join(args)} exited {result.returncode}:\n"
+                f"{result.stderr.strip()}\n{result.stdout.strip()}"
+            )
+        return result
+
+    def get(self, path: str, timeout: float = 5.0) -> tuple[int, bytes]:
+        """GET an API path as admin: (status, body); status 0 when the server is not reachable."""
+        request = urllib.request.Request(self.url + path)
+        try:
+            with urllib.request.urlopen(request, context=self._tls, timeout=timeout) as response:
+                return int(response.status), response.read()
+        except urllib.error.HTTPError as exc:
+            return int(exc.code), exc.read()
+        except (urllib.error.URLError, OSError):
+            return 0, b""
+
+    def start(self) -> None:
+        """Start this plane alone (see `start_all` for several at once)."""
+        start_all([self])
+
+    def stop(self) -> None:
+        """Stop every process this plane started (by process group id), newest first. Idempotent.
+
+        One process that will not die does not keep the others running: all are signalled, then
+        the first failure is raised.
+        """
+        errors: list[Exception] = []
+        for process in reversed(self._processes):
+            try:
+                _terminate(process)
+            except (OSError, subprocess.SubprocessError) as exc:
+                errors.append(exc)
+        self._processes.clear()
+        if self._etcd_data is not None:
+            shutil.rmtree(self._etcd_data, ignore_errors=True)
+            self._etcd_data = None
+        _LIVE.discard(self)
+        if errors:
+            raise RuntimeError(f"[{self.name}] stopping failed: {errors}") from errors[0]
+
+    # ---- start-up phases (start_all runs each phase on every plane before the next) ---------
+
+    @property
+    def _tools(self) -> Tools:
+        if self.tools is None:
+            raise RuntimeError("no tools")
+        return self.tools
+
+    @property
+    def _tls(self) -> ssl.SSLContext:
+        if self._tls_context is None:
+            context = ssl.create_default_context(cafile=str(self.pki.ca_cert))
+            context.load_cert_chain(str(self.pki.admin_cert), str(self.pki.admin_key))
+            self._tls_context = context
+        return self._tls_context
+
+    def _spawn(self, name: str, argv: Sequence[str]) -> _Process:
+        log_path = self.workdir / "logs" / f"{name}.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = log_path.open("ab")
+        env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+        popen = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=self.workdir,
+            env=env,
+            # Own process group: stop() signals the group, so helpers a binary forks die too.
+            start_new_session=True,
+            preexec_fn=_die_with_parent(),  # noqa: PLW1509 - one prctl call, libc preloaded
+        )
+        process = _Process(name, popen, log_path, log)
+        self._processes.append(process)
+        _LIVE.add(self)
+        return process
+
+    def _prepare(self) -> None:
+        self._started_at = time.monotonic()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._pki = make_pki(self._tools.openssl, self.workdir / "pki", self.name)
+        self._etcd_port = free_port()
+        self._apiserver_port = free_port()
+        self._write_admin_kubeconfig()
+        self.timings.pki = time.monotonic() - self._started_at
+
+    def _write_admin_kubeconfig(self) -> None:
+        # Inline data, not file paths: the document stands alone, e.g. as a secret config value
+        # of an `existing` cluster.
+        pki = self.pki
+        doc = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": self.name,
+                    "cluster": {
+                        "server": self.url,
+                        "certificate-authority-data": _b64(pki.ca_cert),
+                    },
+                }
+            ],
+            "users": [
+                {
+                    "name": "admin",
+                    "user": {
+                        "client-certificate-data": _b64(pki.admin_cert),
+                        "client-key-data": _b64(pki.admin_key),
+                    },
+                }
+            ],
+            "contexts": [{"name": self.name, "context": {"cluster": self.name, "user": "admin"}}],
+            "current-context": self.name,
+        }
+        self.kubeconfig.write_text(yaml.safe_dump(doc, sort_keys=False))
+        self.kubeconfig.chmod(0o600)
+
+    def _launch_etcd(self) -> None:
+        # tmpfs when there is one: etcd fsyncs every write, which costs seconds of API server
+        # start-up on a busy disk, and this data is thrown away anyway.
+        shm = Path("/dev/shm")
+        base = shm if shm.is_dir() and os.access(shm, os.W_OK) else self.workdir
+        _reap_stale_etcd_dirs(base)
+        self._etcd_data = Path(
+            tempfile.mkdtemp(prefix=f"{_ETCD_DIR_PREFIX}{os.getpid()}-{self.name}-", dir=base)
+        )
+        peer = f"http://127.0.0.1:{free_port()}"
+        client = f"http://127.0.0.1:{self._etcd_port}"
+        self._spawn(
+            "etcd",
+            [
+                str(self._tools.etcd),
+                f"--name={self.name}",
+                f"--data-dir={self._etcd_data}",
+                f"--listen-client-urls={client}",
+                f"--advertise-client-urls={client}",
+                f"--listen-peer-urls={peer}",
+                f"--initial-advertise-peer-urls={peer}",
+                f"--initial-cluster={self.name}={peer}",
+                "--initial-cluster-state=new",
+                "--log-level=warn",
+            ],
+        )
+
+    def _etcd_ready(self) -> bool:
+        url = f"http://127.0.0.1:{self._etcd_port}/health"
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                return bool(json.loads(response.read()).get("health") == "true")
+        except (urllib.error.URLError, OSError, ValueError):
+            return False
+
+    def _launch_apiserver(self) -> None:
+        pki = self.pki
+        self._spawn(
+            "kube-apiserver",
+            [
+                str(self._tools.kube_apiserver),
+                f"--etcd-servers=http://127.0.0.1:{self._etcd_port}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={self._apiserver_port}",
+                f"--tls-cert-file={pki.server_cert}",
+                f"--tls-private-key-file={pki.server_key}",
+                f"--client-ca-file={pki.ca_cert}",
+                # Unused (certificates are given) but keeps it from touching /var/run/kubernetes.
+                f"--cert-dir={self.workdir / 'apiserver-certs'}",
+                "--authorization-mode=Node,RBAC",
+                f"--service-account-issuer={self.url}",
+                f"--service-account-key-file={pki.sa_pub}",
+                f"--service-account-signing-key-file={pki.sa_key}",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                # Endpoints may not hold loopback addresses, and no pod will ever dial the
+                # `kubernetes` Service here: don't reconcile it (avoids an error every 10 s).
+                "--endpoint-reconciler-type=none",
+                "--profiling=false",
+            ],
+        )
+
+    def _launch_controller_manager(self) -> None:
+        pki = self.pki
+        self._spawn(
+            "kube-controller-manager",
+            [
+                str(self._tools.kube_controller_manager),
+                f"--kubeconfig={self.kubeconfig}",
+                f"--controllers={','.join(CONTROLLERS)}",
+                f"--root-ca-file={pki.ca_cert}",
+                f"--service-account-private-key-file={pki.sa_key}",
+                "--use-service-account-credentials=false",
+                "--leader-elect=false",
+                # No HTTPS endpoint: nothing scrapes it, and 10257 would clash between planes.
+                "--secure-port=0",
+            ],
+        )
+
+    def _controller_manager_ready(self) -> bool:
+        # The serviceaccount controller creates `default` in every namespace: proof that the
+        # controllers run, with informers synced, against this API server.
+        status, _ = self.get("/api/v1/namespaces/default/serviceaccounts/default")
+        return status == 200
+
+    def _check_alive(self) -> None:
+        for process in self._processes:
+            code = process.popen.poll()
+            if code is not None:
+                raise StartError(
+                    f"[{self.name}] {process.name} exited with {code}; last log lines "
+                    f"({process.log_path}):\n{process.tail()}"
+                )
+
+    def _apiserver_ready(self) -> bool:
+        return self.get("/readyz", timeout=2.0)[0] == 200
+
+    def _logs(self) -> str:
+        return "\n".join(f"--- {p.name} ({p.log_path}):\n{p.tail()}" for p in self._processes)
+
+
+def _b64(path: Path) -> str:
+    return base64.b64encode(path.read_bytes()).decode()
+
+
+def _terminate(process: _Process) -> None:
+    """SIGTERM the process group, then SIGKILL it if it lingers; always close the log."""
+    pgid = process.popen.pid  # start_new_session: the child leads its own group
+    try:
+        if process.popen.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, signal.SIGTERM)
+            try:
+                process.popen.wait(timeout=STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pgid, signal.SIGKILL)
+                process.popen.wait(timeout=STOP_TIMEOUT)
+        # The leader is gone; anything it forked into its group goes too.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+    finally:
+        process.log.close()
+
+
+def _await(
+    planes: list[ControlPlane], what: str, ready: Callable[[ControlPlane], bool], timeout: float
+) -> None:
+    """Poll every plane in turn until `ready`; fail when a process died or `timeout` passed.
+
+    Round robin rather than one plane after the other, so each plane's time is when it was
+    ready, not when its turn came. Records that time in `timings.<what>`.
+    """
+    pending = list(planes)
+    deadline = time.monotonic() + timeout
+    while pending:
+        for plane in list(pending):
+            plane._check_alive()
+            if ready(plane):
+                setattr(plane.timings, what, time.monotonic() - plane._started_at)
+                pending.remove(plane)
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            raise StartError(
+                f"{what} not ready after {timeout:.0f}s on "
+                + ", ".join(p.name for p in pending)
+                + "\n"
+                + "\n".join(p._logs() for p in pending)
+            )
+        time.sleep(POLL)
+
+
+def start_all(planes: Iterable[ControlPlane]) -> None:
+    """Start several planes concurrently: each step is launched on all, then awaited on all.
+
+    On failure the caller stops the planes (every process started so far is registered).
+    """
+    todo = list(planes)
+    for plane in todo:
+        plane._prepare()
+        plane._launch_etcd()
+    _await(todo, "etcd", ControlPlane._etcd_ready, ETCD_TIMEOUT)
+    for plane in todo:
+        plane._launch_apiserver()
+    _await(todo, "apiserver", ControlPlane._apiserver_ready, APISERVER_TIMEOUT)
+    # Only now: the controller manager exits when the API server is not healthy soon after start.
+    for plane in todo:
+        plane._launch_controller_manager()
+    _await(
+        todo,
+        "controller_manager",
+        ControlPlane._controller_manager_ready,
+        CONTROLLER_MANAGER_TIMEOUT,
+    )
+
+
+def stop_all(planes: Iterable[ControlPlane]) -> None:
+    """Stop every plane, even when stopping one of them fails."""
+    errors: list[BaseException] = []
+    for plane in planes:
+        try:
+            plane.stop()
+        except Exception as exc:  # keep stopping the others; report after
+            errors.append(exc)
+    if errors:
+        raise RuntimeError(f"stopping control planes failed: {errors}")
+
+
+# --------------------------------------------------------------------------------------------
+# Applying objects
+
+FIELD_MANAGER: Final = "aks-batch-fleet-realtier"
+
+
+def object_ref(obj: Mapping[str, Any]) -> str:
+    """How `kubectl ... -o name` names an object: `kind.group/name`, `kind/name` for core."""
+    group = str(obj["apiVersion"]).rpartition("/")[0]
+    kind = str(obj["kind"]).lower()
+    return (
+        f"{kind}.{group}/{obj['metadata']['name']}"
+        if group
+        else f"{kind}/{obj['metadata']['name']}"
+    )
+
+
+def namespace(name: str) -> dict[str, Any]:
+    """A bare Namespace, standing in for one a Helm release creates (e.g. kueue-system)."""
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """What the API server accepted from one `kubectl apply` (refs as `object_ref` spells them)."""
+
+    accepted: list[str]
+    rejected: list[str]
+    stderr: str
+
+
+def apply(
+    plane: ControlPlane, objects: Sequence[Mapping[str, Any]], *, dry_run: bool = False
+) -> Applied:
+    """Server-side apply of `objects` in one kubectl run (one process per target, not per object).
+
+    kubectl goes on after an object fails and prints the name of every accepted one, so the
+    difference is what the server refused; stderr says why.
+    """
+    args = ["apply", "--server-side", f"--field-manager={FIELD_MANAGER}", "-o", "name", "-f", "-"]
+    if dry_run:
+        args.insert(2, "--dry-run=server")
+    stream = yaml.safe_dump_all([dict(o) for o in objects], sort_keys=False)
+    result = plane.kubectl(*args, stdin=stream, check=False)
+    printed = set(result.stdout.split())
+    refs = [object_ref(o) for o in objects]
+    return Applied(
+        accepted=[r for r in refs if r in printed],
+        rejected=[r for r in refs if r not in printed],
+        stderr=result.stderr.strip(),
+    )
+
+
+def _main(argv: Sequence[str]) -> int:
+    """`--check`: exit 0 when every binary is there, else print what is missing and exit 3."""
+    if list(argv) != ["--check"]:
+        print("usage: python -m tests.realtier.harness --check", file=sys.stderr)
+        return 2
+    tools, missing = find_tools()
+    if tools is None:
+        print("real tier: missing tools\n  " + "\n  ".join(missing), file=sys.stderr)
+        return 3
+    for name, path in (
+        ("etcd", tools.etcd),
+        ("kube-apiserver", tools.kube_apiserver),
+        ("kube-controller-manager", tools.kube_controller_manager),
+        ("kubectl", tools.kubectl),
+        ("openssl", tools.openssl),
+    ):
+        print(f"{name}\t{path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
