@@ -33,9 +33,18 @@ CUSTOMIZATIONS: Final[dict[str, tuple[str, str]]] = {
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
+# Karmada runs each luaScript on its own (no require of our files): shared local helpers are
+# prepended to the scripts that use them.
+PRELUDES: Final[dict[str, tuple[str, ...]]] = {
+    "get_replicas.lua": ("pod_template.lua",),
+    "get_dependencies.lua": ("pod_template.lua",),
+}
+
+
 def lua_script(file_name: str) -> str:
-    """The text of one of our UnitedDeployment scripts."""
-    return (LUA_DIR / file_name).read_text(encoding="utf-8")
+    """The full text Karmada gets for one operation: its helpers, then the script."""
+    parts = [*PRELUDES.get(file_name, ()), file_name]
+    return "\n".join((LUA_DIR / part).read_text(encoding="utf-8") for part in parts)
 
 
 def united_deployment_interpreter(name: str = DEFAULT_NAME) -> dict[str, Any]:

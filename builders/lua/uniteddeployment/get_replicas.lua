@@ -3,23 +3,6 @@
 -- built-in passes spec.template (that wrapper) and so gets no requirements at all.
 local kube = require("kube")
 
--- Same precedence as Kruise's getSubsetControls: StatefulSet, Advanced StatefulSet, CloneSet, Deployment.
-local TEMPLATE_KINDS = { "statefulSetTemplate", "advancedStatefulSetTemplate", "cloneSetTemplate", "deploymentTemplate" }
-
-local function podTemplate(obj)
-  local templates = obj.spec and obj.spec.template
-  if templates == nil then
-    return nil
-  end
-  for _, kind in ipairs(TEMPLATE_KINDS) do
-    local workload = templates[kind]
-    if workload ~= nil then
-      return workload.spec and workload.spec.template
-    end
-  end
-  return nil
-end
-
 -- Without spec.replicas Kruise requires an integer on every subset, and runs their sum.
 local function unsetReplicas(obj)
   local total = 0
