@@ -24,9 +24,9 @@ BASE: dict[str, Any] = {
 }
 
 
-def with_change(path: str, value: Any) -> dict[str, Any]:
-    """Copy of BASE with `a.b[0].c` set (or deleted when value is ...)."""
-    raw = copy.deepcopy(BASE)
+def with_change(path: str, value: Any, base: dict[str, Any] = BASE) -> dict[str, Any]:
+    """Copy of `base` with `a.b[0].c` set (or deleted when value is ...)."""
+    raw = copy.deepcopy(base)
     node: Any = raw
     parts = path.replace("]", "").replace("[", ".").split(".")
     for part in parts[:-1]:

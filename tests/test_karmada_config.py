@@ -9,6 +9,7 @@ import pytest
 
 from config import ConfigError, load_from_file, parse_fleet
 from config.karmada import host_name, member_names
+from tests.test_config import with_change
 
 APP: dict[str, Any] = {
     "name": "sample-ud",
@@ -35,19 +36,7 @@ BASE: dict[str, Any] = {
 
 def changed(path: str, value: Any) -> dict[str, Any]:
     """Copy of BASE with `a.b[0].c` set, or deleted when value is `...`."""
-    raw = copy.deepcopy(BASE)
-    node: Any = raw
-    parts = path.replace("]", "").replace("[", ".").split(".")
-    for part in parts[:-1]:
-        node = node[int(part)] if part.isdigit() else node.setdefault(part, {})
-    last = parts[-1]
-    if value is ...:
-        del node[int(last) if last.isdigit() else last]
-    elif last.isdigit():
-        node[int(last)] = value
-    else:
-        node[last] = value
-    return raw
+    return with_change(path, value, BASE)
 
 
 def errors_for(raw: dict[str, Any]) -> list[str]:
