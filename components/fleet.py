@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import pulumi
 from pulumi_azure_native import resources
 
+from builders import multikueue as mk
 from components.aks import AksCluster, AksClusterArgs
 from components.existing import ExistingCluster, ExistingClusterArgs
 from components.karmada import Karmada, KarmadaArgs
@@ -80,6 +81,12 @@ class Fleet(pulumi.ComponentResource):
         # MultiKueue, the queues as deployed: manager LocalQueues mirrored onto the workers, and
         # the MultiKueue admission check on the manager's dispatching ClusterQueues.
         deployed, checks = with_mirrored_queues(cfg), extra_checks(cfg)
+        manager = cfg.manager
+        check_objects = (
+            {manager.name: [mk.admission_check()]}
+            if manager is not None and cfg.multi_kueue is not None
+            else {}
+        )
         self.kueues: dict[str, Kueue] = {
             c.name: Kueue(
                 f"{name}-{c.name}-kueue",
@@ -88,6 +95,7 @@ class Fleet(pulumi.ComponentResource):
                     settings=cfg.kueue,
                     provider=self.clusters[c.name].provider,
                     extra_checks=checks.get(c.name),
+                    extra_objects=check_objects.get(c.name, ()),
                     crd_files=args.kueue_crd_files,
                 ),
                 pulumi.ResourceOptions(parent=self),

@@ -29,6 +29,9 @@ class KueueArgs:
     provider: k8s.Provider
     # Admission checks other components add per ClusterQueue name (MultiKueue's on the manager).
     extra_checks: kq.ExtraChecks | None = None
+    # Objects this cluster's queues name that another layer defines (the MultiKueue
+    # AdmissionCheck on the manager): created here, before the queues that depend on them.
+    extra_objects: Sequence[Mapping[str, Any]] = ()
     # The pinned CRD files, for `install: manifests-only` (found by the composition root).
     crd_files: Sequence[str] = ()
 
@@ -83,7 +86,7 @@ class Kueue(pulumi.ComponentResource):
             self.ready = self._manifests_only(name, args)
         self.objects = {}
         extra = args.extra_checks or {}
-        for obj in kq.cluster_objects(cluster, extra):
+        for obj in [*args.extra_objects, *kq.cluster_objects(cluster, extra)]:
             key = _key(obj)
             # Every object waits for the release (CRDs and webhooks); on destroy, the reverse
             # order removes objects (Kueue's resource-in-use finalizers) before the controller.

@@ -119,7 +119,7 @@ class MultiKueueManager(pulumi.ComponentResource):
 
     kubeconfigs: pulumi.Output[dict[str, str]]
     admission_check_name: str
-    admission_check: k8s.apiextensions.CustomResource
+    config: k8s.apiextensions.CustomResource
     clusters: dict[str, k8s.apiextensions.CustomResource]
 
     def __init__(
@@ -148,19 +148,16 @@ class MultiKueueManager(pulumi.ComponentResource):
                 mk.multikueue_cluster(worker.name, worker.rotation),
                 _options(self, args.provider, args.depends_on, secret),
             )
-        config = custom_resource(
+        self.config = custom_resource(
             f"{name}-config",
             mk.multikueue_config([w.name for w in args.workers]),
             after_kueue,
         )
-        check_obj = mk.admission_check()
-        self.admission_check_name = check_obj["metadata"]["name"]
-        # Active only once some worker is connected, so it waits for the clusters' readiness.
-        self.admission_check = custom_resource(
-            f"{name}-check",
-            check_obj,
-            _options(self, args.provider, args.depends_on, config, *self.clusters.values()),
-        )
+        # The AdmissionCheck itself is created with the manager's queues (Fleet passes
+        # mk.admission_check() to its Kueue component): the ClusterQueues that list it must
+        # depend on it, so that destroy deletes them first. Otherwise Kueue's resource-in-use
+        # finalizer holds the check and destroy stalls (found by the real tier).
+        self.admission_check_name = mk.ADMISSION_CHECK
         self.kubeconfigs = pulumi.Output.secret(pulumi.Output.all(**kubeconfigs))
         self.register_outputs({"kubeconfigs": self.kubeconfigs})
 
