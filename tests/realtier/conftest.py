@@ -18,6 +18,7 @@ import yaml
 from builders.manifest import KARMADA_TARGET
 from config.loader import kueue_crd_files, load_from_file
 from config.models import FleetConfig
+from tests.realtier.e2e import KUEUE_VERSION
 from tests.realtier.harness import (
     AGGREGATED_KINDS,
     KARMADA_PLANE,
@@ -26,9 +27,20 @@ from tests.realtier.harness import (
     ControlPlane,
     Report,
     Tools,
+    apply,
+    build_command,
     find_tools,
+    namespace,
     start_all,
     stop_all,
+)
+from tests.realtier.kueue import (
+    KUEUE_NAMESPACE,
+    KueueManager,
+    kueue_binary,
+    metrics_certs,
+    start_kueues,
+    stop_kueues,
 )
 
 _REPORT = pytest.StashKey[list[str]]()
@@ -158,3 +170,43 @@ def karmada_crds(planes: dict[str, ControlPlane], dev_fleet: FleetConfig) -> lis
         if group.endswith(("karmada.io", "kruise.io")) and (group, kind) not in AGGREGATED_KINDS
     }
     return install_crds(planes[KARMADA_PLANE], karmada_crd_paths(dev_fleet, needed))
+
+
+@pytest.fixture(scope="session")
+def kueues(
+    planes: dict[str, ControlPlane],
+    kueue_crds: dict[str, list[str]],
+    tools: Tools,
+    tmp_path_factory: pytest.TempPathFactory,
+    pytestconfig: pytest.Config,
+) -> Iterator[dict[str, KueueManager]]:
+    """A real Kueue manager per plane (after its CRDs); always stopped, by process group.
+
+    The metrics certificate pair Kueue insists on is created under /etc/kueue only when absent
+    and removed again at the end (only what was created here).
+    """
+    del kueue_crds  # only ordering: Kueue's informers need the CRDs served
+    binary = kueue_binary()
+    if binary is None:
+        pytest.skip(f"real tier: kueue not built ({build_command(['kueue'])})")
+    root = tmp_path_factory.mktemp("kueue")
+    managers = {name: KueueManager(plane, binary, root / name) for name, plane in planes.items()}
+    lines = pytestconfig.stash[_REPORT]
+    with metrics_certs(tools.openssl) as created:
+        try:
+            # kueue-system must exist before Kueue looks in it (the chart would create it).
+            for plane in planes.values():
+                applied = apply(plane, [namespace(KUEUE_NAMESPACE)])
+                assert not applied.rejected, applied.stderr
+            t0 = time.monotonic()
+            start_kueues(list(managers.values()), tools.openssl)
+            lines.append(
+                f"{len(managers)} Kueue {KUEUE_VERSION} managers ready in "
+                f"{time.monotonic() - t0:.1f}s ("
+                + ", ".join(f"{m.name} {m.started_after:.1f}s" for m in managers.values())
+                + ")"
+                + (f"; created {', '.join(map(str, created))}" if created else "")
+            )
+            yield managers
+        finally:
+            stop_kueues(list(managers.values()))

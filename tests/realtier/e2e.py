@@ -1,0 +1,88 @@
+"""The `e2e` fleet: the dev stack's Kueue/MultiKueue layer on three `source: existing` planes.
+
+Differences from dev, and why: clusters are `existing` (each plane's admin kubeconfig); Kueue is
+`manifests-only` (the CRDs are applied, the controller runs beside the plane); the workers'
+team-a queue uses flavor `default` without a pool (these planes have no AKS node pools) and has no
+provisioning gate (no cluster autoscaler serves ProvisioningRequests here, so the gate could never
+become Active). The manager side is dev's as is: team-a, 32 CPU / 96Gi on flavor `default`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from config.loader import parse_fleet
+from config.models import FleetConfig
+from tests.realtier.harness import ControlPlane
+
+KUEUE_VERSION: Final = "0.19.2"
+TEAM: Final = "team-a"
+
+
+def _queues(cpu: str, memory: str) -> dict[str, Any]:
+    return {
+        "namespaces": [{"name": TEAM}],
+        "flavors": [{"name": "default"}],
+        "clusterQueues": [
+            {
+                "name": TEAM,
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": TEAM}},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu", "memory"],
+                        "flavors": [
+                            {
+                                "name": "default",
+                                "resources": [
+                                    {"name": "cpu", "nominalQuota": cpu},
+                                    {"name": "memory", "nominalQuota": memory},
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
+
+
+def e2e_raw(kubeconfigs: Mapping[str, str]) -> dict[str, Any]:
+    """The `aks-batch-fleet:fleet` value; `kubeconfigs`: cluster -> absolute kubeconfig path."""
+    manager_queues = _queues("32", "96Gi")
+    manager_queues["localQueues"] = [{"name": TEAM, "namespace": TEAM, "clusterQueue": TEAM}]
+    clusters: list[dict[str, Any]] = [
+        {
+            "name": "manager",
+            "role": "manager",
+            "source": "existing",
+            "existing": {"kubeconfigPath": kubeconfigs["manager"]},
+            "queues": manager_queues,
+        }
+    ]
+    clusters += [
+        {
+            "name": worker,
+            "role": "worker",
+            "source": "existing",
+            "existing": {"kubeconfigPath": kubeconfigs[worker]},
+            # Mirrored from the manager: the namespace and LocalQueue come from MultiKueue.
+            "queues": {k: v for k, v in _queues("16", "48Gi").items() if k != "namespaces"},
+        }
+        for worker in ("worker-1", "worker-2")
+    ]
+    return {
+        "kueue": {
+            "version": KUEUE_VERSION,
+            "frameworks": ["batch/job"],
+            "install": "manifests-only",
+        },
+        "multiKueue": {},
+        "clusters": clusters,
+    }
+
+
+def e2e_fleet(planes: Mapping[str, ControlPlane]) -> FleetConfig:
+    raw = e2e_raw({name: str(plane.kubeconfig) for name, plane in planes.items()})
+    fleet, _ = parse_fleet(raw, source="e2e")
+    return fleet

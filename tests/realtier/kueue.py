@@ -1,0 +1,241 @@
+"""A real Kueue manager (the pinned `cmd/kueue` from the tool cache) beside a loopback plane.
+
+Kueue normally runs in the cluster; here it runs on this machine with the plane's admin kubeconfig.
+Everything that needs in-cluster networking is off or on loopback: no internal certificate
+management (no webhook configurations are registered, so the API server never calls it and Jobs
+must be created suspended, with their queue label, by the test), the webhook server and health
+probe on 127.0.0.1, no metrics listener, no leader election, no visibility API server.
+
+Processes are started and stopped as the harness does it: own process group, SIGKILL when pytest
+dies (PR_SET_PDEATHSIG, so start them from the main thread), stopped by group id.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+import yaml
+
+from tests.realtier.harness import (
+    POLL,
+    ControlPlane,
+    StartError,
+    _die_with_parent,
+    _Process,
+    _terminate,
+    cache_paths,
+    free_port,
+)
+
+# Measured: ready ~1 s after start on an idle machine, a few s with three planes beside it.
+KUEUE_TIMEOUT: Final = 60.0
+KUEUE_NAMESPACE: Final = "kueue-system"
+CONFIG_API: Final = "config.kueue.x-k8s.io/v1beta2"
+# With internalCertManagement off, v0.19.2's main() watches this fixed path for the metrics
+# server's certificate and exits when the files are missing, even with metrics disabled.
+METRICS_CERT_DIR: Final = Path("/etc/kueue/metrics/certs")
+
+
+def kueue_binary() -> Path | None:
+    """The cached Kueue manager, or None when it is not built."""
+    path = cache_paths().get("kueue")
+    return path if path is not None and path.is_file() else None
+
+
+def _self_signed(openssl: Path, directory: Path, name: str) -> None:
+    """tls.crt/tls.key for 127.0.0.1 (the webhook server needs a pair; nothing calls it)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [
+            str(openssl),
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "3",
+            "-subj",
+            f"/CN={name}",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(directory / "tls.key"),
+            "-out",
+            str(directory / "tls.crt"),
+        ],
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    (directory / "tls.key").chmod(0o600)
+
+
+@contextlib.contextmanager
+def metrics_certs(openssl: Path) -> Iterator[list[Path]]:
+    """Make METRICS_CERT_DIR's pair only if absent; on exit remove exactly what was created.
+
+    Yields the created paths (files, then the directories made for them), empty when the files
+    were already there (someone else's: never touched).
+    """
+    created: list[Path] = []
+    files = [METRICS_CERT_DIR / "tls.crt", METRICS_CERT_DIR / "tls.key"]
+    try:
+        if not all(f.exists() for f in files):
+            if any(f.exists() for f in files):
+                raise StartError(f"{METRICS_CERT_DIR} holds only one of tls.crt/tls.key")
+            missing_dirs = [
+                d for d in (METRICS_CERT_DIR, *METRICS_CERT_DIR.parents) if not d.exists()
+            ]
+            _self_signed(openssl, METRICS_CERT_DIR, "realtier-kueue-metrics")
+            created += files
+            created += missing_dirs  # deepest first: the order rmdir needs
+        yield created
+    finally:
+        for path in created:
+            with contextlib.suppress(FileNotFoundError, OSError):
+                if path.is_dir():
+                    path.rmdir()
+                else:
+                    path.unlink()
+
+
+def manager_configuration(webhook_port: int, health_port: int, cert_dir: Path) -> dict[str, object]:
+    """The Configuration file (field names as in v0.19.2's apis/config/v1beta2)."""
+    return {
+        "apiVersion": CONFIG_API,
+        "kind": "Configuration",
+        "namespace": KUEUE_NAMESPACE,
+        "manageJobsWithoutQueueName": False,
+        "internalCertManagement": {"enable": False},
+        "webhook": {"host": "127.0.0.1", "port": webhook_port, "certDir": str(cert_dir)},
+        # "0" disables controller-runtime's metrics server (three would clash on :8443).
+        "metrics": {"bindAddress": "0"},
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
+        "leaderElection": {"leaderElect": False},
+        "integrations": {"frameworks": ["batch/job"]},
+        # MultiKueue is on by default in 0.19 (the manager's controllers watch
+        # MultiKueueClusters); short GC/loss timeouts keep a broken test from lingering.
+        "multiKueue": {"gcInterval": "30s", "origin": "multikueue", "workerLostTimeout": "2m"},
+    }
+
+
+@dataclass(eq=False)
+class KueueManager:
+    """One Kueue manager process for one plane."""
+
+    plane: ControlPlane
+    binary: Path
+    workdir: Path
+    started_after: float = field(default=0.0, init=False)  # seconds from start to ready
+    _process: _Process | None = field(default=None, init=False, repr=False)
+    _health_port: int = field(default=0, init=False, repr=False)
+    _started_at: float = field(default=0.0, init=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.plane.name
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.popen.pid if self._process is not None else None
+
+    def launch(self, openssl: Path) -> None:
+        """Write the config and certificates, then spawn (call from the main thread)."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        cert_dir = self.workdir / "webhook-certs"
+        _self_signed(openssl, cert_dir, f"realtier-kueue-{self.name}")
+        self._health_port = free_port()
+        config = self.workdir / "kueue-config.yaml"
+        config.write_text(
+            yaml.safe_dump(manager_configuration(free_port(), self._health_port, cert_dir))
+        )
+        log_path = self.workdir / "kueue.log"
+        log = log_path.open("ab")
+        self._started_at = time.monotonic()
+        popen = subprocess.Popen(
+            [
+                str(self.binary),
+                f"--config={config}",
+                f"--kubeconfig={self.plane.kubeconfig}",
+                # The visibility API server wants an APIService and in-cluster serving.
+                "--feature-gates=VisibilityOnDemand=false",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=self.workdir,
+            env={"PATH": "/usr/bin:/bin", "HOME": str(self.workdir)},
+            start_new_session=True,  # own group: stop() signals it by id
+            preexec_fn=_die_with_parent(),  # noqa: PLW1509 - one prctl call, libc preloaded
+        )
+        self._process = _Process(f"kueue-{self.name}", popen, log_path, log)
+
+    def ready(self) -> bool:
+        if self._process is None:
+            return False
+        code = self._process.popen.poll()
+        if code is not None:
+            raise StartError(
+                f"[{self.name}] kueue exited with {code}; last log lines "
+                f"({self._process.log_path}):\n{self._process.tail()}"
+            )
+        url = f"http://127.0.0.1:{self._health_port}/readyz"
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                ok = response.status == 200
+        except (urllib.error.URLError, OSError):
+            ok = False
+        if ok and not self.started_after:
+            self.started_after = time.monotonic() - self._started_at
+        return ok
+
+    def tail(self, lines: int = 40) -> str:
+        return self._process.tail(lines) if self._process is not None else ""
+
+    def stop(self) -> None:
+        """SIGTERM its group, SIGKILL if it lingers. Idempotent."""
+        process, self._process = self._process, None
+        if process is not None:
+            _terminate(process)
+
+
+def start_kueues(managers: Sequence[KueueManager], openssl: Path) -> None:
+    """Launch all, then wait for all (round robin); the caller stops them on failure."""
+    for manager in managers:
+        manager.launch(openssl)
+    pending = list(managers)
+    deadline = time.monotonic() + KUEUE_TIMEOUT
+    while pending:
+        pending = [m for m in pending if not m.ready()]
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            raise StartError(
+                f"kueue not ready after {KUEUE_TIMEOUT:.0f}s on "
+                + ", ".join(m.name for m in pending)
+                + "\n"
+                + "\n".join(f"--- kueue {m.name}:\n{m.tail()}" for m in pending)
+            )
+        time.sleep(POLL)
+
+
+def stop_kueues(managers: Sequence[KueueManager]) -> None:
+    errors: list[BaseException] = []
+    for manager in managers:
+        try:
+            manager.stop()
+        except Exception as exc:  # keep stopping the others; report after
+            errors.append(exc)
+    if errors:
+        raise RuntimeError(f"stopping kueue failed: {errors}")

@@ -1,0 +1,294 @@
+"""A real Kueue on each plane judges the MultiKueue wiring the program builds, and dispatches.
+
+The objects are what the program renders for the `e2e` fleet (tests/realtier/e2e.py), applied
+server-side; the manager's kubeconfig Secrets hold `worker_kubeconfig` documents built from the
+tokens the workers' real token controllers minted. If the credential, the RBAC or the object
+wiring were wrong, the manager's Kueue would not report the workers Connected, and no Job would
+reach a worker.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+import pytest
+
+from builders.kueue import render_kueue
+from builders.multikueue import (
+    ADMISSION_CHECK,
+    encode,
+    k8s_name,
+    manager_objects,
+    token_secret_name,
+    worker_kubeconfig,
+    worker_objects,
+)
+from config.models import FleetConfig
+from config.multikueue import enabled_workers, extra_checks, rotation_of, with_mirrored_queues
+from tests.realtier.e2e import TEAM, e2e_fleet
+from tests.realtier.harness import ControlPlane, Report, apply, namespace
+from tests.realtier.kueue import KUEUE_NAMESPACE, KueueManager
+from tests.realtier.test_api_servers import _wait_for_token
+
+pytestmark = pytest.mark.real
+
+KUEUE_API: Final = "/apis/kueue.x-k8s.io/v1beta2"
+# Bounded waits: measured seconds on 2 cores; the margin is for a much busier machine.
+ACTIVE_TIMEOUT: Final = 60.0
+DISPATCH_TIMEOUT: Final = 60.0
+QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
+# MultiKueue marks the worker's copy with the manager Workload's name: an annotation in 0.19
+# (feature WorkloadIdentifierAnnotations, on by default), a label before; either counts.
+PREBUILT_KEY: Final = "kueue.x-k8s.io/prebuilt-workload-name"
+ORIGIN_LABEL: Final = "kueue.x-k8s.io/multikueue-origin"
+# batch/v1 Job.spec.managedBy: without Kueue's webhook nobody sets it, and the manager's
+# MultiKueue check rejects a Job it does not manage ("The owner is not managed by Kueue").
+MULTIKUEUE_CONTROLLER: Final = "kueue.x-k8s.io/multikueue"
+JOB: Final = "realtier-dispatch"
+
+
+def _json(plane: ControlPlane, path: str) -> dict[str, Any] | None:
+    status, body = plane.get(path)
+    return json.loads(body) if status == 200 else None
+
+
+def _condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
+    if obj is None:
+        return None
+    conditions: list[dict[str, Any]] = obj.get("status", {}).get("conditions") or []
+    return next((c for c in conditions if c.get("type") == kind), None)
+
+
+def _wait(what: str, probe: Callable[[], Any], timeout: float, last: Callable[[], str]) -> Any:
+    """Poll `probe` until it returns something truthy; fail naming `what` and the last state."""
+    deadline = time.monotonic() + timeout
+    while not (result := probe()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not after {timeout:.0f}s; last seen: {last()}")
+        time.sleep(0.25)
+    return result
+
+
+def wait_active(plane: ControlPlane, path: str, what: str) -> dict[str, Any]:
+    """The object's condition Active=True; the failure message shows its conditions."""
+    return _wait(
+        f"[{plane.name}] {what} Active=True",
+        lambda: (c := _condition(_json(plane, path), "Active")) and c["status"] == "True" and c,
+        ACTIVE_TIMEOUT,
+        lambda: json.dumps((_json(plane, path) or {}).get("status", "absent")),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Wired:
+    fleet: FleetConfig
+    seconds: float  # to apply everything (tokens included)
+    # monotonic clock when the manager's MultiKueue objects / the last queues were applied:
+    # time to Active is measured from there, not from when a test began to wait.
+    multikueue_applied: float
+    queues_applied: float
+
+
+@pytest.fixture(scope="module")
+def wired(planes: dict[str, ControlPlane], kueues: dict[str, KueueManager]) -> Wired:
+    """The e2e fleet's worker side, the manager side with real credentials, then the queues."""
+    del kueues  # running before anything is applied: they must react to changes, not to a start
+    t0 = time.monotonic()
+    fleet = e2e_fleet(planes)
+    manager = fleet.manager
+    assert manager is not None
+    version, frameworks = fleet.kueue.version, fleet.kueue.frameworks
+    links: list[tuple[str, Any, int]] = []
+    for worker in enabled_workers(fleet):
+        plane = planes[worker]
+        rotation = rotation_of(fleet, worker)
+        applied = apply(
+            plane, [namespace(KUEUE_NAMESPACE), *worker_objects(version, frameworks, rotation)]
+        )
+        assert not applied.rejected, f"[{worker}] {applied.stderr}"
+        data = _wait_for_token(plane, token_secret_name(rotation))
+        token = base64.b64decode(data["token"]).decode()
+        doc = worker_kubeconfig(k8s_name(worker), plane.url, data["ca.crt"], token)
+        links.append((worker, encode(doc), rotation))
+    applied = apply(planes[manager.name], [namespace(KUEUE_NAMESPACE), *manager_objects(links)])
+    assert not applied.rejected, f"[{manager.name}] {applied.stderr}"
+    multikueue_applied = time.monotonic()
+    manifests = render_kueue(with_mirrored_queues(fleet), extra_checks(fleet))
+    for target in dict.fromkeys(m.target for m in manifests):
+        objects = [m.obj for m in manifests if m.target == target]
+        applied = apply(planes[target], objects)
+        assert not applied.rejected, f"[{target}] {applied.stderr}"
+    done = time.monotonic()
+    return Wired(fleet, done - t0, multikueue_applied, done)
+
+
+def test_manager_kueue_reports_every_worker_connected(
+    planes: dict[str, ControlPlane], wired: Wired, report: Report
+) -> None:
+    manager = planes["manager"]
+    t0 = wired.multikueue_applied
+    times: list[str] = []
+    for worker in enabled_workers(wired.fleet):
+        path = f"{KUEUE_API}/multikueueclusters/{k8s_name(worker)}"
+        cond = wait_active(manager, path, f"MultiKueueCluster {worker}")
+        assert (cond["reason"], cond["message"]) == ("Active", "Connected"), f"{worker}: {cond}"
+        times.append(f"{worker} {time.monotonic() - t0:.1f}s")
+    cond = wait_active(manager, f"{KUEUE_API}/admissionchecks/{ADMISSION_CHECK}", "AdmissionCheck")
+    assert cond["reason"] == "Active", cond
+    report(
+        f"e2e fleet's Kueue + MultiKueue objects applied on 3 planes in {wired.seconds:.1f}s "
+        "(worker tokens included); manager Kueue: MultiKueueClusters Active/Connected after "
+        + ", ".join(times)
+        + f" (from the apply of the manager's objects); AdmissionCheck {ADMISSION_CHECK} Active"
+    )
+
+
+def test_cluster_queues_active_on_every_plane(
+    planes: dict[str, ControlPlane], wired: Wired, report: Report
+) -> None:
+    t0 = wired.queues_applied
+    for cluster in wired.fleet.clusters:
+        for cq in cluster.queues.cluster_queues:
+            cond = wait_active(
+                planes[cluster.name],
+                f"{KUEUE_API}/clusterqueues/{cq.name}",
+                f"ClusterQueue {cq.name}",
+            )
+            assert cond["reason"] == "Ready", f"[{cluster.name}] {cond}"
+    report(
+        f"ClusterQueue {TEAM} Active (Ready) on all 3 planes, seen {time.monotonic() - t0:.1f}s "
+        "after the queues were applied"
+    )
+
+
+def _job() -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": JOB, "namespace": TEAM, "labels": {QUEUE_LABEL: TEAM}},
+        "spec": {
+            # Suspended at creation: no webhook suspends it for Kueue here.
+            "suspend": True,
+            "managedBy": MULTIKUEUE_CONTROLLER,
+            "parallelism": 1,
+            "completions": 1,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
+                            "args": ["pause"],
+                            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+                        }
+                    ],
+                }
+            },
+        },
+    }
+
+
+def _workload_of(plane: ControlPlane, uid: str) -> dict[str, Any] | None:
+    listing = _json(plane, f"{KUEUE_API}/namespaces/{TEAM}/workloads") or {}
+    items: list[dict[str, Any]] = listing.get("items") or []
+    return next(
+        (
+            w
+            for w in items
+            if any(o.get("uid") == uid for o in w["metadata"].get("ownerReferences") or [])
+        ),
+        None,
+    )
+
+
+def _prebuilt(job: dict[str, Any]) -> str | None:
+    meta = job["metadata"]
+    return (meta.get("annotations") or {}).get(PREBUILT_KEY) or (meta.get("labels") or {}).get(
+        PREBUILT_KEY
+    )
+
+
+def _copies(planes: dict[str, ControlPlane], workers: list[str]) -> dict[str, dict[str, Any]]:
+    """Worker -> the copy of the Job it holds (MultiKueue marks it with the Workload's name)."""
+    found: dict[str, dict[str, Any]] = {}
+    for worker in workers:
+        job = _json(planes[worker], f"/apis/batch/v1/namespaces/{TEAM}/jobs/{JOB}")
+        if job is not None and _prebuilt(job):
+            found[worker] = job
+    return found
+
+
+def test_a_suspended_job_is_admitted_on_the_manager_and_dispatched_to_a_worker(
+    planes: dict[str, ControlPlane], wired: Wired, report: Report
+) -> None:
+    manager = planes["manager"]
+    workers = enabled_workers(wired.fleet)
+    # The wiring must be live first, or this test would time out on the other tests' failure.
+    for worker in workers:
+        wait_active(manager, f"{KUEUE_API}/multikueueclusters/{k8s_name(worker)}", worker)
+    t0 = time.monotonic()
+    applied = apply(manager, [_job()])
+    assert not applied.rejected, applied.stderr
+    uid = str(
+        (_json(manager, f"/apis/batch/v1/namespaces/{TEAM}/jobs/{JOB}") or {})["metadata"]["uid"]
+    )
+
+    workload: dict[str, Any] = _wait(
+        "[manager] Workload of the Job",
+        lambda: _workload_of(manager, uid),
+        DISPATCH_TIMEOUT,
+        lambda: "no Workload owned by the Job (is Kueue's batch/job integration running?)",
+    )
+    name = str(workload["metadata"]["name"])
+    path = f"{KUEUE_API}/namespaces/{TEAM}/workloads/{name}"
+
+    def state() -> str:
+        return json.dumps((_json(manager, path) or {}).get("status", "absent"))
+
+    for kind in ("QuotaReserved", "Admitted"):
+        _wait(
+            f"[manager] Workload {name} {kind}=True",
+            lambda kind=kind: (
+                (c := _condition(_json(manager, path), kind)) and c["status"] == "True"
+            ),
+            DISPATCH_TIMEOUT,
+            state,
+        )
+    admitted = time.monotonic() - t0
+
+    def remote_state() -> str:
+        # What the workers hold, so a failure shows how far the dispatch got.
+        return state() + "".join(
+            f"\n[{w}] "
+            + planes[w].kubectl("get", "jobs,workloads", "-A", "--show-labels", check=False).stdout
+            for w in workers
+        )
+
+    copies: dict[str, dict[str, Any]] = _wait(
+        f"a copy of Job {TEAM}/{JOB} on {' or '.join(workers)}",
+        lambda: _copies(planes, workers),
+        DISPATCH_TIMEOUT,
+        remote_state,
+    )
+    dispatched = time.monotonic() - t0
+    assert len(copies) == 1, f"the Job was copied to more than one worker: {sorted(copies)}"
+    [(worker, copy)] = copies.items()
+    assert _prebuilt(copy) == name
+    assert copy["metadata"]["labels"].get(ORIGIN_LABEL) == "multikueue", copy["metadata"]
+    # managedBy cleared on the copy: the worker's own Job controller would run it.
+    assert "managedBy" not in copy["spec"], copy["spec"]
+    status = (_json(manager, path) or {}).get("status", {})
+    checks = {c["name"]: c for c in status.get("admissionChecks") or []}
+    assert checks[ADMISSION_CHECK]["state"] == "Ready", checks
+    assert worker in str(checks[ADMISSION_CHECK].get("message", "")), checks
+    report(
+        f"Job {TEAM}/{JOB}: Workload {name} admitted on the manager {admitted:.1f}s after submit; "
+        f"copy on {worker} after {dispatched:.1f}s (check message: "
+        f"{checks[ADMISSION_CHECK].get('message')!r})"
+    )

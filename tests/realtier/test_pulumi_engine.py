@@ -1,0 +1,299 @@
+"""`pulumi up` / `destroy` of the e2e stack by the real engine against three loopback planes.
+
+The program is the project's own `__main__.py`, run as an Automation API inline program (the
+module proxy does not serve `pulumi-language-python`, so the in-process language host stands in
+for it), by the cached `pulumi` CLI and `pulumi-resource-kubernetes`, with a file backend and a
+fixed passphrase in a temporary directory. A real Kueue runs beside each plane, so the
+`pulumi.com/waitFor: condition=Active` annotations on MultiKueueClusters, AdmissionChecks and
+ClusterQueues resolve only when Kueue really activates them.
+
+Own planes (not the session's): the session's planes hold objects applied by the other tests,
+which the engine would have to adopt, and `destroy` must be judged on clusters only it touched.
+The Kueue CRDs are applied before the engine runs because a Kueue manager exits when its CRDs
+are not served at start; the engine's server-side apply then adopts them as its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+from pulumi import automation as auto
+
+from builders.multikueue import ADMISSION_CHECK
+from constants import CONFIG_KEY, PROJECT
+from tests.realtier.conftest import install_crds, kueue_crd_paths
+from tests.realtier.e2e import TEAM, e2e_fleet, e2e_raw
+from tests.realtier.harness import (
+    PLANES,
+    ROOT,
+    ControlPlane,
+    Report,
+    Tools,
+    cache_paths,
+    start_all,
+    stop_all,
+)
+from tests.realtier.kueue import (
+    KueueManager,
+    kueue_binary,
+    metrics_certs,
+    start_kueues,
+    stop_kueues,
+)
+
+SLOW_ENV: Final = "AKS_BATCH_FLEET_REAL_SLOW"
+# Opt-in: fresh planes + up + no-op up + destroy take ~2.5 min on 2 cores, which would more than
+# double the real tier's default run (~1 min).
+pytestmark = [
+    pytest.mark.real,
+    pytest.mark.skipif(
+        os.environ.get(SLOW_ENV) != "1",
+        reason=f"real tier, slow: set {SLOW_ENV}=1 for pulumi up/destroy by the real engine",
+    ),
+]
+
+STACK: Final = "e2e"
+PASSPHRASE: Final = "realtier-fixed-passphrase"  # a throwaway state in a tmp dir
+KUEUE_GROUP: Final = "kueue.x-k8s.io"
+IN_USE_FINALIZER: Final = "kueue.x-k8s.io/resource-in-use"
+# Measured: destroy of the e2e stack took 66 s (13 s of them stuck, see below) on 2 cores.
+DESTROY_TIMEOUT: Final = 240.0
+# How long an object may sit in Kueue's in-use deadlock before the test breaks it.
+STUCK_GRACE: Final = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Engine:
+    pulumi_root: Path
+    provider_bin: Path
+
+
+def _engine() -> Engine | None:
+    paths = cache_paths()
+    cli, provider = paths.get("pulumi"), paths.get("pulumi-resource-kubernetes")
+    if cli is None or provider is None or not cli.is_file() or not provider.is_file():
+        return None
+    return Engine(pulumi_root=cli.parent.parent, provider_bin=provider.parent)
+
+
+@pytest.fixture(scope="module")
+def engine_planes(
+    tools: Tools, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, ControlPlane]]:
+    """Three fresh planes with the Kueue CRDs and a Kueue each; always stopped."""
+    binary = kueue_binary()
+    if binary is None:
+        pytest.skip("real tier: kueue not built")
+    root = tmp_path_factory.mktemp("engine")
+    planes = {name: ControlPlane(name, root / name, tools) for name in PLANES}
+    managers: list[KueueManager] = []
+    with metrics_certs(tools.openssl):
+        try:
+            start_all(planes.values())
+            files = kueue_crd_paths(e2e_fleet(planes))
+            for plane in planes.values():
+                install_crds(plane, files)
+            managers = [KueueManager(p, binary, root / f"kueue-{p.name}") for p in planes.values()]
+            start_kueues(managers, tools.openssl)
+            yield planes
+        finally:
+            try:
+                stop_kueues(managers)
+            finally:
+                stop_all(planes.values())
+
+
+def _stack(planes: dict[str, ControlPlane], engine: Engine, work: Path) -> auto.Stack:
+    def program() -> None:
+        # The project's composition root, as `pulumi up` would run it from the project dir.
+        if str(ROOT) not in sys.path:
+            sys.path.insert(0, str(ROOT))
+        runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+
+    (work / "state").mkdir(parents=True)
+    env = {
+        "PULUMI_HOME": str(work / "home"),
+        "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
+        "PULUMI_SKIP_UPDATE_CHECK": "1",
+        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+        # The cached provider is found on PATH (no plugin download here).
+        "PATH": f"{engine.provider_bin}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    options = auto.LocalWorkspaceOptions(
+        # A tmp work dir: the workspace writes Pulumi.yaml / Pulumi.e2e.yaml there, not in ROOT.
+        work_dir=str(work / "project"),
+        pulumi_home=str(work / "home"),
+        env_vars=env,
+        secrets_provider="passphrase",
+        project_settings=auto.ProjectSettings(
+            name=PROJECT,
+            runtime="python",
+            backend=auto.ProjectBackend(url=f"file://{work / 'state'}"),
+        ),
+        pulumi_command=auto.PulumiCommand(root=str(engine.pulumi_root), skip_version_check=True),
+    )
+    (work / "project").mkdir()
+    stack = auto.create_or_select_stack(STACK, project_name=PROJECT, program=program, opts=options)
+    raw = e2e_raw({name: str(plane.kubeconfig) for name, plane in planes.items()})
+    # A JSON string: pulumi.Config.get_object parses it, as it does a YAML object from a file.
+    stack.set_config(f"{PROJECT}:{CONFIG_KEY}", auto.ConfigValue(value=json.dumps(raw)))
+    return stack
+
+
+def _kueue_leftovers(plane: ControlPlane) -> list[str]:
+    """Kueue CRDs or worker credentials still on the plane after destroy."""
+    out = plane.kubectl(
+        "get",
+        "crd,serviceaccounts,clusterroles,clusterrolebindings,secrets,namespaces",
+        "--all-namespaces",
+        "-o",
+        "name",
+    ).stdout.split()
+    return [
+        name
+        for name in out
+        if KUEUE_GROUP in name
+        or "multikueue" in name
+        or name in {"namespace/team-a", "namespace/kueue-system"}
+    ]
+
+
+def _counts(changes: Mapping[auto.OpType, int] | None) -> dict[str, int]:
+    """The summary's operation counts with plain-string keys: typed as OpType (a str Enum), the
+    SDK hands plain strings at run time; normalise both."""
+    return {str(getattr(op, "value", op)): n for op, n in (changes or {}).items()}
+
+
+@dataclass
+class Run:
+    """What the tests of this module share, in order: the stack, then what `up` created."""
+
+    stack: auto.Stack
+    log: list[str] = field(default_factory=list[str])
+    created: int | None = None  # set once `up` and the no-op `up` passed
+
+    def add(self, line: str) -> None:
+        """on_output: one line of the engine's output (newline or not, depending on the SDK)."""
+        self.log.append(line.rstrip("\n"))
+
+    def tail(self, lines: int = 60) -> str:
+        return "\n".join(self.log[-lines:])
+
+
+@pytest.fixture(scope="module")
+def run(
+    engine_planes: dict[str, ControlPlane], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Run]:
+    engine = _engine()
+    if engine is None:
+        pytest.skip("real tier: pulumi CLI or pulumi-resource-kubernetes not built")
+    work = tmp_path_factory.mktemp("pulumi")
+    shared = Run(_stack(engine_planes, engine, work))
+    yield shared
+    # The engine's whole output, for whoever reads a failure (tests show only its tail).
+    (work / "engine-output.log").write_text("\n".join(shared.log) + "\n")
+
+
+def test_pulumi_up_creates_the_stack_and_a_second_up_is_a_noop(run: Run, report: Report) -> None:
+    t0 = time.monotonic()
+    up = run.stack.up(on_output=run.add, color="never")
+    up_seconds = time.monotonic() - t0
+    changes = _counts(up.summary.resource_changes)
+    assert up.summary.result == "succeeded", run.tail()
+    assert set(changes) == {"create"}, changes
+    created = changes["create"]
+
+    t1 = time.monotonic()
+    again = run.stack.up(on_output=run.add, color="never")
+    again_seconds = time.monotonic() - t1
+    second = _counts(again.summary.resource_changes)
+    assert second == {"same": created}, f"second up is not a no-op: {second}\n{run.tail()}"
+    run.created = created
+    report(
+        f"pulumi up (real engine, e2e stack on 3 fresh planes, Kueue running): {created} "
+        f"resources created in {up_seconds:.1f}s; second up {again_seconds:.1f}s, all "
+        f"{created} same"
+    )
+
+
+def _in_use_deadlock(manager: ControlPlane) -> bool:
+    """The manager's AdmissionCheck is being deleted but Kueue holds it: a ClusterQueue that
+    lists it still exists (Kueue's resource-in-use finalizer), so its deletion never ends."""
+    check = manager.get(f"/apis/{KUEUE_GROUP}/v1beta2/admissionchecks/{ADMISSION_CHECK}")
+    queue = manager.get(f"/apis/{KUEUE_GROUP}/v1beta2/clusterqueues/{TEAM}")
+    if check[0] != 200 or queue[0] != 200:
+        return False
+    meta = json.loads(check[1])["metadata"]
+    queue_meta = json.loads(queue[1])["metadata"]
+    return (
+        "deletionTimestamp" in meta
+        and IN_USE_FINALIZER in (meta.get("finalizers") or [])
+        and "deletionTimestamp" not in queue_meta
+    )
+
+
+def test_pulumi_destroy_removes_everything(
+    run: Run, engine_planes: dict[str, ControlPlane], report: Report
+) -> None:
+    if run.created is None:
+        pytest.skip("pulumi up did not pass: nothing to judge destroy on")
+    manager = engine_planes["manager"]
+    outcome: dict[str, Any] = {}
+
+    def destroy() -> None:
+        try:
+            outcome["result"] = run.stack.destroy(on_output=run.add, color="never")
+        except Exception as exc:  # re-raised in the test's thread
+            outcome["error"] = exc
+
+    # A thread, so the test can watch the clusters while the engine works (the engine itself
+    # would wait out the provider's 10-minute delete timeout on a stuck object).
+    worker = threading.Thread(target=destroy, name="pulumi-destroy", daemon=True)
+    t0 = time.monotonic()
+    worker.start()
+    stuck_since: float | None = None
+    unblocked = ""
+    while worker.is_alive():
+        worker.join(0.5)
+        elapsed = time.monotonic() - t0
+        assert elapsed < DESTROY_TIMEOUT, f"destroy still running after {elapsed:.0f}s"
+        if unblocked or not _in_use_deadlock(manager):
+            stuck_since = None
+            continue
+        stuck_since = stuck_since or time.monotonic()
+        if time.monotonic() - stuck_since > STUCK_GRACE:
+            # Delete what the engine should have deleted first, so the run ends and the rest of
+            # destroy is still judged; the test then reports the ordering bug (xfail below).
+            manager.kubectl("delete", f"clusterqueues.{KUEUE_GROUP}", TEAM, "--wait=false")
+            unblocked = f"after {elapsed:.0f}s"
+    seconds = time.monotonic() - t0
+    if "error" in outcome:
+        raise AssertionError(f"destroy failed: {outcome['error']}\n{run.tail()}")
+    result = outcome["result"]
+    gone = _counts(result.summary.resource_changes)
+    assert result.summary.result == "succeeded", run.tail()
+    assert gone == {"delete": run.created}, gone
+    leftovers = {name: _kueue_leftovers(plane) for name, plane in engine_planes.items()}
+    assert not any(leftovers.values()), f"left behind after destroy: {leftovers}"
+    report(
+        f"pulumi destroy: {gone['delete']} deleted in {seconds:.1f}s, no Kueue object, CRD or "
+        "worker credential left"
+        + (f" (only after the test deleted ClusterQueue {TEAM} {unblocked})" if unblocked else "")
+    )
+    if unblocked:
+        pytest.xfail(
+            f"program bug: destroy deletes AdmissionCheck {ADMISSION_CHECK} while manager "
+            f"ClusterQueue {TEAM} still lists it; Kueue's {IN_USE_FINALIZER} finalizer holds it "
+            f"(the engine would wait out the delete timeout); the test deleted the ClusterQueue "
+            f"{unblocked} and destroy then finished"
+        )
