@@ -35,7 +35,7 @@ import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import IO, Any, Final, Protocol
 
 import yaml
 
@@ -759,16 +759,25 @@ def start_all(planes: Iterable[ControlPlane]) -> None:
     )
 
 
-def stop_all(planes: Iterable[ControlPlane]) -> None:
-    """Stop every plane, even when stopping one of them fails."""
+class Stoppable(Protocol):
+    def stop(self) -> None: ...
+
+
+def stop_each(things: Iterable[Stoppable], what: str) -> None:
+    """Stop every one of `things`, even when stopping one of them fails; report after."""
     errors: list[BaseException] = []
-    for plane in planes:
+    for thing in things:
         try:
-            plane.stop()
-        except Exception as exc:  # keep stopping the others; report after
+            thing.stop()
+        except Exception as exc:  # keep stopping the others
             errors.append(exc)
     if errors:
-        raise RuntimeError(f"stopping control planes failed: {errors}")
+        raise RuntimeError(f"stopping {what} failed: {errors}")
+
+
+def stop_all(planes: Iterable[ControlPlane]) -> None:
+    """Stop every plane, even when stopping one of them fails."""
+    stop_each(planes, "control planes")
 
 
 # --------------------------------------------------------------------------------------------

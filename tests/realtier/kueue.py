@@ -33,6 +33,7 @@ from tests.realtier.harness import (
     _terminate,
     cache_paths,
     free_port,
+    stop_each,
 )
 
 # Measured: ready ~1 s after start on an idle machine, a few s with three planes beside it.
@@ -231,11 +232,5 @@ def start_kueues(managers: Sequence[KueueManager], openssl: Path) -> None:
 
 
 def stop_kueues(managers: Sequence[KueueManager]) -> None:
-    errors: list[BaseException] = []
-    for manager in managers:
-        try:
-            manager.stop()
-        except Exception as exc:  # keep stopping the others; report after
-            errors.append(exc)
-    if errors:
-        raise RuntimeError(f"stopping kueue failed: {errors}")
+    """Stop every manager, even when stopping one of them fails."""
+    stop_each(managers, "kueue")
