@@ -31,3 +31,5 @@ ACI_ADDON: Final = "aciConnectorLinux"
 
 # pulumi-kubernetes readiness annotation: the object counts as created only once this holds.
 WAIT_FOR: Final = "pulumi.com/waitFor"
+# pulumi-kubernetes: how long create/update waits for that (default 10 minutes), in seconds.
+TIMEOUT_SECONDS: Final = "pulumi.com/timeoutSeconds"

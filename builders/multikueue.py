@@ -5,9 +5,10 @@ a ClusterRole with the rules of the pinned Kueue version's `create-multikueue-ku
 narrowed to the enabled frameworks, its binding, and a `kubernetes.io/service-account-token`
 Secret whose name carries a rotation generation (a new generation is a new Secret, so a new token).
 
-Manager side: per worker a Secret (data key `kubeconfig`) and a MultiKueueCluster pointing at it;
-one MultiKueueConfig listing the workers; one AdmissionCheck (`kueue.x-k8s.io/multikueue`) that the
-dispatching ClusterQueues carry. Shapes: kueue.x-k8s.io/v1beta2 at v0.17.8 and v0.19.2
+Manager side: per worker a Secret (data key `kubeconfig`, its name also carrying the generation)
+and a MultiKueueCluster pointing at it; one MultiKueueConfig listing the workers; one
+AdmissionCheck (`kueue.x-k8s.io/multikueue`) that the dispatching ClusterQueues carry. Shapes:
+kueue.x-k8s.io/v1beta2 at v0.17.8 and v0.19.2
 (../shared/crds/kueue, ../shared/notes/kueue.md 2.4-2.6).
 
 Values known only at deploy time (token, CA, API server, the encoded kubeconfig) are arguments, so
@@ -28,7 +29,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from builders.manifest import Manifest
-from constants import WAIT_FOR
+from constants import TIMEOUT_SECONDS, WAIT_FOR
 
 if TYPE_CHECKING:
     from config.models import ClusterConfig, FleetConfig
@@ -46,7 +47,8 @@ ADMISSION_CHECK: Final = "multikueue"
 MAX_WORKERS: Final = 20  # MultiKueueConfig spec.clusters maxItems (since Kueue 0.16)
 REDACTED: Final = "REDACTED"
 
-ROTATION_ANNOTATION: Final = "aks-batch-fleet/credential-rotation"
+# Seconds `pulumi up` waits for a MultiKueueCluster to be Active (multiKueue.connectTimeoutSeconds).
+DEFAULT_CONNECT_TIMEOUT: Final = 300
 LABELS: Final = {
     "app.kubernetes.io/part-of": "aks-batch-fleet",
     "app.kubernetes.io/component": "multikueue",
@@ -365,8 +367,9 @@ def k8s_name(cluster: str) -> str:
     return cluster.lower().replace("_", "-")
 
 
-def kubeconfig_secret_name(worker: str) -> str:
-    return f"multikueue-{k8s_name(worker)}-kubeconfig"
+def kubeconfig_secret_name(worker: str, rotation: int) -> str:
+    """Named by generation, so a rotation changes the MultiKueueCluster's spec (see below)."""
+    return f"multikueue-{k8s_name(worker)}-kubeconfig-{rotation}"
 
 
 def kubeconfig_secret(
@@ -377,29 +380,35 @@ def kubeconfig_secret(
         "apiVersion": "v1",
         "kind": "Secret",
         "type": "Opaque",
-        "metadata": _meta(
-            kubeconfig_secret_name(worker), namespace, **{ROTATION_ANNOTATION: str(rotation)}
-        ),
+        "metadata": _meta(kubeconfig_secret_name(worker, rotation), namespace),
         "data": {KUBECONFIG_KEY: kubeconfig_b64},
     }
 
 
-def multikueue_cluster(worker: str, rotation: int) -> dict[str, Any]:
+def multikueue_cluster(
+    worker: str, rotation: int, connect_timeout: int = DEFAULT_CONNECT_TIMEOUT
+) -> dict[str, Any]:
     """Kueue connects to the worker with the Secret's kubeconfig; Pulumi waits for `Active`.
 
-    The rotation annotation changes the object on rotation, so `pulumi up` waits for Active again.
+    A rotation points the spec at the new generation's Secret: a spec change raises
+    `metadata.generation`, and Kueue stamps its Active condition with the generation it judged,
+    so the wait (which ignores a condition older than the object) judges the new credential.
+    With the Secret's data (or an annotation) changed alone, the generation stays: the wait
+    then judges the new credential only if Kueue's Secret watch has already turned the old
+    `Active=True` False, a race. After `connect_timeout` seconds without Active, `pulumi up`
+    fails naming the worker (the provider's default wait is 10 minutes).
     """
     return {
         "apiVersion": API_VERSION,
         "kind": "MultiKueueCluster",
         "metadata": _meta(
             k8s_name(worker),
-            **{WAIT_FOR: "condition=Active", ROTATION_ANNOTATION: str(rotation)},
+            **{WAIT_FOR: "condition=Active", TIMEOUT_SECONDS: str(connect_timeout)},
         ),
         "spec": {
             "clusterSource": {
                 "kubeConfig": {
-                    "location": kubeconfig_secret_name(worker),
+                    "location": kubeconfig_secret_name(worker, rotation),
                     "locationType": "Secret",
                 }
             }
@@ -438,13 +447,15 @@ def admission_check(
 
 
 def manager_objects(
-    workers: Sequence[tuple[str, Any, int]], namespace: str = KUEUE_NAMESPACE
+    workers: Sequence[tuple[str, Any, int]],
+    namespace: str = KUEUE_NAMESPACE,
+    connect_timeout: int = DEFAULT_CONNECT_TIMEOUT,
 ) -> list[dict[str, Any]]:
     """(worker, encoded kubeconfig, rotation) per worker -> the manager's objects, in order."""
     out: list[dict[str, Any]] = []
     for worker, encoded, rotation in workers:
         out.append(kubeconfig_secret(worker, encoded, rotation, namespace))
-        out.append(multikueue_cluster(worker, rotation))
+        out.append(multikueue_cluster(worker, rotation, connect_timeout))
     out.append(multikueue_config([w for w, _, _ in workers]))
     out.append(admission_check())
     return out
@@ -482,5 +493,6 @@ def render_multikueue(fleet: FleetConfig) -> list[Manifest]:
         out += [Manifest(name, o) for o in worker_objects(version, frameworks, rotation)]
         doc = redacted_kubeconfig(k8s_name(name), placeholder_server(cluster, fleet.location))
         links.append((name, encode(doc), rotation))
-    out += [Manifest(manager.name, o) for o in manager_objects(links)]
+    timeout = fleet.multi_kueue.connect_timeout_seconds
+    out += [Manifest(manager.name, o) for o in manager_objects(links, connect_timeout=timeout)]
     return out

@@ -110,6 +110,8 @@ class MultiKueueManagerArgs:
     provider: k8s.Provider
     workers: Sequence[WorkerLink]
     namespace: str = mk.KUEUE_NAMESPACE
+    # Seconds `pulumi up` waits for each MultiKueueCluster to be Active.
+    connect_timeout: int = mk.DEFAULT_CONNECT_TIMEOUT
     # The manager's Kueue Helm release: CRDs, webhooks and the namespace.
     depends_on: Sequence[pulumi.Resource] = field(default_factory=list[pulumi.Resource])
 
@@ -145,7 +147,7 @@ class MultiKueueManager(pulumi.ComponentResource):
             secret = kube_object(f"{name}-{worker.name}-kubeconfig", secret_obj, after_kueue)
             self.clusters[worker.name] = custom_resource(
                 f"{name}-{worker.name}",
-                mk.multikueue_cluster(worker.name, worker.rotation),
+                mk.multikueue_cluster(worker.name, worker.rotation, args.connect_timeout),
                 _options(self, args.provider, args.depends_on, secret),
             )
         self.config = custom_resource(
@@ -217,6 +219,7 @@ class MultiKueue(pulumi.ComponentResource):
             MultiKueueManagerArgs(
                 provider=args.providers[manager.name],
                 workers=links,
+                connect_timeout=fleet.multi_kueue.connect_timeout_seconds,
                 depends_on=[args.kueue_releases[manager.name]],
             ),
             child,

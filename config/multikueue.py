@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from config.models import ClusterConfig, FleetConfig
 
 MAX_ROTATION: Final = 1_000_000
+MIN_CONNECT_TIMEOUT: Final = 10
+MAX_CONNECT_TIMEOUT: Final = 3600
 GATE_REASON: Final = "MultiKueueWithProvisioningRequest"
 
 
@@ -56,6 +58,11 @@ class MultiKueueSettings(Model):
     workers: list[str] | None = Field(default=None, min_length=1)
     # Credential generation per worker (default 0): raise it to issue a new token (README).
     rotation: dict[str, int] = Field(default_factory=dict[str, int])
+    # How long `pulumi up` waits for each MultiKueueCluster to be Active (Kueue connected to the
+    # worker with the credential) before it fails, naming the worker.
+    connect_timeout_seconds: int = Field(
+        default=mk.DEFAULT_CONNECT_TIMEOUT, ge=MIN_CONNECT_TIMEOUT, le=MAX_CONNECT_TIMEOUT
+    )
     # Manager ClusterQueues that get the MultiKueue admission check. Default: all of them.
     cluster_queues: list[str] | None = None
     # Manager ClusterQueue -> the workers' ClusterQueue its mirrored LocalQueues point at.

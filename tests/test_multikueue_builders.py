@@ -290,13 +290,33 @@ def test_redacted_kubeconfig_carries_no_credential() -> None:
 # Manager objects
 
 
+def test_rotation_changes_the_multikueue_cluster_spec_not_just_its_metadata() -> None:
+    """Only a spec change raises the object's generation, which makes `pulumi up` wait for
+    Kueue's verdict on the new credential rather than accept the old Active condition."""
+    before, after = mk.multikueue_cluster("worker-1", 0), mk.multikueue_cluster("worker-1", 1)
+    assert before["spec"] != after["spec"]
+    assert before["metadata"] == after["metadata"]
+    location = after["spec"]["clusterSource"]["kubeConfig"]["location"]
+    assert location == mk.kubeconfig_secret("worker-1", "x", 1)["metadata"]["name"]
+
+
+def test_connect_timeout_is_the_wait_of_every_multikueue_cluster() -> None:
+    objs = mk.manager_objects([("w1", "x", 0), ("w2", "x", 4)], connect_timeout=45)
+    waits = {
+        o["metadata"]["name"]: o["metadata"]["annotations"]["pulumi.com/timeoutSeconds"]
+        for o in objs
+        if o["kind"] == "MultiKueueCluster"
+    }
+    assert waits == {"w1": "45", "w2": "45"}
+
+
 def test_manager_objects_chain_secret_cluster_config_check() -> None:
     encoded = mk.encode("kubeconfig text")
     objs = mk.manager_objects([("worker-1", encoded, 2), ("Worker_2", encoded, 0)])
     assert [(o["kind"], o["metadata"]["name"]) for o in objs] == [
-        ("Secret", "multikueue-worker-1-kubeconfig"),
+        ("Secret", "multikueue-worker-1-kubeconfig-2"),
         ("MultiKueueCluster", "worker-1"),
-        ("Secret", "multikueue-worker-2-kubeconfig"),
+        ("Secret", "multikueue-worker-2-kubeconfig-0"),
         ("MultiKueueCluster", "worker-2"),
         ("MultiKueueConfig", "multikueue"),
         ("AdmissionCheck", "multikueue"),
@@ -304,13 +324,16 @@ def test_manager_objects_chain_secret_cluster_config_check() -> None:
     secret, cluster, _, _, config, check = objs
     assert secret["metadata"]["namespace"] == "kueue-system"
     assert secret["data"] == {"kubeconfig": encoded}
-    assert secret["metadata"]["annotations"] == {"aks-batch-fleet/credential-rotation": "2"}
+    assert "annotations" not in secret["metadata"]
     assert cluster["spec"] == {
         "clusterSource": {
-            "kubeConfig": {"location": "multikueue-worker-1-kubeconfig", "locationType": "Secret"}
+            "kubeConfig": {"location": "multikueue-worker-1-kubeconfig-2", "locationType": "Secret"}
         }
     }
-    assert cluster["metadata"]["annotations"]["pulumi.com/waitFor"] == "condition=Active"
+    assert cluster["metadata"]["annotations"] == {
+        "pulumi.com/waitFor": "condition=Active",
+        "pulumi.com/timeoutSeconds": "300",
+    }
     assert config["spec"] == {"clusters": ["worker-1", "worker-2"]}
     assert check["spec"] == {
         "controllerName": "kueue.x-k8s.io/multikueue",
@@ -377,9 +400,9 @@ def test_render_targets_each_side() -> None:
         "worker-1": worker_side,
         "worker-2": worker_side,
         "manager": [
-            "Secret/multikueue-worker-1-kubeconfig",
+            "Secret/multikueue-worker-1-kubeconfig-0",
             "MultiKueueCluster/worker-1",
-            "Secret/multikueue-worker-2-kubeconfig",
+            "Secret/multikueue-worker-2-kubeconfig-0",
             "MultiKueueCluster/worker-2",
             "MultiKueueConfig/multikueue",
             "AdmissionCheck/multikueue",

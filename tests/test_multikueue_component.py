@@ -179,7 +179,7 @@ def test_kubeconfig_is_secret_in_state_and_outputs(engine: Graph) -> None:
         assert is_secret is True
         assert value
     meta = secret.inputs["metadata"]
-    assert (meta["name"], meta["namespace"]) == ("multikueue-worker-1-kubeconfig", "kueue-system")
+    assert (meta["name"], meta["namespace"]) == ("multikueue-worker-1-kubeconfig-0", "kueue-system")
 
 
 @pytest.mark.parametrize("version", ["v0.17.8", "v0.19.2"])
@@ -250,11 +250,13 @@ def test_rotation_replaces_the_token_and_rewrites_the_kubeconfig(engine: Graph) 
     kubeconfigs, _ = resolve(built.manager.kubeconfigs)
     assert fake_token("multikueue-sa-token-3") in kubeconfigs["worker-2"]
     assert fake_token("multikueue-sa-token-0") in kubeconfigs["worker-1"]
+    # Same Pulumi resource, new object name: replaced (created before the old one is deleted).
     secret = engine.one(SECRET, "mk-manager-worker-2-kubeconfig")
-    annotations = secret.inputs["metadata"]["annotations"]
-    assert annotations["aks-batch-fleet/credential-rotation"] == "3"
+    assert secret.inputs["metadata"]["name"] == "multikueue-worker-2-kubeconfig-3"
     mkc = engine.one(MKC, "mk-manager-worker-2")
-    assert mkc.inputs["metadata"]["annotations"]["aks-batch-fleet/credential-rotation"] == "3"
+    location = mkc.inputs["spec"]["clusterSource"]["kubeConfig"]["location"]
+    assert location == "multikueue-worker-2-kubeconfig-3"
+    assert mkc.inputs["metadata"]["annotations"]["pulumi.com/timeoutSeconds"] == "300"
 
 
 def test_custom_resources_pass_the_crd_schema(engine: Graph) -> None:

@@ -140,6 +140,8 @@ def test_multikueue_off_by_default() -> None:
         ({"rotation": {"worker-1": -1}}, "multiKueue.rotation.worker-1: must be 0..1000000"),
         ({"clusterQueues": ["nope"]}, "multiKueue.clusterQueues[0]: no ClusterQueue 'nope' on"),
         ({"workerClusterQueues": {"nope": "batch"}}, "multiKueue.workerClusterQueues.nope: 'nope'"),
+        ({"connectTimeoutSeconds": 5}, "multiKueue.connectTimeoutSeconds: Input should be great"),
+        ({"connectTimeoutSeconds": 7200}, "multiKueue.connectTimeoutSeconds: Input should be less"),
         ({"extra": 1}, "multiKueue.extra: unknown key"),
     ],
 )
