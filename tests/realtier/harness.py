@@ -505,6 +505,36 @@ class ControlPlane:
         if errors:
             raise RuntimeError(f"[{self.name}] stopping failed: {errors}") from errors[0]
 
+    def restart_controller_manager(self, signing_key: Path | None = None) -> float:
+        """Stop the controller manager and start it again, signing new token Secrets with
+        `signing_key` (default: the key the API server trusts). Returns the seconds it took.
+
+        With a key the API server does not trust, every token the token controller issues from
+        now on is refused (401), as a revoked one is: what a broken credential rotation looks
+        like to a consumer. Ready when a probe token Secret gets a token from the new process.
+        """
+        t0 = time.monotonic()
+        for process in [p for p in self._processes if p.name == "kube-controller-manager"]:
+            _terminate(process)
+            self._processes.remove(process)
+        self._launch_controller_manager(signing_key)
+        probe = f"realtier-token-probe-{secrets.token_hex(4)}"
+        self.kubectl("apply", "-f", "-", stdin=json.dumps(_probe_token_secret(probe)))
+        try:
+            deadline = time.monotonic() + CONTROLLER_MANAGER_TIMEOUT
+            while not self._has_token(probe):
+                self._check_alive()
+                if time.monotonic() > deadline:
+                    raise StartError(f"[{self.name}] restarted token controller issued no token")
+                time.sleep(POLL)
+        finally:
+            self.kubectl("delete", "secret", probe, "--namespace=default", "--wait=false")
+        return time.monotonic() - t0
+
+    def _has_token(self, secret: str) -> bool:
+        status, body = self.get(f"/api/v1/namespaces/default/secrets/{secret}")
+        return status == 200 and bool((json.loads(body).get("data") or {}).get("token"))
+
     # ---- start-up phases (start_all runs each phase on every plane before the next) ---------
 
     @property
@@ -644,7 +674,7 @@ class ControlPlane:
             ],
         )
 
-    def _launch_controller_manager(self) -> None:
+    def _launch_controller_manager(self, signing_key: Path | None = None) -> None:
         pki = self.pki
         self._spawn(
             "kube-controller-manager",
@@ -653,7 +683,7 @@ class ControlPlane:
                 f"--kubeconfig={self.kubeconfig}",
                 f"--controllers={','.join(CONTROLLERS)}",
                 f"--root-ca-file={pki.ca_cert}",
-                f"--service-account-private-key-file={pki.sa_key}",
+                f"--service-account-private-key-file={signing_key or pki.sa_key}",
                 "--use-service-account-credentials=false",
                 "--leader-elect=false",
                 # No HTTPS endpoint: nothing scrapes it, and 10257 would clash between planes.
@@ -681,6 +711,41 @@ class ControlPlane:
 
     def _logs(self) -> str:
         return "\n".join(f"--- {p.name} ({p.log_path}):\n{p.tail()}" for p in self._processes)
+
+
+def _probe_token_secret(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/service-account-token",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "annotations": {"kubernetes.io/service-account.name": "default"},
+        },
+    }
+
+
+def make_signing_key(openssl: Path, path: Path) -> Path:
+    """A fresh RSA key for service-account tokens, unknown to every API server here."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [
+            str(openssl),
+            "genpkey",
+            "-algorithm",
+            "RSA",
+            "-pkeyopt",
+            "rsa_keygen_bits:2048",
+            "-out",
+            str(path),
+        ],
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    path.chmod(0o600)
+    return path
 
 
 def _b64(path: Path) -> str:

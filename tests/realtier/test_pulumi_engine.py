@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import runpy
 import sys
 import threading
@@ -32,7 +33,7 @@ from pulumi import automation as auto
 from builders.multikueue import ADMISSION_CHECK
 from constants import CONFIG_KEY, PROJECT
 from tests.realtier.conftest import install_crds, kueue_crd_paths
-from tests.realtier.e2e import TEAM, e2e_fleet, e2e_raw
+from tests.realtier.e2e import CONNECT_TIMEOUT, TEAM, e2e_fleet, e2e_raw
 from tests.realtier.harness import (
     PLANES,
     ROOT,
@@ -40,6 +41,7 @@ from tests.realtier.harness import (
     Report,
     Tools,
     cache_paths,
+    make_signing_key,
     start_all,
     stop_all,
 )
@@ -51,16 +53,9 @@ from tests.realtier.kueue import (
     stop_kueues,
 )
 
-SLOW_ENV: Final = "AKS_BATCH_FLEET_REAL_SLOW"
-# Opt-in: fresh planes + up + no-op up + destroy take ~2.5 min on 2 cores, which would more than
-# double the real tier's default run (~1 min).
-pytestmark = [
-    pytest.mark.real,
-    pytest.mark.skipif(
-        os.environ.get(SLOW_ENV) != "1",
-        reason=f"real tier, slow: set {SLOW_ENV}=1 for pulumi up/destroy by the real engine",
-    ),
-]
+# Fresh planes + up + no-op up + two rotations + destroy: ~3.5 min on 2 cores. They run with the
+# rest of the tier whenever the tool cache exists; `-m "real and not slow"` leaves them out.
+pytestmark = [pytest.mark.real, pytest.mark.slow]
 
 STACK: Final = "e2e"
 PASSPHRASE: Final = "realtier-fixed-passphrase"  # a throwaway state in a tmp dir
@@ -70,6 +65,8 @@ IN_USE_FINALIZER: Final = "kueue.x-k8s.io/resource-in-use"
 DESTROY_TIMEOUT: Final = 240.0
 # How long an object may sit in Kueue's in-use deadlock before the test breaks it.
 STUCK_GRACE: Final = 10.0
+# The worker whose credential rotation is broken on purpose.
+BROKEN: Final = "worker-1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,10 +141,19 @@ def _stack(planes: dict[str, ControlPlane], engine: Engine, work: Path) -> auto.
     )
     (work / "project").mkdir()
     stack = auto.create_or_select_stack(STACK, project_name=PROJECT, program=program, opts=options)
+    set_fleet(stack, planes)
+    return stack
+
+
+def set_fleet(
+    stack: auto.Stack, planes: Mapping[str, ControlPlane], rotation: Mapping[str, int] | None = None
+) -> None:
+    """The e2e fleet as the stack's config, with credential generations per worker."""
     raw = e2e_raw({name: str(plane.kubeconfig) for name, plane in planes.items()})
+    if rotation:
+        raw["multiKueue"]["rotation"] = dict(rotation)
     # A JSON string: pulumi.Config.get_object parses it, as it does a YAML object from a file.
     stack.set_config(f"{PROJECT}:{CONFIG_KEY}", auto.ConfigValue(value=json.dumps(raw)))
-    return stack
 
 
 def _kueue_leftovers(plane: ControlPlane) -> list[str]:
@@ -224,6 +230,108 @@ def test_pulumi_up_creates_the_stack_and_a_second_up_is_a_noop(run: Run, report:
         f"resources created in {up_seconds:.1f}s; second up {again_seconds:.1f}s, all "
         f"{created} same"
     )
+
+
+def _active(manager: ControlPlane, worker: str) -> dict[str, Any]:
+    """The manager's MultiKueueCluster `worker`: its generation and its Active condition."""
+    status, body = manager.get(f"/apis/{KUEUE_GROUP}/v1beta2/multikueueclusters/{worker}")
+    assert status == 200, (status, body[:300])
+    obj = json.loads(body)
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    active = next((c for c in conditions if c.get("type") == "Active"), {})
+    return {"generation": obj["metadata"].get("generation"), **active}
+
+
+# A failed update's per-resource diagnostics: "  <type> (<name>):" then "    error: ..." lines.
+_DIAGNOSTIC = re.compile(
+    r"^ +(?P<resource>\S+ \([^)]+\)):\n +error: (?P<text>.*(?:\n +\t.*)*)", re.MULTILINE
+)
+MKC_TYPE: Final = f"kubernetes:{KUEUE_GROUP}/v1beta2:MultiKueueCluster"
+
+
+def _errored(message: str) -> dict[str, str]:
+    """Resource ("<type> (<name>)") -> its error text, from the engine's failure message."""
+    return {m["resource"]: m["text"] for m in _DIAGNOSTIC.finditer(message)}
+
+
+def _secrets(plane: ControlPlane, containing: str) -> list[str]:
+    out = plane.kubectl("get", "secrets", "-n", "kueue-system", "-o", "name").stdout.split()
+    return sorted(name.removeprefix("secret/") for name in out if containing in name)
+
+
+def _worker_token_secrets(plane: ControlPlane) -> list[str]:
+    return _secrets(plane, "multikueue-sa-token")
+
+
+def _manager_kubeconfig_secrets(plane: ControlPlane) -> list[str]:
+    return _secrets(plane, "-kubeconfig-")
+
+
+def test_rotation_to_a_revoked_token_fails_up_naming_the_worker(
+    run: Run,
+    engine_planes: dict[str, ControlPlane],
+    tools: Tools,
+    tmp_path: Path,
+    report: Report,
+) -> None:
+    """Rotate worker-1's credential while its token controller signs with a key its API server
+    does not trust: the new token is refused as a revoked one is, Kueue cannot connect, and
+    `pulumi up` fails through the MultiKueueCluster's readiness wait, naming worker-1."""
+    if run.created is None:
+        pytest.skip("pulumi up did not pass: nothing to rotate")
+    worker, manager = engine_planes[BROKEN], engine_planes["manager"]
+    foreign = make_signing_key(tools.openssl, tmp_path / "untrusted-sa.key")
+    restart = worker.restart_controller_manager(signing_key=foreign)
+    set_fleet(run.stack, engine_planes, rotation={BROKEN: 1})
+    t0 = time.monotonic()
+    with pytest.raises(auto.CommandError) as failed:
+        run.stack.up(on_output=run.add, color="never")
+    seconds = time.monotonic() - t0
+    errored = _errored(str(failed.value))
+    # Only worker-1's MultiKueueCluster failed, and the error names the worker.
+    assert list(errored) == [f"{MKC_TYPE} ({PROJECT}-multikueue-manager-{BROKEN})"], errored
+    (error,) = errored.values()
+    assert f'"{BROKEN}"' in error or f"'{BROKEN}'" in error, error
+    assert "timed out" in error, error
+    broken = _active(manager, BROKEN)
+    assert broken.get("status") == "False", broken
+    assert broken.get("reason") == "ClientConnectionFailed", broken
+    # client-go's words for a 401 from the worker: the token is refused, nothing else is wrong.
+    assert "asked for the client to provide credentials" in broken.get("message", ""), broken
+    # Seen by Kueue at the new generation: the wait judged the rotated credential, not the old.
+    assert broken.get("observedGeneration") == broken["generation"], broken
+    assert _active(manager, "worker-2").get("status") == "True"
+    report(
+        f"rotation of {BROKEN} to a token its API server refuses (signing key not trusted; "
+        f"controller manager restarted in {restart:.1f}s): pulumi up failed after {seconds:.1f}s "
+        f"(connectTimeoutSeconds {CONNECT_TIMEOUT}): {' '.join(error.split())}; Kueue: "
+        f"{broken.get('reason')}"
+    )
+
+
+def test_rotation_to_a_good_token_recovers(
+    run: Run, engine_planes: dict[str, ControlPlane], report: Report
+) -> None:
+    """The signer fixed, the next generation connects; every older token Secret is deleted."""
+    if run.created is None:
+        pytest.skip("pulumi up did not pass: nothing to rotate")
+    worker, manager = engine_planes[BROKEN], engine_planes["manager"]
+    worker.restart_controller_manager()
+    set_fleet(run.stack, engine_planes, rotation={BROKEN: 2})
+    t0 = time.monotonic()
+    up = run.stack.up(on_output=run.add, color="never")
+    seconds = time.monotonic() - t0
+    assert up.summary.result == "succeeded", run.tail()
+    changes = _counts(up.summary.resource_changes)
+    fixed = _active(manager, BROKEN)
+    assert (fixed.get("status"), fixed.get("reason")) == ("True", "Active"), fixed
+    assert fixed.get("observedGeneration") == fixed["generation"], fixed
+    assert _worker_token_secrets(worker) == ["multikueue-sa-token-2"]
+    assert _manager_kubeconfig_secrets(manager) == [
+        f"multikueue-{BROKEN}-kubeconfig-2",
+        "multikueue-worker-2-kubeconfig-0",
+    ]
+    report(f"rotation of {BROKEN} to a good token: pulumi up {seconds:.1f}s, {changes}")
 
 
 def _in_use_deadlock(manager: ControlPlane) -> bool:
