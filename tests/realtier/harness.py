@@ -349,7 +349,7 @@ def make_pki(openssl: Path, directory: Path, name: str) -> Pki:
     leaf("admin", "/O=system:masters/CN=realtier-admin", "client")
     # Service-account tokens: the apiserver signs bound tokens with it, the controller manager
     # signs the legacy Secret-based ones, and the apiserver verifies both with the public half.
-    run("genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out sa.key")
+    make_signing_key(openssl, directory / "sa.key")
     run("pkey -in sa.key -pubout -out sa.pub")
     for key in directory.glob("*.key"):
         key.chmod(0o600)
@@ -727,7 +727,7 @@ def _probe_token_secret(name: str) -> dict[str, Any]:
 
 
 def make_signing_key(openssl: Path, path: Path) -> Path:
-    """A fresh RSA key for service-account tokens, unknown to every API server here."""
+    """A fresh RSA key for service-account tokens (a plane's own, or one no plane trusts)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run(
         [
