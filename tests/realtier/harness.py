@@ -35,7 +35,7 @@ import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Final, Protocol
+from typing import IO, Any, Final, Protocol, TypeVar
 
 import yaml
 
@@ -520,13 +520,19 @@ class ControlPlane:
         self._launch_controller_manager(signing_key)
         probe = f"realtier-token-probe-{secrets.token_hex(4)}"
         self.kubectl("apply", "-f", "-", stdin=json.dumps(_probe_token_secret(probe)))
+
+        def issued(plane: ControlPlane) -> bool:
+            plane._check_alive()
+            return plane._has_token(probe)
+
         try:
-            deadline = time.monotonic() + CONTROLLER_MANAGER_TIMEOUT
-            while not self._has_token(probe):
-                self._check_alive()
-                if time.monotonic() > deadline:
-                    raise StartError(f"[{self.name}] restarted token controller issued no token")
-                time.sleep(POLL)
+            await_each(
+                [self],
+                "restarted token controller (a token for the probe Secret)",
+                issued,
+                ControlPlane._logs,
+                CONTROLLER_MANAGER_TIMEOUT,
+            )
         finally:
             self.kubectl("delete", "secret", probe, "--namespace=default", "--wait=false")
         return time.monotonic() - t0
@@ -772,6 +778,39 @@ def _terminate(process: _Process) -> None:
         process.log.close()
 
 
+class Awaitable(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+_T = TypeVar("_T", bound=Awaitable)
+
+
+def await_each(
+    things: Iterable[_T],
+    what: str,
+    ready: Callable[[_T], bool],
+    logs: Callable[[_T], str],
+    timeout: float,
+) -> None:
+    """Poll every one of `things` in turn until `ready` holds for all (`ready` may raise, e.g. on
+    a dead process); after `timeout`, fail naming the rest, with their `logs`."""
+    pending = list(things)
+    deadline = time.monotonic() + timeout
+    while True:
+        pending = [thing for thing in pending if not ready(thing)]
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            raise StartError(
+                f"{what} not ready after {timeout:.0f}s on "
+                + ", ".join(thing.name for thing in pending)
+                + "\n"
+                + "\n".join(logs(thing) for thing in pending)
+            )
+        time.sleep(POLL)
+
+
 def _await(
     planes: list[ControlPlane], what: str, ready: Callable[[ControlPlane], bool], timeout: float
 ) -> None:
@@ -780,24 +819,15 @@ def _await(
     Round robin rather than one plane after the other, so each plane's time is when it was
     ready, not when its turn came. Records that time in `timings.<what>`.
     """
-    pending = list(planes)
-    deadline = time.monotonic() + timeout
-    while pending:
-        for plane in list(pending):
-            plane._check_alive()
-            if ready(plane):
-                setattr(plane.timings, what, time.monotonic() - plane._started_at)
-                pending.remove(plane)
-        if not pending:
-            return
-        if time.monotonic() > deadline:
-            raise StartError(
-                f"{what} not ready after {timeout:.0f}s on "
-                + ", ".join(p.name for p in pending)
-                + "\n"
-                + "\n".join(p._logs() for p in pending)
-            )
-        time.sleep(POLL)
+
+    def timed(plane: ControlPlane) -> bool:
+        plane._check_alive()
+        if not ready(plane):
+            return False
+        setattr(plane.timings, what, time.monotonic() - plane._started_at)
+        return True
+
+    await_each(planes, what, timed, ControlPlane._logs, timeout)
 
 
 def start_all(planes: Iterable[ControlPlane]) -> None:

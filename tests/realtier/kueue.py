@@ -25,12 +25,12 @@ from typing import Final
 import yaml
 
 from tests.realtier.harness import (
-    POLL,
     ControlPlane,
     StartError,
     _die_with_parent,
     _Process,
     _terminate,
+    await_each,
     cache_paths,
     free_port,
     stop_each,
@@ -215,20 +215,13 @@ def start_kueues(managers: Sequence[KueueManager], openssl: Path) -> None:
     """Launch all, then wait for all (round robin); the caller stops them on failure."""
     for manager in managers:
         manager.launch(openssl)
-    pending = list(managers)
-    deadline = time.monotonic() + KUEUE_TIMEOUT
-    while pending:
-        pending = [m for m in pending if not m.ready()]
-        if not pending:
-            return
-        if time.monotonic() > deadline:
-            raise StartError(
-                f"kueue not ready after {KUEUE_TIMEOUT:.0f}s on "
-                + ", ".join(m.name for m in pending)
-                + "\n"
-                + "\n".join(f"--- kueue {m.name}:\n{m.tail()}" for m in pending)
-            )
-        time.sleep(POLL)
+    await_each(
+        managers,
+        "kueue",
+        KueueManager.ready,
+        lambda m: f"--- kueue {m.name}:\n{m.tail()}",
+        KUEUE_TIMEOUT,
+    )
 
 
 def stop_kueues(managers: Sequence[KueueManager]) -> None:
