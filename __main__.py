@@ -5,15 +5,29 @@ from pathlib import Path
 import pulumi
 
 import constants as c
+from checks.stack import parse_fleet
 from components.aks import AksCluster
 from components.fleet import Fleet, FleetArgs
-from config import ConfigError, load_from_pulumi
-from config.loader import kueue_crd_files, read_existing_kubeconfigs
+from config.errors import ConfigError, Issue
+from config.loader import (
+    FULL_KEY,
+    kueue_crd_files,
+    read_existing_kubeconfigs,
+    with_default_location,
+)
+
+ROOT = Path(__file__).parent
 
 try:
-    fleet_config, warnings = load_from_pulumi()
-    kubeconfig_files = read_existing_kubeconfigs(fleet_config, Path(__file__).parent)
-    kueue_crd_files = kueue_crd_files(fleet_config, Path(__file__).parent)
+    raw = pulumi.Config(c.PROJECT).get_object(c.CONFIG_KEY)
+    if raw is None:
+        raise ConfigError([Issue(FULL_KEY, "required: the stack config has no fleet")])
+    location = pulumi.Config("azure-native").get("location")
+    fleet_config, warnings = parse_fleet(
+        with_default_location(raw, location), source=f"stack {pulumi.get_stack()}"
+    )
+    kubeconfig_files = read_existing_kubeconfigs(fleet_config, ROOT)
+    crd_files = kueue_crd_files(fleet_config, ROOT)
 except ConfigError as err:
     # A clean, complete message and no resources: nothing is registered before this point.
     raise pulumi.RunError(str(err)) from None
@@ -36,7 +50,7 @@ fleet = Fleet(
         config=fleet_config,
         stack=pulumi.get_stack(),
         existing_kubeconfigs=existing,
-        kueue_crd_files=kueue_crd_files,
+        kueue_crd_files=crd_files,
     ),
 )
 

@@ -33,3 +33,7 @@ ACI_ADDON: Final = "aciConnectorLinux"
 WAIT_FOR: Final = "pulumi.com/waitFor"
 # pulumi-kubernetes: how long create/update waits for that (default 10 minutes), in seconds.
 TIMEOUT_SECONDS: Final = "pulumi.com/timeoutSeconds"
+
+# The project's MultiKueue objects on the manager: one AdmissionCheck, one MultiKueueConfig.
+MULTIKUEUE_ADMISSION_CHECK: Final = "multikueue"
+MULTIKUEUE_CONFIG: Final = "multikueue"

@@ -2,7 +2,7 @@
 
 The dicts use the azure-native SDK's snake_case TypedDict keys, so components pass them as they
 are. Dict form on purpose: the `...Args` classes add defaults to the request (a network profile
-Args adds podCidr/serviceCidr/outboundType; notes/pulumi-python.md 2.3 item 8).
+Args adds podCidr/serviceCidr/outboundType to what is sent).
 """
 
 from __future__ import annotations
@@ -11,12 +11,8 @@ from typing import Any
 
 from config.models import AutoscalerProfile, ClusterConfig, PoolConfig, SystemPoolConfig
 from constants import ACI_ADDON
+from upstream.aks import AGENTPOOL_LABEL, CRITICAL_ADDONS_TAINT, SPOT_LABEL, SPOT_TAINT
 
-CRITICAL_ADDONS_TAINT = "CriticalAddonsOnly=true:NoSchedule"
-SPOT_TAINT = "kubernetes.azure.com/scalesetpriority=spot:NoSchedule"
-SPOT_LABEL = ("kubernetes.azure.com/scalesetpriority", "spot")
-VIRTUAL_NODE_LABELS = {"type": "virtual-kubelet", "kubernetes.io/role": "agent"}
-VIRTUAL_NODE_TOLERATION = {"key": "virtual-kubelet.io/provider", "operator": "Exists"}
 ACI_SUBNET = "aci"
 NODE_SUBNET = "nodes"
 
@@ -86,7 +82,7 @@ def user_pool_args(pool: PoolConfig, version: str) -> dict[str, Any]:
 
 def pool_node_labels(pool: PoolConfig) -> dict[str, str]:
     """Labels every node of the pool carries: config labels plus what AKS stamps."""
-    labels = {"kubernetes.azure.com/agentpool": pool.name, **pool.labels}
+    labels = {AGENTPOOL_LABEL: pool.name, **pool.labels}
     if pool.priority == "Spot":
         labels[SPOT_LABEL[0]] = SPOT_LABEL[1]
     return labels

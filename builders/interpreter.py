@@ -9,9 +9,10 @@ lua/uniteddeployment/, one file per operation, and run on Karmada's gopher-lua (
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any, Final
+
+from upstream.k8s import dns_subdomain_problem
 
 LUA_DIR: Final = Path(__file__).resolve().parent / "lua" / "uniteddeployment"
 API_VERSION: Final = "config.karmada.io/v1alpha1"
@@ -30,8 +31,6 @@ CUSTOMIZATIONS: Final[dict[str, tuple[str, str]]] = {
     "dependencyInterpretation": ("get_dependencies.lua", "GetDependencies"),
 }
 
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-
 
 # Karmada runs each luaScript on its own (no require of our files): shared local helpers are
 # prepended to the scripts that use them.
@@ -49,8 +48,9 @@ def lua_script(file_name: str) -> str:
 
 def united_deployment_interpreter(name: str = DEFAULT_NAME) -> dict[str, Any]:
     """The cluster-scoped RIC object to apply to karmada-apiserver."""
-    if len(name) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(name):
-        raise ValueError(f"RIC name {name!r} must be a lowercase DNS-1123 subdomain")
+    problem = dns_subdomain_problem(name)
+    if problem:
+        raise ValueError(f"RIC name: {problem}")
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,

@@ -1,4 +1,4 @@
-"""Karmada: chart values, push-mode member registration, applications and placement. Pure.
+"""Karmada: chart values, push-mode member registration, applications. Pure.
 
 Upstream, read at karmada-io/karmada v1.18.2 (commit 0533b555):
 - charts/karmada/values.yaml and templates: host mode; the API server Service
@@ -17,25 +17,17 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any, Final, cast
 
 import yaml
 
-from builders.aks import VIRTUAL_NODE_LABELS, VIRTUAL_NODE_TOLERATION
 from builders.interpreter import united_deployment_interpreter
 from builders.kruise import critical_addons_toleration, kruise_release
 from builders.manifest import KARMADA_TARGET, HelmRelease, Manifest
-from builders.placement import PlacementPlan, plan_placement
-from config.karmada import (
-    ApplicationConfig,
-    KarmadaSettings,
-    SubsetConfig,
-    host_name,
-    member_names,
-    subset_specs,
-)
+from config.karmada import ApplicationConfig, KarmadaSettings, SubsetConfig
 from config.models import ClusterConfig, FleetConfig
+from config.resolve import host_name, member_names
+from upstream.aks import VIRTUAL_NODE_LABELS, VIRTUAL_NODE_TOLERATION
 
 CHART: Final = "oci://docker.io/karmada/karmada"  # `make push-chart` at each release tag
 RELEASE: Final = "karmada"
@@ -99,8 +91,6 @@ TEMPLATE_KEYS: Final = {
     "advancedStatefulSet": "advancedStatefulSetTemplate",
 }
 APP_LABEL: Final = "app.kubernetes.io/name"
-# An FNV-32a-odd template UID: Karmada then breaks exact weight ties by descending name.
-_ODD_UID: Final = "b"
 
 
 # --- host, address, chart -------------------------------------------------------------------
@@ -274,43 +264,62 @@ def _token_secret(service_account: str) -> dict[str, Any]:
     }
 
 
-def member_objects(cluster: str) -> list[dict[str, Any]]:
-    """In the member, in apply order: namespace, two service accounts with token Secrets, RBAC."""
+def member_objects(cluster: str) -> list[Manifest]:
+    """In the member, in apply order: namespace, two service accounts with token Secrets, RBAC.
+
+    A token Secret needs its account (the token controller fills it only for an existing one).
+    """
     account = member_service_account(cluster)
     role = member_role(cluster)
+    namespace = f"Namespace/{CLUSTER_NAMESPACE}"
+
+    def with_token(service_account: str) -> list[Manifest]:
+        account_key = f"ServiceAccount/{CLUSTER_NAMESPACE}/{service_account}"
+        return [
+            Manifest(
+                cluster,
+                {
+                    "apiVersion": "v1",
+                    "kind": "ServiceAccount",
+                    "metadata": _meta(service_account, CLUSTER_NAMESPACE),
+                },
+                (namespace,),
+            ),
+            Manifest(cluster, _token_secret(service_account), (namespace, account_key)),
+        ]
+
     return [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(CLUSTER_NAMESPACE)},
-        {
-            "apiVersion": "v1",
-            "kind": "ServiceAccount",
-            "metadata": _meta(IMPERSONATOR, CLUSTER_NAMESPACE),
-        },
-        _token_secret(IMPERSONATOR),
-        {
-            "apiVersion": "v1",
-            "kind": "ServiceAccount",
-            "metadata": _meta(account, CLUSTER_NAMESPACE),
-        },
-        _token_secret(account),
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": _meta(role),
-            "rules": [dict(rule) for rule in MEMBER_RULES],
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": _meta(role),
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
+        Manifest(
+            cluster, {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(CLUSTER_NAMESPACE)}
+        ),
+        *with_token(IMPERSONATOR),
+        *with_token(account),
+        Manifest(
+            cluster,
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
                 "kind": "ClusterRole",
-                "name": role,
+                "metadata": _meta(role),
+                "rules": [dict(rule) for rule in MEMBER_RULES],
             },
-            "subjects": [
-                {"kind": "ServiceAccount", "name": account, "namespace": CLUSTER_NAMESPACE}
-            ],
-        },
+        ),
+        Manifest(
+            cluster,
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": _meta(role),
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": role,
+                },
+                "subjects": [
+                    {"kind": "ServiceAccount", "name": account, "namespace": CLUSTER_NAMESPACE}
+                ],
+            },
+            (f"ClusterRole/{role}",),
+        ),
     ]
 
 
@@ -506,7 +515,7 @@ def render_karmada(fleet: FleetConfig) -> list[Manifest]:
     out = [Manifest(KARMADA_TARGET, cluster_namespace())]
     for cluster in member_clusters(fleet):
         name = cluster.name
-        out += [Manifest(name, obj) for obj in member_objects(name)]
+        out += member_objects(name)
         out += [
             Manifest(KARMADA_TARGET, credential_secret(name, token=REDACTED, ca_bundle=REDACTED)),
             Manifest(KARMADA_TARGET, impersonator_secret(name, token=REDACTED)),
@@ -526,47 +535,3 @@ def render_karmada(fleet: FleetConfig) -> list[Manifest]:
         out.append(Manifest(KARMADA_TARGET, propagation_policy(app)))
         out.append(Manifest(KARMADA_TARGET, united_deployment(app)))
     return out
-
-
-# --- where replicas land ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ApplicationPlacement:
-    """Replicas of one application per member and per subset, as Karmada and Kruise split them."""
-
-    namespace: str
-    name: str
-    plan: PlacementPlan
-    virtual_subsets: tuple[str, ...]
-    # True when an exact weight tie makes the split depend on the object's UID (known after create).
-    uid_dependent: bool
-
-    def rows(self) -> list[tuple[str, str, int, bool]]:
-        """(member, subset, replicas, on virtual nodes) for every member and subset."""
-        return [
-            (member, subset, count, subset in self.virtual_subsets)
-            for member, split in self.plan.member_subsets.items()
-            for subset, count in split.items()
-        ]
-
-
-def placement_report(fleet: FleetConfig) -> list[ApplicationPlacement]:
-    """Per application: replicas per member (Karmada static weights), then per subset (Kruise)."""
-    if fleet.karmada is None:
-        return []
-    report: list[ApplicationPlacement] = []
-    for app in fleet.karmada.applications:
-        weights = app.propagation.weights
-        plan = plan_placement(app.replicas, weights, subset_specs(app))
-        other = plan_placement(app.replicas, weights, subset_specs(app), resource_uid=_ODD_UID)
-        report.append(
-            ApplicationPlacement(
-                namespace=app.namespace,
-                name=app.name,
-                plan=plan,
-                virtual_subsets=tuple(s.name for s in app.subsets if s.virtual_nodes),
-                uid_dependent=dict(plan.members) != dict(other.members),
-            )
-        )
-    return report

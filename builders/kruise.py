@@ -24,9 +24,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from builders.aks import CRITICAL_ADDONS_TAINT, VIRTUAL_NODE_LABELS
 from builders.manifest import HelmRelease
 from config.karmada import KruiseSettings
+from upstream.aks import CRITICAL_ADDONS_TAINT, VIRTUAL_NODE_LABELS
+from upstream.karmada import kruise_app_version
 
 CHART: Final = "kruise"
 REPO: Final = "https://openkruise.github.io/charts"
@@ -55,11 +56,6 @@ CHART_DAEMON_AFFINITY: Final[dict[str, Any]] = {
 # StatefulSet CRD also carries a conversion webhook that would point at nothing there.
 KARMADA_CRD_FILES: Final = ("apps.kruise.io_uniteddeployments.yaml",)
 CRD_URL: Final = "https://raw.githubusercontent.com/openkruise/kruise/{tag}/config/crd/bases/{file}"
-
-
-def app_version(chart_version: str) -> str:
-    """kruise chart X ships kruise-manager vX; the CRDs come from the git tag vX."""
-    return f"v{chart_version}"
 
 
 def feature_gates(gates: Mapping[str, bool]) -> str:
@@ -113,5 +109,5 @@ def kruise_release(member: str, settings: KruiseSettings) -> HelmRelease:
 
 def karmada_crd_urls(settings: KruiseSettings) -> list[str]:
     """The Karmada API server's Kruise CRDs: from the git tag of the members' Kruise release."""
-    tag = app_version(settings.chart_version)
+    tag = kruise_app_version(settings.chart_version)
     return [CRD_URL.format(tag=tag, file=name) for name in KARMADA_CRD_FILES]

@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 KARMADA_TARGET = "karmada"  # render target for the Karmada API server (not an AKS cluster)
 
 
+def object_key(obj: Mapping[str, Any]) -> str:
+    """`Kind/name` or `Kind/namespace/name`: how objects name each other in `Manifest.needs`."""
+    meta = obj["metadata"]
+    return "/".join(p for p in (obj["kind"], meta.get("namespace"), meta["name"]) if p)
+
+
 @dataclass(frozen=True, slots=True)
 class Manifest:
-    """One Kubernetes object for one API server (`target` is a cluster name or `karmada`)."""
+    """One Kubernetes object for one API server (`target` is a cluster name or `karmada`).
+
+    `needs` holds the keys (`object_key`) of objects this one names: created first, deleted after.
+    """
 
     target: str
     obj: dict[str, Any]
+    needs: tuple[str, ...] = ()
 
     @property
     def kind(self) -> str:
@@ -22,6 +33,10 @@ class Manifest:
     @property
     def name(self) -> str:
         return str(self.obj["metadata"]["name"])
+
+    @property
+    def key(self) -> str:
+        return object_key(self.obj)
 
 
 @dataclass(frozen=True, slots=True)

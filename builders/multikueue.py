@@ -8,8 +8,8 @@ Secret whose name carries a rotation generation (a new generation is a new Secre
 Manager side: per worker a Secret (data key `kubeconfig`, its name also carrying the generation)
 and a MultiKueueCluster pointing at it; one MultiKueueConfig listing the workers; one
 AdmissionCheck (`kueue.x-k8s.io/multikueue`) that the dispatching ClusterQueues carry. Shapes:
-kueue.x-k8s.io/v1beta2 at v0.17.8 and v0.19.2
-(../shared/crds/kueue, ../shared/notes/kueue.md 2.4-2.6).
+kueue.x-k8s.io/v1beta2 at v0.17.8 and v0.19.2 (checked against the pinned CRDs by the tests); the
+worker RBAC tables live in `upstream.kueue`.
 
 Values known only at deploy time (token, CA, API server, the encoded kubeconfig) are arguments, so
 the components pass Outputs and the offline renderer passes redacted placeholders.
@@ -20,202 +20,40 @@ from __future__ import annotations
 import base64
 import binascii
 import ipaddress
-import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 import yaml
 
 from builders.manifest import Manifest
-from constants import TIMEOUT_SECONDS, WAIT_FOR
+from config.models import ClusterConfig, FleetConfig
+from config.resolve import enabled_workers, rotation_of
+from constants import (
+    MULTIKUEUE_ADMISSION_CHECK,
+    MULTIKUEUE_CONFIG,
+    TIMEOUT_SECONDS,
+    WAIT_FOR,
+)
+from upstream.k8s import dns_subdomain_problem
+from upstream.kueue import (
+    CLUSTER_ROLE,
+    CLUSTER_ROLE_BINDING,
+    DEFAULT_CONNECT_TIMEOUT,
+    KUBECONFIG_KEY,
+    KUEUE_API,
+    KUEUE_NAMESPACE,
+    MAX_WORKERS,
+    MULTIKUEUE_CONTROLLER,
+    SERVICE_ACCOUNT,
+    worker_rules,
+)
 
-if TYPE_CHECKING:
-    from config.models import ClusterConfig, FleetConfig
-
-KUEUE_NAMESPACE: Final = "kueue-system"
-API_VERSION: Final = "kueue.x-k8s.io/v1beta2"
-CONTROLLER_NAME: Final = "kueue.x-k8s.io/multikueue"
-KUBECONFIG_KEY: Final = "kubeconfig"  # Kueue's MultiKueueConfigSecretKey
-# Upstream names (create-multikueue-kubeconfig.sh), so Kueue's docs and the seed's commands apply.
-SERVICE_ACCOUNT: Final = "multikueue-sa"
-CLUSTER_ROLE: Final = "multikueue-sa-role"
-CLUSTER_ROLE_BINDING: Final = "multikueue-sa-crb"
-MULTIKUEUE_CONFIG: Final = "multikueue"
-ADMISSION_CHECK: Final = "multikueue"
-MAX_WORKERS: Final = 20  # MultiKueueConfig spec.clusters maxItems (since Kueue 0.16)
 REDACTED: Final = "REDACTED"
-
-# Seconds `pulumi up` waits for a MultiKueueCluster to be Active (multiKueue.connectTimeoutSeconds).
-DEFAULT_CONNECT_TIMEOUT: Final = 300
 LABELS: Final = {
     "app.kubernetes.io/part-of": "aks-batch-fleet",
     "app.kubernetes.io/component": "multikueue",
 }
-
-_DNS1123_SUBDOMAIN = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-)
-
-
-# --------------------------------------------------------------------------------------------
-# Worker RBAC: what the manager's Kueue may do on a worker.
-
-
-@dataclass(frozen=True, slots=True)
-class Rule:
-    """One ClusterRole rule."""
-
-    api_groups: tuple[str, ...]
-    resources: tuple[str, ...]
-    verbs: tuple[str, ...]
-
-    def to_obj(self) -> dict[str, list[str]]:
-        return {
-            "apiGroups": list(self.api_groups),
-            "resources": list(self.resources),
-            "verbs": list(self.verbs),
-        }
-
-
-ALWAYS: Final = ""  # table rows every worker gets, whatever the frameworks
-_CDGLW = ("create", "delete", "get", "list", "watch")
-_GET = ("get",)
-
-
-def _r(group: str, resource: str, verbs: tuple[str, ...]) -> Rule:
-    return Rule((group,), (resource,), verbs)
-
-
-def _job_rules(framework: str, group: str, resource: str) -> tuple[tuple[str, Rule], ...]:
-    """The script's pair for one job kind: CDGLW on it, get on its status."""
-    return (
-        (framework, _r(group, resource, _CDGLW)),
-        (framework, _r(group, f"{resource}/status", _GET)),
-    )
-
-
-# Rows (framework that needs the rule, or ALWAYS; rule), in the script's order. Source: the
-# ClusterRole in site/static/examples/multikueue/create-multikueue-kubeconfig.sh of
-# github.com/kubernetes-sigs/kueue at tag v0.17.8 (818686e0) and v0.19.2 (8eab6877). `pods` and
-# the Kueue rules are not tied to a framework (the brief: always pods and workloads).
-# v0.17.8's script grants no update/patch on workloads although v0.17.8's MultiKueue updates
-# remote Workloads (finalizer removal, priority sync: pkg/controller/admissionchecks/multikueue/
-# workload.go); v0.19.2's script added them (#13693). We follow each tag's script as published.
-_V0_17_8: tuple[tuple[str, Rule], ...] = (
-    *_job_rules("batch/job", "batch", "jobs"),
-    (ALWAYS, _r("", "pods", _CDGLW)),
-    *_job_rules("statefulset", "apps", "statefulsets"),
-    *_job_rules(
-        "leaderworkerset.x-k8s.io/leaderworkerset", "leaderworkerset.x-k8s.io", "leaderworkersets"
-    ),
-    *_job_rules("jobset.x-k8s.io/jobset", "jobset.x-k8s.io", "jobsets"),
-    (ALWAYS, _r("kueue.x-k8s.io", "workloads", _CDGLW)),
-    (ALWAYS, _r("kueue.x-k8s.io", "workloads/status", ("get", "patch", "update"))),
-    *_job_rules("kubeflow.org/tfjob", "kubeflow.org", "tfjobs"),
-    *_job_rules("kubeflow.org/paddlejob", "kubeflow.org", "paddlejobs"),
-    *_job_rules("kubeflow.org/pytorchjob", "kubeflow.org", "pytorchjobs"),
-    *_job_rules("kubeflow.org/xgboostjob", "kubeflow.org", "xgboostjobs"),
-    *_job_rules("kubeflow.org/mpijob", "kubeflow.org", "mpijobs"),
-    *_job_rules("ray.io/rayjob", "ray.io", "rayjobs"),
-    *_job_rules("ray.io/raycluster", "ray.io", "rayclusters"),
-    *_job_rules("workload.codeflare.dev/appwrapper", "workload.codeflare.dev", "appwrappers"),
-)
-_V0_19_2: tuple[tuple[str, Rule], ...] = (
-    *_job_rules("batch/job", "batch", "jobs"),
-    (ALWAYS, _r("", "pods", _CDGLW)),
-    *_job_rules("statefulset", "apps", "statefulsets"),
-    *_job_rules(
-        "leaderworkerset.x-k8s.io/leaderworkerset", "leaderworkerset.x-k8s.io", "leaderworkersets"
-    ),
-    *_job_rules("jobset.x-k8s.io/jobset", "jobset.x-k8s.io", "jobsets"),
-    (ALWAYS, _r("kueue.x-k8s.io", "workloads", (*_CDGLW, "update", "patch"))),
-    # Read by the remote queue watchers (MultiKueueManagerQuotaAutomation, alpha in 0.18+).
-    (ALWAYS, Rule(("kueue.x-k8s.io",), ("clusterqueues", "localqueues"), ("get", "list", "watch"))),
-    (ALWAYS, _r("kueue.x-k8s.io", "workloads/status", ("get", "patch", "update"))),
-    *_job_rules("kubeflow.org/tfjob", "kubeflow.org", "tfjobs"),
-    *_job_rules("kubeflow.org/paddlejob", "kubeflow.org", "paddlejobs"),
-    *_job_rules("kubeflow.org/pytorchjob", "kubeflow.org", "pytorchjobs"),
-    *_job_rules("kubeflow.org/xgboostjob", "kubeflow.org", "xgboostjobs"),
-    *_job_rules("kubeflow.org/mpijob", "kubeflow.org", "mpijobs"),
-    *_job_rules("ray.io/rayjob", "ray.io", "rayjobs"),
-    ("ray.io/raycluster", _r("ray.io", "rayclusters", (*_CDGLW, "update", "patch"))),
-    ("ray.io/raycluster", _r("ray.io", "rayclusters/status", _GET)),
-    *_job_rules("ray.io/rayservice", "ray.io", "rayservices"),
-    *_job_rules("workload.codeflare.dev/appwrapper", "workload.codeflare.dev", "appwrappers"),
-)
-WORKER_RBAC: Final[dict[str, tuple[tuple[str, Rule], ...]]] = {
-    "v0.17.8": _V0_17_8,
-    "v0.19.2": _V0_19_2,
-}
-
-# Frameworks with a MultiKueue adapter at the tag (pkg/controller/jobs/**/*_multikueue_adapter.go,
-# registered per framework name in jobframework.GetMultiKueueAdapters). The manager opens a watch
-# on each enabled one in every worker and marks the worker connected only when all watches are up
-# (multikueuecluster.go, updateConfigAndRefreshWatchers), so each needs worker RBAC.
-_ADAPTERS_BOTH = frozenset(
-    {
-        "batch/job",
-        "pod",
-        "statefulset",
-        "leaderworkerset.x-k8s.io/leaderworkerset",
-        "jobset.x-k8s.io/jobset",
-        "kubeflow.org/tfjob",
-        "kubeflow.org/paddlejob",
-        "kubeflow.org/pytorchjob",
-        "kubeflow.org/xgboostjob",
-        "kubeflow.org/jaxjob",
-        "kubeflow.org/mpijob",
-        "trainer.kubeflow.org/trainjob",
-        "ray.io/rayjob",
-        "ray.io/raycluster",
-        "ray.io/rayservice",
-        "workload.codeflare.dev/appwrapper",
-    }
-)
-MULTIKUEUE_ADAPTERS: Final[dict[str, frozenset[str]]] = {
-    "v0.17.8": _ADAPTERS_BOTH,
-    "v0.19.2": _ADAPTERS_BOTH,
-}
-
-
-def kueue_tag(version: str) -> str:
-    """'0.19.2' or 'v0.19.2' -> 'v0.19.2' (the key of the tables above)."""
-    return version if version.startswith("v") else f"v{version}"
-
-
-def supported_versions() -> list[str]:
-    return sorted(WORKER_RBAC)
-
-
-def _table(version: str) -> tuple[tuple[str, Rule], ...]:
-    tag = kueue_tag(version)
-    if tag not in WORKER_RBAC:
-        raise ValueError(
-            f"no MultiKueue worker RBAC table for Kueue {tag}; known: "
-            + ", ".join(supported_versions())
-        )
-    return WORKER_RBAC[tag]
-
-
-def worker_rules(version: str, frameworks: Iterable[str]) -> list[Rule]:
-    """The worker ClusterRole rules for a Kueue version and its enabled frameworks."""
-    enabled = set(frameworks)
-    return [rule for fw, rule in _table(version) if fw == ALWAYS or fw in enabled]
-
-
-def frameworks_without_worker_rbac(version: str, frameworks: Iterable[str]) -> list[str]:
-    """Enabled frameworks MultiKueue dispatches but the version's script grants nothing for.
-
-    The manager could not watch them on a worker, so the worker would never become Active.
-    """
-    tag = kueue_tag(version)
-    covered = {fw for fw, _ in _table(tag)}
-    adapters = MULTIKUEUE_ADAPTERS[tag]
-    return sorted(
-        fw for fw in set(frameworks) if fw in adapters and fw not in covered and fw != "pod"
-    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -309,7 +147,7 @@ def _check_server(server: str) -> None:
         ipaddress.ip_address(host)
     except ValueError:
         # Kueue rejects a host that is neither an IP nor a DNS-1123 subdomain (isValidHostname).
-        if len(host) > 253 or not _DNS1123_SUBDOMAIN.match(host):
+        if dns_subdomain_problem(host) is not None:
             raise ValueError(f"server host {host!r} is not a DNS-1123 name or an IP") from None
 
 
@@ -399,7 +237,7 @@ def multikueue_cluster(
     fails naming the worker (the provider's default wait is 10 minutes).
     """
     return {
-        "apiVersion": API_VERSION,
+        "apiVersion": KUEUE_API,
         "kind": "MultiKueueCluster",
         "metadata": _meta(
             k8s_name(worker),
@@ -421,7 +259,7 @@ def multikueue_config(workers: Sequence[str], name: str = MULTIKUEUE_CONFIG) -> 
     if not 1 <= len(workers) <= MAX_WORKERS:
         raise ValueError(f"a MultiKueueConfig lists 1..{MAX_WORKERS} clusters, got {len(workers)}")
     return {
-        "apiVersion": API_VERSION,
+        "apiVersion": KUEUE_API,
         "kind": "MultiKueueConfig",
         "metadata": _meta(name),
         "spec": {"clusters": [k8s_name(w) for w in workers]},
@@ -429,14 +267,14 @@ def multikueue_config(workers: Sequence[str], name: str = MULTIKUEUE_CONFIG) -> 
 
 
 def admission_check(
-    name: str = ADMISSION_CHECK, config_name: str = MULTIKUEUE_CONFIG
+    name: str = MULTIKUEUE_ADMISSION_CHECK, config_name: str = MULTIKUEUE_CONFIG
 ) -> dict[str, Any]:
     return {
-        "apiVersion": API_VERSION,
+        "apiVersion": KUEUE_API,
         "kind": "AdmissionCheck",
         "metadata": _meta(name, **{WAIT_FOR: "condition=Active"}),
         "spec": {
-            "controllerName": CONTROLLER_NAME,
+            "controllerName": MULTIKUEUE_CONTROLLER,
             "parameters": {
                 "apiGroup": "kueue.x-k8s.io",
                 "kind": "MultiKueueConfig",
@@ -451,13 +289,16 @@ def manager_objects(
     namespace: str = KUEUE_NAMESPACE,
     connect_timeout: int = DEFAULT_CONNECT_TIMEOUT,
 ) -> list[dict[str, Any]]:
-    """(worker, encoded kubeconfig, rotation) per worker -> the manager's objects, in order."""
+    """(worker, encoded kubeconfig, rotation) per worker -> the manager's objects, in order.
+
+    The AdmissionCheck is not among them: it is created with the manager's queues, which name it
+    (builders.fleet), so that destroy deletes those queues first.
+    """
     out: list[dict[str, Any]] = []
     for worker, encoded, rotation in workers:
         out.append(kubeconfig_secret(worker, encoded, rotation, namespace))
         out.append(multikueue_cluster(worker, rotation, connect_timeout))
     out.append(multikueue_config([w for w, _, _ in workers]))
-    out.append(admission_check())
     return out
 
 
@@ -476,9 +317,6 @@ def placeholder_server(cluster: ClusterConfig, location: str | None) -> str:
 
 def render_multikueue(fleet: FleetConfig) -> list[Manifest]:
     """Worker-side and manager-side objects; kubeconfig Secrets hold a redacted placeholder."""
-    # config.multikueue imports this module, so its resolution helpers are imported here.
-    from config.multikueue import enabled_workers, rotation_of  # noqa: PLC0415
-
     manager = fleet.manager
     if manager is None or fleet.multi_kueue is None:
         return []

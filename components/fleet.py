@@ -8,14 +8,14 @@ from dataclasses import dataclass, field
 import pulumi
 from pulumi_azure_native import resources
 
-from builders import multikueue as mk
+from builders.fleet import kueue_objects
 from components.aks import AksCluster, AksClusterArgs
 from components.existing import ExistingCluster, ExistingClusterArgs
 from components.karmada import Karmada, KarmadaArgs
 from components.kueue import Kueue, KueueArgs
 from components.multikueue import MultiKueue, MultiKueueArgs
 from config.models import FleetConfig
-from config.multikueue import extra_checks, with_mirrored_queues
+from config.resolve import with_mirrored_queues
 from constants import PROJECT, TYPE_PREFIX
 
 Cluster = AksCluster | ExistingCluster
@@ -77,16 +77,9 @@ class Fleet(pulumi.ComponentResource):
                     ExistingClusterArgs(cluster=c, kubeconfig=args.existing_kubeconfigs[c.name]),
                     pulumi.ResourceOptions(parent=self),
                 )
-        # Kueue on every cluster, through that cluster's provider (same version fleet-wide). With
-        # MultiKueue, the queues as deployed: manager LocalQueues mirrored onto the workers, and
-        # the MultiKueue admission check on the manager's dispatching ClusterQueues.
-        deployed, checks = with_mirrored_queues(cfg), extra_checks(cfg)
-        manager = cfg.manager
-        check_objects = (
-            {manager.name: [mk.admission_check()]}
-            if manager is not None and cfg.multi_kueue is not None
-            else {}
-        )
+        # Kueue on every cluster, through that cluster's provider (same version fleet-wide), with
+        # its queue objects as deployed (builders.fleet: the one composition preflight renders).
+        objects = kueue_objects(cfg)
         self.kueues: dict[str, Kueue] = {
             c.name: Kueue(
                 f"{name}-{c.name}-kueue",
@@ -94,13 +87,12 @@ class Fleet(pulumi.ComponentResource):
                     cluster=c,
                     settings=cfg.kueue,
                     provider=self.clusters[c.name].provider,
-                    extra_checks=checks.get(c.name),
-                    extra_objects=check_objects.get(c.name, ()),
+                    objects=objects[c.name],
                     crd_files=args.kueue_crd_files,
                 ),
                 pulumi.ResourceOptions(parent=self),
             )
-            for c in deployed.clusters
+            for c in with_mirrored_queues(cfg).clusters
         }
         # MultiKueue: least-privilege credentials on each worker, the manager's link to them.
         self.multikueue: MultiKueue | None = None

@@ -27,9 +27,9 @@ from builders.kruise import karmada_crd_urls, kruise_release
 from components.aks import AksCluster
 from components.existing import ExistingCluster
 from components.kruise import Kruise, KruiseArgs
-from components.kube import kube_object
-from config.karmada import member_names
+from components.kube import apply_manifests, kube_object
 from config.models import FleetConfig
+from config.resolve import member_names
 from constants import TYPE_PREFIX, WAIT_FOR
 
 
@@ -222,24 +222,13 @@ class Karmada(pulumi.ComponentResource):
     ) -> pulumi.Resource:
         """What `karmadactl join` does for one member; returns its Karmada Cluster object."""
         on_member = pulumi.ResourceOptions(parent=self, provider=cluster.provider)
-        made: dict[str, pulumi.Resource] = {}
-        for obj in kb.member_objects(member):
-            kind, obj_name = obj["kind"], obj["metadata"]["name"]
-            depends: list[pulumi.Resource] = []
-            if "namespace" in obj["metadata"]:
-                depends.append(made["Namespace/" + kb.CLUSTER_NAMESPACE])
-            if kind == "Secret":
-                # The token controller fills a token Secret only for an existing account.
-                depends.append(made["ServiceAccount/" + obj_name])
-            if kind == "ClusterRoleBinding":
-                depends.append(made["ClusterRole/" + obj_name])
-            made[f"{kind}/{obj_name}"] = kube_object(
-                f"{name}-{member}-{kind.lower()}-{obj_name.replace(':', '-')}",
-                obj,
-                pulumi.ResourceOptions.merge(on_member, pulumi.ResourceOptions(depends_on=depends)),
-            )
-        account = made["Secret/" + kb.member_service_account(member)]
-        impersonator = made["Secret/" + kb.IMPERSONATOR]
+        made = apply_manifests(
+            kb.member_objects(member),
+            on_member,
+            name_of=lambda m: f"{name}-{member}-{m.kind.lower()}-{m.name.replace(':', '-')}",
+        )
+        account = made[f"Secret/{kb.CLUSTER_NAMESPACE}/{kb.member_service_account(member)}"]
+        impersonator = made[f"Secret/{kb.CLUSTER_NAMESPACE}/{kb.IMPERSONATOR}"]
         assert isinstance(account, k8s.core.v1.Secret)
         assert isinstance(impersonator, k8s.core.v1.Secret)
 

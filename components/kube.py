@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
+
+from builders.manifest import Manifest
 
 
 def kube_object(name: str, obj: Mapping[str, Any], opts: pulumi.ResourceOptions) -> pulumi.Resource:
@@ -41,3 +43,25 @@ def custom_resource(
         spec=obj.get("spec"),
         opts=opts,
     )
+
+
+def apply_manifests(
+    manifests: Sequence[Manifest],
+    opts: pulumi.ResourceOptions,
+    *,
+    name_of: Callable[[Manifest], str],
+    after: Sequence[pulumi.Resource] = (),
+    metadata: Callable[[Manifest], Mapping[str, Any]] | None = None,
+) -> dict[str, pulumi.Resource]:
+    """Each manifest as a resource (keyed by `Manifest.key`), after the objects it `needs`.
+
+    `after` is what every object waits for (a Helm release: CRDs and webhooks). On destroy the
+    engine reverses the order, so an object goes before what it names (Kueue's finalizers).
+    """
+    made: dict[str, pulumi.Resource] = {}
+    for m in manifests:
+        depends = [*after, *(made[k] for k in m.needs if k in made)]
+        obj = m.obj if metadata is None else {**m.obj, "metadata": metadata(m)}
+        child = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=depends))
+        made[m.key] = kube_object(name_of(m), obj, child)
+    return made

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from builders import kueue as kq
-from components.kube import kube_object
+from builders.kueue import kueue_release
+from builders.manifest import Manifest
+from components.kube import apply_manifests
 from config.kueue import KueueSettings
 from config.models import ClusterConfig
 from constants import TYPE_PREFIX, WAIT_FOR
+from upstream.kueue import KUEUE_NAMESPACE
 
 # Kueue reports Active=False (e.g. FlavorNotFound, AdmissionCheckInactive, or a queue with both a
 # MultiKueue and a ProvisioningRequest check): `pulumi up` must fail then, not look green.
@@ -27,42 +29,18 @@ class KueueArgs:
     cluster: ClusterConfig
     settings: KueueSettings
     provider: k8s.Provider
-    # Admission checks other components add per ClusterQueue name (MultiKueue's on the manager).
-    extra_checks: kq.ExtraChecks | None = None
-    # Objects this cluster's queues name that another layer defines (the MultiKueue
-    # AdmissionCheck on the manager): created here, before the queues that depend on them.
-    extra_objects: Sequence[Mapping[str, Any]] = ()
+    # Every queue object of the cluster as deployed (builders.fleet.kueue_objects), including
+    # the MultiKueue AdmissionCheck on the manager, each naming what it needs.
+    objects: Sequence[Manifest] = ()
     # The pinned CRD files, for `install: manifests-only` (found by the composition root).
     crd_files: Sequence[str] = ()
 
 
-def _metadata(obj: Mapping[str, Any]) -> dict[str, Any]:
-    meta = dict(obj["metadata"])
-    if obj["kind"] in READY_WHEN_ACTIVE:
+def _metadata(m: Manifest) -> dict[str, Any]:
+    meta = dict(m.obj["metadata"])
+    if m.kind in READY_WHEN_ACTIVE:
         meta["annotations"] = {**meta.get("annotations", {}), WAIT_FOR: "condition=Active"}
     return meta
-
-
-def _key(obj: Mapping[str, Any]) -> str:
-    meta = obj["metadata"]
-    return "/".join(p for p in (obj["kind"], meta.get("namespace"), meta["name"]) if p)
-
-
-def _references(obj: Mapping[str, Any]) -> list[str]:
-    """Keys of the objects `obj` names: create them first, delete them after."""
-    spec: Mapping[str, Any] = obj.get("spec", {})
-    kind = obj["kind"]
-    if kind == "AdmissionCheck":
-        return [f"ProvisioningRequestConfig/{spec['parameters']['name']}"]
-    if kind == "ClusterQueue":
-        flavors = [
-            f"ResourceFlavor/{f['name']}" for g in spec["resourceGroups"] for f in g["flavors"]
-        ]
-        checks = spec.get("admissionChecksStrategy", {}).get("admissionChecks", [])
-        return [*flavors, *(f"AdmissionCheck/{c['name']}" for c in checks)]
-    if kind == "LocalQueue":
-        return [f"Namespace/{obj['metadata']['namespace']}", f"ClusterQueue/{spec['clusterQueue']}"]
-    return []
 
 
 class Kueue(pulumi.ComponentResource):
@@ -84,21 +62,17 @@ class Kueue(pulumi.ComponentResource):
         else:
             self.release = None
             self.ready = self._manifests_only(name, args)
-        self.objects = {}
-        extra = args.extra_checks or {}
-        for obj in [*args.extra_objects, *kq.cluster_objects(cluster, extra)]:
-            key = _key(obj)
-            # Every object waits for the release (CRDs and webhooks); on destroy, the reverse
-            # order removes objects (Kueue's resource-in-use finalizers) before the controller.
-            depends: list[pulumi.Resource] = [self.ready]
-            depends += [self.objects[k] for k in _references(obj) if k in self.objects]
-            child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends)
-            # Cluster-scoped names are unique per kind; namespaced ones keep `ns/name` (a DNS
-            # label has no '/', so `a/b-c` and `a-b/c` stay distinct).
-            suffix = obj["kind"].lower() + "-" + key.split("/", 1)[1]
-            self.objects[key] = kube_object(
-                f"{name}-{suffix}", {**obj, "metadata": _metadata(obj)}, child
-            )
+        # Every object waits for the release (CRDs and webhooks); on destroy, the reverse order
+        # removes objects (Kueue's resource-in-use finalizers) before the controller.
+        # Cluster-scoped names are unique per kind; namespaced ones keep `ns/name` (a DNS label
+        # has no '/', so `a/b-c` and `a-b/c` stay distinct).
+        self.objects = apply_manifests(
+            args.objects,
+            pulumi.ResourceOptions(parent=self, provider=args.provider),
+            name_of=lambda m: f"{name}-{m.kind.lower()}-{m.key.split('/', 1)[1]}",
+            after=[self.ready],
+            metadata=_metadata,
+        )
         self.cluster_queues = [cq.name for cq in cluster.queues.cluster_queues]
         self.local_queues = [f"{lq.namespace}/{lq.name}" for lq in cluster.queues.local_queues]
         self.register_outputs(
@@ -111,7 +85,7 @@ class Kueue(pulumi.ComponentResource):
 
     def _helm(self, name: str, args: KueueArgs) -> k8s.helm.v3.Release:
         """The pinned chart, waited for: its webhooks reject queue objects until Ready."""
-        chart = kq.kueue_release(args.settings, args.cluster)
+        chart = kueue_release(args.settings, args.cluster)
         return k8s.helm.v3.Release(
             f"{name}-release",
             name=chart.release,  # explicit: chart object names derive from it
@@ -136,7 +110,7 @@ class Kueue(pulumi.ComponentResource):
         crds = k8s.yaml.v2.ConfigGroup(f"{name}-crds", files=list(args.crd_files), opts=on_cluster)
         return k8s.core.v1.Namespace(
             f"{name}-namespace",
-            metadata={"name": kq.KUEUE_NAMESPACE},
+            metadata={"name": KUEUE_NAMESPACE},
             opts=pulumi.ResourceOptions.merge(
                 on_cluster, pulumi.ResourceOptions(depends_on=[crds])
             ),

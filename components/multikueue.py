@@ -12,8 +12,9 @@ import pulumi_kubernetes as k8s
 from builders import multikueue as mk
 from components.kube import custom_resource, kube_object
 from config.models import FleetConfig
-from config.multikueue import enabled_workers, rotation_of
-from constants import TYPE_PREFIX
+from config.resolve import enabled_workers, rotation_of
+from constants import MULTIKUEUE_ADMISSION_CHECK, TYPE_PREFIX
+from upstream.kueue import DEFAULT_CONNECT_TIMEOUT, KUEUE_NAMESPACE
 
 
 def _options(
@@ -46,7 +47,7 @@ class MultiKueueWorkerAccessArgs:
     kueue_version: str
     frameworks: Sequence[str]
     rotation: int = 0
-    namespace: str = mk.KUEUE_NAMESPACE
+    namespace: str = KUEUE_NAMESPACE
     # The worker's Kueue Helm release: it creates the namespace.
     depends_on: Sequence[pulumi.Resource] = field(default_factory=list[pulumi.Resource])
 
@@ -109,9 +110,9 @@ class MultiKueueManagerArgs:
 
     provider: k8s.Provider
     workers: Sequence[WorkerLink]
-    namespace: str = mk.KUEUE_NAMESPACE
+    namespace: str = KUEUE_NAMESPACE
     # Seconds `pulumi up` waits for each MultiKueueCluster to be Active.
-    connect_timeout: int = mk.DEFAULT_CONNECT_TIMEOUT
+    connect_timeout: int = DEFAULT_CONNECT_TIMEOUT
     # The manager's Kueue Helm release: CRDs, webhooks and the namespace.
     depends_on: Sequence[pulumi.Resource] = field(default_factory=list[pulumi.Resource])
 
@@ -155,11 +156,10 @@ class MultiKueueManager(pulumi.ComponentResource):
             mk.multikueue_config([w.name for w in args.workers]),
             after_kueue,
         )
-        # The AdmissionCheck itself is created with the manager's queues (Fleet passes
-        # mk.admission_check() to its Kueue component): the ClusterQueues that list it must
-        # depend on it, so that destroy deletes them first. Otherwise Kueue's resource-in-use
-        # finalizer holds the check and destroy stalls (found by the real tier).
-        self.admission_check_name = mk.ADMISSION_CHECK
+        # The AdmissionCheck itself is created with the manager's queues (builders.fleet): the
+        # ClusterQueues that list it must depend on it, so that destroy deletes them first.
+        # Otherwise Kueue's resource-in-use finalizer holds the check and destroy stalls.
+        self.admission_check_name = MULTIKUEUE_ADMISSION_CHECK
         self.kubeconfigs = pulumi.Output.secret(pulumi.Output.all(**kubeconfigs))
         self.register_outputs({"kubeconfigs": self.kubeconfigs})
 

@@ -1,7 +1,9 @@
-"""Typed, validated fleet configuration: models, cross-field checks, loaders. No resources here."""
+"""What `Pulumi.<stack>.yaml` may say: typed models, derived defaults, loading. No resources here.
+
+The rules that relate several keys are in `checks`; `checks.stack` loads and checks in one call.
+"""
 
 from config.errors import ConfigError, Issue
-from config.loader import load_from_file, load_from_pulumi, parse_fleet
 from config.models import ClusterConfig, FleetConfig, PoolConfig, SystemPoolConfig
 
 __all__ = [
@@ -11,7 +13,4 @@ __all__ = [
     "Issue",
     "PoolConfig",
     "SystemPoolConfig",
-    "load_from_file",
-    "load_from_pulumi",
-    "parse_fleet",
 ]

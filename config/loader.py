@@ -1,4 +1,7 @@
-"""Load the fleet config from a Pulumi run or straight from `Pulumi.<stack>.yaml` (offline)."""
+"""Read the fleet config: raw data -> FleetConfig (schema errors only), and the stack file.
+
+The cross-field rules run on the result in `checks`; `checks.stack` puts the two together.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +13,8 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from config.errors import ConfigError, Issue, errors_of, key_path
+from config.errors import ConfigError, Issue, key_path
 from config.models import FleetConfig
-from config.validate import validate
 from constants import CONFIG_KEY, PROJECT
 
 SECRET_PLACEHOLDER = "<secret>"
@@ -68,21 +70,17 @@ def _issue_from(error: ErrorDetails) -> Issue:
     return Issue(path, message)
 
 
-def parse_fleet(raw: Any, *, source: str = "") -> tuple[FleetConfig, list[Issue]]:
-    """Validate raw config data; returns the model and its warnings, or raises ConfigError."""
+def parse_model(raw: Any, *, source: str = "") -> FleetConfig:
+    """Raw config data as the model, or ConfigError with every schema error and its key path."""
     if not isinstance(raw, dict):
         raise ConfigError([Issue(FULL_KEY, "must be a mapping with at least `clusters`")], source)
     try:
-        fleet = FleetConfig.model_validate(raw)
+        return FleetConfig.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError([_issue_from(e) for e in exc.errors()], source) from None
-    issues = validate(fleet)
-    if errors_of(issues):
-        raise ConfigError(issues, source)
-    return fleet, issues
 
 
-def _with_default_location(raw: object, location: object) -> object:
+def with_default_location(raw: object, location: object) -> object:
     """Fall back to the provider's `azure-native:location`, as Azure resources would."""
     result: object = raw
     if isinstance(location, str) and isinstance(raw, dict):
@@ -108,8 +106,11 @@ def stack_file(stack: str, root: Path | None = None) -> Path:
     return (root or Path(__file__).resolve().parent.parent) / f"Pulumi.{stack}.yaml"
 
 
-def load_from_file(stack: str, root: Path | None = None) -> tuple[FleetConfig, list[Issue]]:
-    """Offline: read `Pulumi.<stack>.yaml` as the CLI would hand it to the program."""
+def read_stack_file(stack: str, root: Path | None = None) -> tuple[Any, str]:
+    """Offline: the fleet key of `Pulumi.<stack>.yaml` as the CLI would hand it to the program.
+
+    Returns (raw data, file name); secret values become a placeholder (offline never sees them).
+    """
     path = stack_file(stack, root)
     if not path.is_file():
         raise ConfigError([Issue("", f"no stack file {path.name} in {path.parent}")])
@@ -121,19 +122,7 @@ def load_from_file(stack: str, root: Path | None = None) -> tuple[FleetConfig, l
     if FULL_KEY not in config:
         raise ConfigError([Issue(FULL_KEY, f"required in {path.name}")], path.name)
     raw = _opaque_secrets(config[FULL_KEY])
-    raw = _with_default_location(raw, config.get("azure-native:location"))
-    return parse_fleet(raw, source=path.name)
-
-
-def load_from_pulumi() -> tuple[FleetConfig, list[Issue]]:
-    """Inside a Pulumi run: the same data through pulumi.Config."""
-    import pulumi  # noqa: PLC0415 - preflight loads config without importing the SDK
-
-    raw = pulumi.Config(PROJECT).get_object(CONFIG_KEY)
-    if raw is None:
-        raise ConfigError([Issue(FULL_KEY, "required: the stack config has no fleet")])
-    location = pulumi.Config("azure-native").get("location")
-    return parse_fleet(_with_default_location(raw, location), source=f"stack {pulumi.get_stack()}")
+    return with_default_location(raw, config.get("azure-native:location")), path.name
 
 
 def read_existing_kubeconfigs(fleet: FleetConfig, root: Path) -> dict[str, str]:

@@ -1,130 +1,32 @@
 """Pydantic models of one stack's fleet: `aks-batch-fleet:fleet` in Pulumi.<stack>.yaml.
 
 Field rules that need only one value live here (types, ranges, name syntax); rules that relate
-several fields or objects live in `config.validate`, so that every error is reported at once.
+several fields or objects live in `checks`, so that every error is reported at once.
 Keys are camelCase in YAML (`maxCount`) and snake_case in Python (`max_count`).
 """
 
 from __future__ import annotations
 
-import re
 from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import BeforeValidator, Field
 
 from config.base import Model
 from config.karmada import KarmadaSettings
-from config.kueue import ClusterQueues, KueueSettings
+from config.kueue import KueueObjects, KueueSettings
 from config.multikueue import MultiKueueSettings
-
-# AKS naming rules (learn.microsoft.com: create-node-pools, aks resource naming).
-CLUSTER_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?$")
-DNS_PREFIX = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,52}[A-Za-z0-9])?$")
-POOL_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
-RESOURCE_GROUP = re.compile(r"^[-\w._()]{0,89}[-\w_()]$")
-LOCATION = re.compile(r"^[a-z][a-z0-9]{1,40}$")
-K8S_VERSION = re.compile(r"^1\.(\d{2})(?:\.(\d{1,3}))?$")
-DNS_LABEL = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
-# Kubernetes label syntax: optional DNS-subdomain prefix, a name of <= 63 chars.
-LABEL_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$")
-LABEL_PREFIX = re.compile(
-    r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$"
+from config.types import (
+    ClusterName,
+    DnsPrefix,
+    KubernetesVersion,
+    LabelKey,
+    LabelValue,
+    Location,
+    PoolName,
+    Taint,
+    Zone,
 )
-LABEL_VALUE = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?)?$")
-TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-# AKS rejects custom labels under these prefixes, and sets `agentpool` itself.
-RESERVED_LABEL_PREFIXES = ("kubernetes.azure.com/", "kubernetes.io/", "k8s.io/")
-
-
-def label_key_problem(key: str) -> str | None:
-    """Why `key` is not a valid Kubernetes label key, or None."""
-    prefix, _, name = key.rpartition("/")
-    if prefix and (len(prefix) > 253 or not LABEL_PREFIX.match(prefix)):
-        return f"label prefix {prefix!r} must be a lowercase DNS subdomain"
-    if not LABEL_NAME.match(name):
-        return (
-            f"label name {name!r} must be 1-63 characters of [A-Za-z0-9_.-], "
-            "starting and ending alphanumeric"
-        )
-    return None
-
-
-def _check_label_key(key: str) -> str:
-    problem = label_key_problem(key)
-    if problem:
-        raise ValueError(problem)
-    return key
-
-
-def _check_label_value(value: str) -> str:
-    if len(value) > 63 or not LABEL_VALUE.match(value):
-        raise ValueError(
-            f"label value {value!r} must be at most 63 characters of [A-Za-z0-9_.-], "
-            "starting and ending alphanumeric"
-        )
-    return value
-
-
-def _pattern(regex: re.Pattern[str], allowed: str):
-    def check(value: str) -> str:
-        if not regex.match(value):
-            raise ValueError(f"{value!r} is not allowed: {allowed}")
-        return value
-
-    return AfterValidator(check)
-
-
-ClusterName = Annotated[
-    str,
-    _pattern(
-        CLUSTER_NAME,
-        "1-63 letters, digits, '-' and '_', starting and ending with a letter or digit",
-    ),
-]
-DnsPrefix = Annotated[
-    str,
-    _pattern(
-        DNS_PREFIX, "1-54 letters, digits and '-', starting and ending with a letter or digit"
-    ),
-]
-PoolName = Annotated[
-    str,
-    _pattern(POOL_NAME, "1-12 lowercase letters and digits, starting with a letter (AKS, Linux)"),
-]
-Location = Annotated[str, _pattern(LOCATION, "an Azure region name such as 'westeurope'")]
-KubernetesVersion = Annotated[
-    str, _pattern(K8S_VERSION, "'1.MINOR' or '1.MINOR.PATCH', e.g. '1.33' or '1.33.2'")
-]
-LabelKey = Annotated[str, AfterValidator(_check_label_key)]
-LabelValue = Annotated[str, AfterValidator(_check_label_value)]
-Zone = Literal["1", "2", "3"]
-
-
-def _check_taint(value: str) -> str:
-    parse_taint(value)
-    return value
-
-
-def parse_taint(value: str) -> tuple[str, str | None, str]:
-    """`key=value:Effect` or `key:Effect` -> (key, value, effect); ValueError with the rule."""
-    body, sep, effect = value.rpartition(":")
-    if not sep or effect not in TAINT_EFFECTS:
-        raise ValueError(
-            f"taint {value!r} must be 'key=value:Effect' or 'key:Effect' with Effect one of "
-            f"{', '.join(TAINT_EFFECTS)}"
-        )
-    key, eq, taint_value = body.partition("=")
-    problem = label_key_problem(key)
-    if problem:
-        raise ValueError(f"taint {value!r}: {problem}")
-    if eq:
-        _check_label_value(taint_value)
-        return key, taint_value, effect
-    return key, None, effect
-
-
-Taint = Annotated[str, AfterValidator(_check_taint)]
 
 
 class VmSize(Model):
@@ -249,7 +151,7 @@ class ClusterConfig(Model):
     virtual_nodes: VirtualNodesConfig = VirtualNodesConfig()
     network: NetworkConfig = NetworkConfig()
     autoscaler_profile: AutoscalerProfile = AutoscalerProfile()
-    queues: ClusterQueues = ClusterQueues()
+    queues: KueueObjects = KueueObjects()
     tags: dict[str, str] = Field(default_factory=dict[str, str])
 
     @property

@@ -14,7 +14,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from config import ConfigError, load_from_file
+from checks.stack import load_from_file
+from config.errors import ConfigError
 from preflight.plan import build_plan
 from preflight.render import write_render
 from preflight.sources import collect, extra_sections

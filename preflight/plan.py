@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from builders.capacity import (
+from config.errors import Issue
+from config.models import ClusterConfig, FleetConfig
+from config.resolve import custom_shapes
+from upstream.aks import (
     DEFAULT_MAX_PODS,
     format_mib,
     format_millis,
     lookup_vm,
     pool_capacity,
 )
-from config.errors import Issue
-from config.models import ClusterConfig, FleetConfig
-from config.validate import custom_shapes
 
 
 def _pool_rows(fleet: FleetConfig, cluster: ClusterConfig) -> list[dict[str, Any]]:

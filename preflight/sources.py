@@ -1,19 +1,17 @@
-"""Where preflight gets each layer's objects, releases and plan sections (pure builders only)."""
+"""Where preflight gets the objects, releases and plan sections: builders and checks, no Pulumi."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from builders import karmada, kueue, multikueue
+from builders.fleet import render_fleet
 from builders.manifest import HelmRelease, Manifest
+from checks.capacity import manager_quotas, quota_report
+from checks.karmada import placement_report
+from checks.preconditions import provisioning_warnings
 from config.errors import Issue
 from config.models import FleetConfig
-from config.multikueue import (
-    extra_checks,
-    format_quantity,
-    manager_quotas,
-    with_mirrored_queues,
-)
+from upstream.k8s import format_quantity
 
 Section = dict[str, Any]
 
@@ -21,19 +19,41 @@ Section = dict[str, Any]
 def collect(fleet: FleetConfig) -> tuple[list[Manifest], list[HelmRelease]]:
     """Every object and Helm release the stack would apply, per target API server.
 
-    The same builders the components use; Kueue objects as deployed (with MultiKueue, manager
-    LocalQueues mirrored to workers and the dispatch check on the manager's queues).
+    The composition the components use (builders.fleet), with credentials redacted.
     """
-    manifests = kueue.render_kueue(with_mirrored_queues(fleet), extra_checks(fleet))
-    if fleet.multi_kueue is not None:
-        manifests += multikueue.render_multikueue(fleet)
-    manifests += karmada.render_karmada(fleet)
-    releases = [
-        *kueue.kueue_releases(fleet),
-        *karmada.kruise_releases(fleet),
-        *karmada.karmada_releases(fleet),
-    ]
-    return manifests, releases
+    return render_fleet(fleet)
+
+
+def _quota_section(fleet: FleetConfig) -> dict[str, Any]:
+    """`checks.capacity.quota_report` as a plan section (title, columns, rows)."""
+    return {
+        "title": "Kueue quota vs pool capacity (allocatable at maxCount)",
+        "columns": [
+            "cluster",
+            "clusterQueue",
+            "flavor",
+            "pool",
+            "resource",
+            "nominal",
+            "with borrowing",
+            "capacity",
+            "status",
+        ],
+        "rows": [
+            [
+                r.cluster,
+                r.cluster_queue,
+                r.flavor,
+                r.pool,
+                r.resource,
+                r.nominal,
+                r.reachable,
+                r.capacity,
+                r.status,
+            ]
+            for r in quota_report(fleet)
+        ],
+    }
 
 
 def _manager_quota_section(fleet: FleetConfig) -> Section | None:
@@ -58,7 +78,7 @@ def _manager_quota_section(fleet: FleetConfig) -> Section | None:
 
 
 def _placement_section(fleet: FleetConfig) -> Section | None:
-    apps = karmada.placement_report(fleet)
+    apps = placement_report(fleet)
     if not apps:
         return None
     rows: list[list[Any]] = []
@@ -80,8 +100,8 @@ def _placement_section(fleet: FleetConfig) -> Section | None:
 
 def extra_sections(fleet: FleetConfig) -> tuple[list[Section], list[Issue]]:
     """Plan tables contributed by the Kubernetes layers, and their warnings."""
-    sections: list[Section] = [kueue.quota_section(fleet)]
+    sections: list[Section] = [_quota_section(fleet)]
     for section in (_manager_quota_section(fleet), _placement_section(fleet)):
         if section is not None:
             sections.append(section)
-    return sections, kueue.provisioning_warnings(fleet)
+    return sections, provisioning_warnings(fleet)

@@ -13,7 +13,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from builders.placement import PlacementPlan, parse_subsets, parse_weights, plan_placement
+from upstream.k8s import dns_label_problem
+from upstream.karmada import CLUSTER_NAME_MAX
+from upstream.placement import INT32_MAX, INT64_MAX, PlacementPlan, SubsetSpec, plan_placement
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -76,3 +78,61 @@ def run_placement(argv: list[str], console: Console) -> int:
     else:
         console.print(placement_table(plan, f"{args.replicas} replicas"))
     return 0
+
+
+# --- parsers of the command-line syntax ---------------------------------------------------------
+
+
+def _items(text: str, what: str) -> list[str]:
+    items = [item.strip() for item in text.split(",")]
+    if not text.strip():
+        raise ValueError(f"no {what} given")
+    if any(not item for item in items):
+        raise ValueError(f"empty entry in {what} {text!r}")
+    return items
+
+
+def parse_weights(text: str) -> dict[str, int]:
+    """'idc1=1,test-ucs=2' -> {'idc1': 1, 'test-ucs': 2}; names are Karmada cluster names."""
+    weights: dict[str, int] = {}
+    for item in _items(text, "weights"):
+        name, sep, value = (part.strip() for part in item.partition("="))
+        if not sep:
+            raise ValueError(f"weight entry {item!r} must look like <cluster>=<weight>")
+        if len(name) > CLUSTER_NAME_MAX or dns_label_problem(name) is not None:
+            raise ValueError(
+                f"cluster name {name!r} must be a DNS-1123 label of at most {CLUSTER_NAME_MAX} "
+                "characters"
+            )
+        if name in weights:
+            raise ValueError(f"cluster {name!r} is given twice")
+        if not value.isascii() or not value.isdigit() or not 1 <= int(value) <= INT64_MAX:
+            raise ValueError(f"weight of {name!r} must be an integer >= 1, got {value!r}")
+        weights[name] = int(value)
+    return weights
+
+
+def parse_subsets(text: str) -> list[SubsetSpec]:
+    """'subset-a=50%,subset-b' -> subsets; a value is N or N% (0-100); no value = takes the rest."""
+    subsets: list[SubsetSpec] = []
+    seen: set[str] = set()
+    for item in _items(text, "subsets"):
+        name, sep, value = (part.strip() for part in item.partition("="))
+        if dns_label_problem(name) is not None:
+            raise ValueError(f"subset name {name!r} must be a DNS-1123 label")
+        if name in seen:
+            raise ValueError(f"subset {name!r} is given twice")
+        seen.add(name)
+        if not sep:
+            subsets.append(SubsetSpec(name))
+            continue
+        digits = value.removesuffix("%")
+        if not digits.isascii() or not digits.isdigit() or int(digits) > INT32_MAX:
+            raise ValueError(f"replicas of subset {name!r} must be N or N%, got {value!r}")
+        if value.endswith("%"):
+            if int(digits) > 100:
+                raise ValueError(f"replicas of subset {name!r} must be 0-100%, got {value!r}")
+            subsets.append(SubsetSpec(name, value))
+        else:
+            subsets.append(SubsetSpec(name, int(digits)))
+    return subsets

@@ -13,7 +13,7 @@ import gc
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +33,9 @@ from pulumi.runtime import mocks as pulumi_mocks  # noqa: E402
 from pulumi.runtime.settings import ROOT as ROOT_RESOURCE  # noqa: E402
 from pulumi.runtime.settings import SETTINGS  # noqa: E402
 
+from builders.kueue import AdmissionChecks, cluster_objects  # noqa: E402
+from builders.manifest import Manifest  # noqa: E402
+from config.models import FleetConfig  # noqa: E402
 from constants import PROJECT  # noqa: E402
 
 # Lists, at the end of the run, every CEL rule the CRD schema checks could not evaluate.
@@ -271,8 +274,8 @@ def built_stack(stack: str) -> BuiltStack:
     Tests only read the recorded registrations, so sharing them cannot leak engine state.
     """
     if stack not in _BUILT:
+        from checks.stack import load_from_file  # noqa: PLC0415
         from components.fleet import Fleet, FleetArgs  # noqa: PLC0415 - after sys.path setup
-        from config import load_from_file  # noqa: PLC0415
 
         fleet_config, _ = load_from_file(stack)
         with mocked_engine(stack) as g:
@@ -326,3 +329,11 @@ def set_stack_config(raw: dict[str, Any], location: str | None = "westeurope") -
     if location:
         values["azure-native:location"] = location
     pulumi.runtime.config.set_all_config(values, [])
+
+
+def render_kueue(
+    fleet: FleetConfig, added_checks: Mapping[str, AdmissionChecks] | None = None
+) -> list[Manifest]:
+    """Every cluster's queue objects, as config states them (no MultiKueue mirroring)."""
+    added = added_checks or {}
+    return [m for c in fleet.clusters for m in cluster_objects(c, added.get(c.name))]

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from builders.capacity import (
+from upstream.aks import (
     VM_SIZES,
     VmShape,
     cpu_reserved_millis,
     lookup_vm,
     memory_reserved_mib,
     node_allocatable,
-    parse_quantity,
     pool_capacity,
 )
 
@@ -66,25 +65,3 @@ def test_families_cover_d_e_f_and_gpu_sizes() -> None:
     custom = {"Standard_X1": VmShape(3, 1024)}
     assert lookup_vm("Standard_X1", custom) == VmShape(3, 1024)
     assert lookup_vm("Standard_X1") is None
-
-
-@pytest.mark.parametrize(
-    ("value", "resource", "expected"),
-    [
-        ("500m", "cpu", 500),
-        ("8", "cpu", 8000),
-        (2, "cpu", 2000),
-        ("1.5", "cpu", 1500),
-        ("64Gi", "memory", 65536),
-        ("256Mi", "memory", 256),
-        ("1G", "memory", 953),
-        ("4", "nvidia.com/gpu", 4),
-    ],
-)
-def test_quantities(value: str, resource: str, expected: int) -> None:
-    assert parse_quantity(value, resource) == expected
-
-
-def test_bad_quantity() -> None:
-    with pytest.raises(ValueError, match="not a Kubernetes quantity"):
-        parse_quantity("lots", "cpu")

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from config import ConfigError, load_from_file, parse_fleet
+from checks.stack import load_from_file, parse_fleet
+from config.errors import ConfigError
 from config.loader import SECRET_PLACEHOLDER
 
 BASE: dict[str, Any] = {
@@ -70,7 +71,7 @@ BAD: list[tuple[str, Any, str]] = [
         "labels.kubernetes.azure.com/x",
     ),
     ("clusters[1].pools[0].labels", {"agentpool": "y"}, "reserved: AKS sets 'agentpool'"),
-    ("clusters[1].pools[0].labels", {"bad key!": "y"}, "label name 'bad key!'"),
+    ("clusters[1].pools[0].labels", {"bad key!": "y"}, "label key 'bad key!': name must be"),
     ("clusters[1].pools[0].labels", {"k": "-x-"}, "label value '-x-'"),
     ("clusters[1].pools[0].taints", ["gpu=yes:Sometimes"], "Effect one of NoSchedule"),
     ("clusters[1].pools[0].taints", ["a=1:NoSchedule", "a=2:NoSchedule"], "appears 2 times"),

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from config import ConfigError, parse_fleet
+from checks.stack import parse_fleet
+from config.errors import ConfigError
 from tests.conftest import ROOT
 
 ODD_VALUES: list[Any] = [None, "", "x", -1, 0, 10**9, 1.5, True, [], {}, ["a"], {"a": 1}, "50%"]

@@ -10,8 +10,9 @@ import pulumi
 import pytest
 
 from builders.kubeconfig import KubeconfigError, server_of
+from checks.stack import parse_fleet
 from components.fleet import Fleet, FleetArgs
-from config import ConfigError, parse_fleet
+from config.errors import ConfigError
 from config.loader import read_existing_kubeconfigs
 from tests.conftest import FAKE_KUBECONFIG, Graph, is_secret, resolve, run_program
 

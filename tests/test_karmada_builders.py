@@ -19,13 +19,15 @@ import yaml
 
 from builders import karmada as kb
 from builders import kruise as kr
-from builders.aks import CRITICAL_ADDONS_TAINT, VIRTUAL_NODE_LABELS, VIRTUAL_NODE_TOLERATION
 from builders.manifest import KARMADA_TARGET, Manifest
-from config import FleetConfig, load_from_file, parse_fleet
+from checks.karmada import placement_report
+from checks.stack import load_from_file, parse_fleet
 from config.karmada import KruiseSettings
+from config.models import FleetConfig
 from tests import crdschema
 from tests.conftest import FAKE_KUBECONFIG, ROOT
 from tests.test_karmada_config import BASE
+from upstream.aks import CRITICAL_ADDONS_TAINT, VIRTUAL_NODE_LABELS, VIRTUAL_NODE_TOLERATION
 
 KARMADA = ("karmada", "v1.18.2")
 KRUISE = ("kruise", "v1.9.0")
@@ -232,7 +234,18 @@ def test_application_namespaces_are_created_once_on_karmada_only() -> None:
 
 
 def test_member_objects_are_what_karmadactl_join_creates() -> None:
-    objs = {(o["kind"], o["metadata"]["name"]): o for o in kb.member_objects("worker-1")}
+    manifests = kb.member_objects("worker-1")
+    assert {m.target for m in manifests} == {"worker-1"}
+    objs = {(m.kind, m.name): m.obj for m in manifests}
+    # Each object names what must exist first: the namespace, a token's account, a role.
+    needs = {m.key: m.needs for m in manifests}
+    assert needs["Secret/karmada-cluster/karmada-worker-1"] == (
+        "Namespace/karmada-cluster",
+        "ServiceAccount/karmada-cluster/karmada-worker-1",
+    )
+    assert needs["ClusterRoleBinding/karmada-controller-manager:karmada-worker-1"] == (
+        "ClusterRole/karmada-controller-manager:karmada-worker-1",
+    )
     assert list(objs) == [
         ("Namespace", "karmada-cluster"),
         ("ServiceAccount", "karmada-impersonator"),
@@ -464,7 +477,7 @@ def test_karmada_gets_the_united_deployment_crd_of_the_members_kruise_release() 
 
 
 def test_placement_report_for_the_seed() -> None:
-    (report,) = kb.placement_report(dev())
+    (report,) = placement_report(dev())
     assert (report.namespace, report.name) == ("sample", "sample-ud")
     assert dict(report.plan.members) == {"worker-1": 2, "worker-2": 4}
     assert {m: dict(s) for m, s in report.plan.member_subsets.items()} == {
@@ -492,6 +505,6 @@ def test_placement_report_flags_exact_ties(
     """An odd replica count over equal weights: which member gets the extra one depends on the
     FNV-32a of the UnitedDeployment's UID, known only once it exists."""
     fleet = with_app(replicas=replicas, propagation={"weights": weights})
-    (report,) = kb.placement_report(fleet)
+    (report,) = placement_report(fleet)
     assert report.uid_dependent is uid_dependent
     assert sum(report.plan.members.values()) == replicas

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from builders import karmada as kb
-from config import parse_fleet
+from checks.stack import parse_fleet
 from tests.conftest import Graph, Registered, built_stack, is_secret, mocked_engine, resolve
 from tests.conftest import run_program as run
 from tests.test_karmada_config import BASE

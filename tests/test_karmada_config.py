@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from config import ConfigError, load_from_file, parse_fleet
-from config.karmada import host_name, member_names
+from checks.stack import load_from_file, parse_fleet
+from config.errors import ConfigError
+from config.resolve import host_name, member_names
 from tests.test_config import with_change
 
 APP: dict[str, Any] = {
@@ -273,7 +274,7 @@ BAD: list[tuple[str, Any, str]] = [
     (
         "karmada.applications[0].subsets[0].nodeSelectorTerm",
         {"matchExpressions": [{"key": "-bad", "operator": "Exists"}]},
-        "karmada.applications[0].subsets[0].nodeSelectorTerm.matchExpressions[0].key: label name",
+        "karmada.applications[0].subsets[0].nodeSelectorTerm.matchExpressions[0].key: label key",
     ),
     (
         "karmada.applications[0].subsets[0].nodeSelectorTerm",

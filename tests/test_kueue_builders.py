@@ -8,20 +8,16 @@ from typing import Any
 import pytest
 import yaml
 
-from builders.kueue import (
-    KUEUE_CHART,
-    ExtraCheck,
-    cluster_queue,
-    helm_values,
-    kueue_releases,
-    provisioning_warnings,
-    quota_report,
-    quota_section,
-    render_kueue,
-)
-from config import FleetConfig, load_from_file, parse_fleet
-from config.multikueue import extra_checks, with_mirrored_queues
+from builders.kueue import cluster_queue, helm_values, kueue_releases
+from checks.capacity import quota_report
+from checks.preconditions import provisioning_warnings
+from checks.stack import load_from_file, parse_fleet
+from config.models import FleetConfig
+from config.resolve import multikueue_checks, with_mirrored_queues
+from preflight.sources import _quota_section as quota_section  # pyright: ignore[reportPrivateUsage]
+from tests.conftest import render_kueue
 from tests.test_kueue_config import BASE
+from upstream.kueue import KUEUE_CHART
 
 
 def stack(name: str) -> FleetConfig:
@@ -158,7 +154,7 @@ def test_dev_worker_objects() -> None:
     # The manager has no gate (Kueue deactivates a queue with both): only the MultiKueue check.
     manager = {
         m.kind: m.obj
-        for m in render_kueue(deployed, extra_checks(stack("dev")))
+        for m in render_kueue(deployed, multikueue_checks(stack("dev")))
         if m.target == "manager"
     }
     assert sorted(manager) == ["ClusterQueue", "LocalQueue", "Namespace", "ResourceFlavor"]
@@ -200,19 +196,19 @@ def test_flavors_tolerate_their_pools_taints() -> None:
     assert "tolerations" not in flavors[("worker-1", "cpu")]
 
 
-def test_extra_checks_join_the_strategy() -> None:
+def test_added_checks_join_the_strategy() -> None:
     fleet = fleet_of(copy.deepcopy(BASE))
     q = fleet.clusters[0].queues
     cq = q.cluster_queues[0]
-    obj = cluster_queue(cq, q, [ExtraCheck("multikueue"), ("other", ["batch"])])
+    obj = cluster_queue(cq, q, ["multikueue", "other"])
     assert obj["spec"]["admissionChecksStrategy"]["admissionChecks"] == [
         {"name": "scaleup", "onFlavors": ["batch"]},
         {"name": "multikueue"},
-        {"name": "other", "onFlavors": ["batch"]},
+        {"name": "other"},
     ]
     with pytest.raises(ValueError, match="admission check listed twice"):
-        cluster_queue(cq, q, [("scaleup", None)])
-    by_cluster = render_kueue(fleet, {"solo": {"team-a": [ExtraCheck("multikueue")]}})
+        cluster_queue(cq, q, ["scaleup"])
+    by_cluster = render_kueue(fleet, {"solo": {"team-a": ["multikueue"]}})
     (rendered,) = [m.obj for m in by_cluster if m.kind == "ClusterQueue"]
     assert rendered["spec"]["admissionChecksStrategy"]["admissionChecks"][-1] == {
         "name": "multikueue"

@@ -8,11 +8,12 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
-from builders.kueue import KUEUE_CHART, ExtraCheck, helm_values
+from builders.kueue import cluster_objects, helm_values
+from checks.stack import parse_fleet
 from components.kueue import Kueue, KueueArgs
-from config import parse_fleet
 from tests.conftest import Graph, Registered, built_stack, run_program
 from tests.test_kueue_config import BASE
+from upstream.kueue import KUEUE_CHART
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 PROVIDER = "pulumi:providers:kubernetes"
@@ -23,7 +24,7 @@ def kind_of(r: Registered) -> str:
     return r.type.rsplit(":", 1)[-1]
 
 
-def build(extra: dict[str, list[ExtraCheck]] | None = None) -> Kueue:
+def build(added: dict[str, list[str]] | None = None) -> Kueue:
     """One Kueue on one cluster; call it from a test that uses the `graph` fixture."""
     fleet, _ = parse_fleet(copy.deepcopy(BASE))
 
@@ -35,7 +36,7 @@ def build(extra: dict[str, list[ExtraCheck]] | None = None) -> Kueue:
                 cluster=fleet.clusters[0],
                 settings=fleet.kueue,
                 provider=provider,
-                extra_checks=extra,
+                objects=cluster_objects(fleet.clusters[0], added),
             ),
         )
 
@@ -124,8 +125,8 @@ def test_queues_and_checks_must_become_active(solo: Graph) -> None:
     assert lq.inputs["spec"] == {"clusterQueue": "team-a"}
 
 
-def test_extra_checks_reach_the_cluster_queue(graph: Graph) -> None:
-    build({"team-a": [ExtraCheck("multikueue")]})
+def test_added_checks_reach_the_cluster_queue(graph: Graph) -> None:
+    build({"team-a": ["multikueue"]})
     cq = next(r for r in graph.resources if kind_of(r) == "ClusterQueue")
     assert cq.inputs["spec"]["admissionChecksStrategy"]["admissionChecks"] == [
         {"name": "scaleup", "onFlavors": ["batch"]},

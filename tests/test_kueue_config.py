@@ -7,16 +7,12 @@ from typing import Any
 
 import pytest
 
-from config import ConfigError, Issue, load_from_file, parse_fleet
-from config.kueue import (
-    FEATURE_GATES,
-    FRAMEWORKS,
-    KUEUE_VERSIONS,
-    LOCKED_GATES,
-    check_gate_conflicts,
-    quantity_value,
-)
-from config.multikueue import with_mirrored_queues
+from checks.kueue import check_gate_conflicts
+from checks.stack import load_from_file, parse_fleet
+from config.errors import ConfigError, Issue
+from config.resolve import with_mirrored_queues
+from upstream.k8s import quantity_value
+from upstream.kueue import FEATURE_GATES, FRAMEWORKS, KUEUE_VERSIONS, LOCKED_GATES
 
 Q = "clusters[0].queues"
 CQ = f"{Q}.clusterQueues[0]"
@@ -184,18 +180,26 @@ BAD: list[tuple[list[Any], Any, str]] = [
     (["kueue", "values"], {"fullnameOverride": "kq"}, "kueue.values.fullnameOverride"),
     (["kueue", "multiKueue", "gcInterval"], "1 minute", "kueue.multiKueue.gcInterval: '1 minute'"),
     (["kueue", "timeoutSeconds"], 5, "kueue.timeoutSeconds: Input should be greater"),
-    ([*QP, "namespaces", 0, "name"], "Team_A", f"{Q}.namespaces[0].name: 'Team_A' is not allowed"),
+    (
+        [*QP, "namespaces", 0, "name"],
+        "Team_A",
+        f"{Q}.namespaces[0].name: 'Team_A' must be a DNS-1123",
+    ),
     ([*QP, "namespaces", 0, "name"], "kube-system", "is not a team namespace (reserved"),
     ([*QP, "flavors", 0, "pool"], "gpu", f"{Q}.flavors[0].pool: no user pool 'gpu' in cluster"),
     ([*QP, "flavors", 0, "pool"], "system", "(that is the system pool)"),
     ([*QP, "flavors", 0, "nodeLabels"], {"x": "y"}, "come from pool 'batch' when `pool` is set"),
-    ([*QP, "flavors", 0, "name"], "Batch", f"{Q}.flavors[0].name: 'Batch' is not allowed"),
+    (
+        [*QP, "flavors", 0, "name"],
+        "Batch",
+        f"{Q}.flavors[0].name: 'Batch' must be a DNS",
+    ),
     (
         [*QP, "flavors", 0, "tolerations"],
         [{"operator": "Equal", "value": "x"}],
         f"{Q}.flavors[0].tolerations[0]: a toleration without key needs operator: Exists",
     ),
-    ([*CP, "name"], "team a", f"{CQ}.name: 'team a' is not allowed"),
+    ([*CP, "name"], "team a", f"{CQ}.name: 'team a' must be a DNS-1123 subdomain"),
     ([*CP, "cohort"], "x", f"{CQ}.cohort: unknown key; did you mean 'cohortName'?"),
     ([*CP, "admissionChecks"], ["scaleup"], f"{CQ}.admissionChecks: unknown key"),
     ([*CP, "queueingStrategy"], "FIFO", "Input should be 'BestEffortFIFO' or 'StrictFIFO'"),
@@ -243,7 +247,7 @@ BAD: list[tuple[list[Any], Any, str]] = [
     (
         [*QP, "provisioningGates", 0, "configName"],
         "a.b",
-        f"{Q}.provisioningGates[0].configName: 'a.b' is not allowed: 1-63 lowercase",
+        f"{Q}.provisioningGates[0].configName: 'a.b' must be a DNS-1123 label: 1-63 lowercase",
     ),
     (
         [*QP, "provisioningGates", 0, "podSetUpdates"],

@@ -9,10 +9,12 @@ from typing import Any
 import pulumi_kubernetes as k8s
 import pytest
 
-from builders.kueue import kueue_releases
+from builders.kueue import cluster_objects, kueue_releases
+from checks.stack import parse_fleet
 from components.kueue import Kueue, KueueArgs
-from config import ConfigError, FleetConfig, parse_fleet
+from config.errors import ConfigError
 from config.loader import kueue_crd_dir, kueue_crd_files
+from config.models import FleetConfig
 from tests.conftest import ROOT, Graph, run_program
 from tests.test_kueue_config import BASE
 
@@ -55,7 +57,11 @@ def test_component_applies_crds_then_namespace_then_objects(graph: Graph) -> Non
         return Kueue(
             "solo-kueue",
             KueueArgs(
-                cluster=fleet.clusters[0], settings=fleet.kueue, provider=provider, crd_files=files
+                cluster=fleet.clusters[0],
+                settings=fleet.kueue,
+                provider=provider,
+                crd_files=files,
+                objects=cluster_objects(fleet.clusters[0]),
             ),
         )
 

@@ -13,12 +13,13 @@ from typing import Any
 
 import pytest
 
-from builders.kueue import KUEUE_GROUP, render_kueue
 from builders.manifest import Manifest
-from config import FleetConfig, load_from_file
-from config.kueue import KUEUE_VERSIONS
+from checks.stack import load_from_file
+from config.models import FleetConfig
 from tests import crdschema
+from tests.conftest import render_kueue
 from tests.test_seed_provisioning import seed_fleet
+from upstream.kueue import KUEUE_GROUP, KUEUE_VERSIONS
 
 # Update-only rules on the kinds we emit: immutability (`self == oldSelf`) and ResourceFlavor's
 # topology rules. Anything else skipped is a rule nobody checked.

@@ -16,6 +16,9 @@ import yaml
 
 from builders import multikueue as mk
 from tests import crdschema
+from upstream import kueue as upstream_kueue
+from upstream.k8s import dns_subdomain_problem
+from upstream.kueue import KUEUE_API
 
 KUEUE_VERSIONS = ["v0.17.8", "v0.19.2"]
 CDGLW = ["create", "delete", "get", "list", "watch"]
@@ -148,12 +151,12 @@ def test_frameworks_the_script_cannot_serve() -> None:
     # MultiKueue has adapters for these, but the script grants nothing for them.
     wanted = ["batch/job", "kubeflow.org/jaxjob", "trainer.kubeflow.org/trainjob", "deployment"]
     wanted += ["ray.io/rayservice", "pod"]
-    assert mk.frameworks_without_worker_rbac("v0.17.8", wanted) == [
+    assert upstream_kueue.frameworks_without_worker_rbac("v0.17.8", wanted) == [
         "kubeflow.org/jaxjob",
         "ray.io/rayservice",
         "trainer.kubeflow.org/trainjob",
     ]
-    assert mk.frameworks_without_worker_rbac("v0.19.2", wanted) == [
+    assert upstream_kueue.frameworks_without_worker_rbac("v0.19.2", wanted) == [
         "kubeflow.org/jaxjob",
         "trainer.kubeflow.org/trainjob",
     ]
@@ -207,7 +210,7 @@ def kueue_rejects(doc: dict[str, Any]) -> str | None:
         try:
             ipaddress.ip_address(host)
         except ValueError:
-            if not mk._DNS1123_SUBDOMAIN.match(host):  # pyright: ignore[reportPrivateUsage]
+            if dns_subdomain_problem(host) is not None:
                 return "untrusted server endpoint"
     return None
 
@@ -319,9 +322,9 @@ def test_manager_objects_chain_secret_cluster_config_check() -> None:
         ("Secret", "multikueue-worker-2-kubeconfig-0"),
         ("MultiKueueCluster", "worker-2"),
         ("MultiKueueConfig", "multikueue"),
-        ("AdmissionCheck", "multikueue"),
     ]
-    secret, cluster, _, _, config, check = objs
+    secret, cluster, _, _, config = objs
+    check = mk.admission_check()
     assert secret["metadata"]["namespace"] == "kueue-system"
     assert secret["data"] == {"kubeconfig": encoded}
     assert "annotations" not in secret["metadata"]
@@ -355,7 +358,8 @@ def test_multikueue_config_lists_1_to_20_workers(count: int) -> None:
 @pytest.mark.parametrize("version", KUEUE_VERSIONS)
 def test_manager_objects_pass_the_pinned_crd_schemas(version: str) -> None:
     workers = [(f"worker-{i}", mk.encode("x"), 0) for i in range(1, 21)]
-    custom = [o for o in mk.manager_objects(workers) if o["apiVersion"] == mk.API_VERSION]
+    objects = [*mk.manager_objects(workers), mk.admission_check()]
+    custom = [o for o in objects if o["apiVersion"] == KUEUE_API]
     assert {o["kind"] for o in custom} == {
         "MultiKueueCluster",
         "MultiKueueConfig",
@@ -378,7 +382,7 @@ def test_schema_validation_catches_a_v1beta1_shaped_cluster() -> None:
 
 
 def rendered() -> tuple[Any, list[Any]]:
-    from config import parse_fleet  # noqa: PLC0415
+    from checks.stack import parse_fleet  # noqa: PLC0415
     from tests.test_multikueue_config import BASE  # noqa: PLC0415
 
     fleet, _ = parse_fleet(BASE)
@@ -405,7 +409,6 @@ def test_render_targets_each_side() -> None:
             "Secret/multikueue-worker-2-kubeconfig-0",
             "MultiKueueCluster/worker-2",
             "MultiKueueConfig/multikueue",
-            "AdmissionCheck/multikueue",
         ],
     }
 
@@ -428,15 +431,15 @@ def test_render_never_holds_a_credential() -> None:
 @pytest.mark.parametrize("version", ["0.17.8", "0.19.2"])
 def test_rendered_fleet_objects_pass_the_crd_schemas(version: str) -> None:
     """MultiKueue objects and the Kueue objects as deployed (mirrored queues, extra check)."""
-    from builders.kueue import render_kueue  # noqa: PLC0415
-    from config import parse_fleet  # noqa: PLC0415
-    from config.multikueue import extra_checks, with_mirrored_queues  # noqa: PLC0415
+    from checks.stack import parse_fleet  # noqa: PLC0415
+    from config.resolve import multikueue_checks, with_mirrored_queues  # noqa: PLC0415
+    from tests.conftest import render_kueue  # noqa: PLC0415
     from tests.test_multikueue_config import BASE  # noqa: PLC0415
 
     fleet, _ = parse_fleet({**BASE, "kueue": {"version": version}})
     manifests = [
         *mk.render_multikueue(fleet),
-        *render_kueue(with_mirrored_queues(fleet), extra_checks(fleet)),
+        *render_kueue(with_mirrored_queues(fleet), multikueue_checks(fleet)),
     ]
     custom = [m for m in manifests if m.obj["apiVersion"].startswith("kueue.x-k8s.io/")]
     for m in custom:
@@ -458,10 +461,3 @@ def test_rendered_fleet_objects_pass_the_crd_schemas(version: str) -> None:
     ]
     namespaces = sorted((m.target, m.name) for m in manifests if m.kind == "Namespace")
     assert namespaces == [("manager", "team-a"), ("worker-1", "team-a"), ("worker-2", "team-a")]
-
-
-def test_constants_agree_with_the_kueue_builders() -> None:
-    from builders import kueue as kq  # noqa: PLC0415
-
-    assert mk.KUEUE_NAMESPACE == kq.KUEUE_NAMESPACE
-    assert mk.API_VERSION == kq.KUEUE_API

@@ -281,8 +281,8 @@ def test_custom_resources_pass_the_crd_schema(engine: Graph) -> None:
 
 def build_fleet() -> Any:
     """The Fleet from the MultiKueue config test's BASE (needs the `engine` mocks active)."""
+    from checks.stack import parse_fleet  # noqa: PLC0415
     from components.fleet import Fleet, FleetArgs  # noqa: PLC0415
-    from config import parse_fleet  # noqa: PLC0415
     from tests.test_multikueue_config import BASE  # noqa: PLC0415
 
     config = copy.deepcopy(BASE)
@@ -351,8 +351,8 @@ localQueues: [{name: team-a, namespace: team-a, clusterQueue: team-a}]
 
 def test_dev_stack_dispatches_to_both_workers(engine: Graph) -> None:
     """Pulumi.dev.yaml with MultiKueue on (as README proposes, if the file does not yet)."""
+    from checks.stack import parse_fleet  # noqa: PLC0415
     from components.fleet import Fleet, FleetArgs  # noqa: PLC0415
-    from config import parse_fleet  # noqa: PLC0415
     from tests.conftest import ROOT  # noqa: PLC0415
 
     doc = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())

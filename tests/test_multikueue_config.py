@@ -9,19 +9,19 @@ from typing import Any
 import pytest
 import yaml
 
-from config import ConfigError, parse_fleet
-from config.multikueue import (
+from checks import validate
+from checks.capacity import manager_quotas
+from checks.stack import parse_fleet
+from config.errors import ConfigError
+from config.resolve import (
     dispatching_queues,
     enabled_workers,
-    format_quantity,
-    manager_quotas,
     mirrored_queues,
     rotation_of,
-    suggested_resource_groups,
     with_mirrored_queues,
 )
-from config.validate import validate
 from tests.conftest import ROOT
+from upstream.k8s import format_quantity
 
 
 def worker(name: str, cpu: str = "8", memory: str = "32Gi") -> dict[str, Any]:
@@ -337,26 +337,6 @@ def test_manager_quota_mismatch_warns(cpu: int, expected: str) -> None:
         i.startswith("clusters[0].queues.clusterQueues[0].resourceGroups: " + expected)
         for i in found
     ), found
-
-
-def test_suggested_resource_groups_for_preflight() -> None:
-    config = raw()
-    config["clusters"][2] = worker("worker-2", cpu="500m", memory="1536Mi")
-    fleet, _ = parse_fleet(config)
-    assert suggested_resource_groups(fleet, "to-workers") == [
-        {
-            "coveredResources": ["cpu", "memory"],
-            "flavors": [
-                {
-                    "name": "default",
-                    "resources": [
-                        {"name": "cpu", "nominalQuota": "8500m"},
-                        {"name": "memory", "nominalQuota": "34304Mi"},
-                    ],
-                }
-            ],
-        }
-    ]
 
 
 @pytest.mark.parametrize(

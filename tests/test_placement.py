@@ -9,15 +9,14 @@ import dataclasses
 
 import pytest
 
-from builders.placement import (
+from preflight.whatif import parse_subsets, parse_weights
+from upstream.placement import (
     PlacementPlan,
     SubsetSpec,
     allocate_subsets,
     allocate_webster_seats,
     divide_static_weights,
     parse_subset_replicas,
-    parse_subsets,
-    parse_weights,
     plan_placement,
 )
 

@@ -50,7 +50,7 @@ def test_human_output_has_tables() -> None:
 
 
 def test_broken_config_lists_every_error_without_traceback(tmp_path: Path) -> None:
-    for name in ("preflight", "config", "builders", "constants.py"):
+    for name in ("preflight", "upstream", "config", "builders", "checks", "constants.py"):
         source = ROOT / name
         if source.is_dir():
             shutil.copytree(source, tmp_path / name)

@@ -145,7 +145,7 @@ def test_pins_follow_the_locked_python_sdks() -> None:
 
 def test_kueue_pin_is_the_projects_default_kueue_version() -> None:
     pins = _pins()
-    config = ROOT / "config" / "kueue.py"
+    config = ROOT / "upstream" / "kueue.py"
     builder = ROOT / "builders" / "kueue.py"
     if config.exists() and "DEFAULT_KUEUE_VERSION" in config.read_text():
         found = re.search(r'^DEFAULT_KUEUE_VERSION\s*=\s*"([^"]+)"', config.read_text(), re.M)

@@ -12,11 +12,13 @@ from typing import Any
 
 import yaml
 
-from builders.capacity import lookup_vm, node_allocatable
-from builders.kueue import QUEUE_LABEL, render_kueue
-from config import FleetConfig, load_from_file, parse_fleet
-from config.kueue import quantity_value
-from config.multikueue import with_mirrored_queues
+from checks.stack import load_from_file, parse_fleet
+from config.models import FleetConfig
+from config.resolve import with_mirrored_queues
+from tests.conftest import render_kueue
+from upstream.aks import lookup_vm, node_allocatable
+from upstream.k8s import quantity_value
+from upstream.kueue import QUEUE_LABEL
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -16,7 +16,8 @@ import pytest
 import yaml
 
 from builders.manifest import KARMADA_TARGET
-from config.loader import kueue_crd_files, load_from_file
+from checks.stack import load_from_file
+from config.loader import kueue_crd_files
 from config.models import FleetConfig
 from tests.realtier.e2e import KUEUE_VERSION
 from tests.realtier.harness import (

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from config.loader import parse_fleet
+from checks.stack import parse_fleet
 from config.models import FleetConfig
 from tests.realtier.harness import ControlPlane
 

@@ -24,17 +24,9 @@ import pytest
 import yaml
 
 from builders.manifest import KARMADA_TARGET, Manifest
-from builders.multikueue import (
-    KUEUE_NAMESPACE,
-    SERVICE_ACCOUNT,
-    k8s_name,
-    token_secret_name,
-    worker_kubeconfig,
-    worker_objects,
-    worker_rules,
-)
+from builders.multikueue import k8s_name, token_secret_name, worker_kubeconfig, worker_objects
 from config.models import FleetConfig
-from config.multikueue import rotation_of
+from config.resolve import rotation_of
 from preflight.sources import collect
 from tests.realtier.harness import (
     AGGREGATED_KINDS,
@@ -47,6 +39,7 @@ from tests.realtier.harness import (
     namespace,
     object_ref,
 )
+from upstream.kueue import KUEUE_NAMESPACE, SERVICE_ACCOUNT, worker_rules
 
 pytestmark = pytest.mark.real
 

@@ -18,9 +18,7 @@ from typing import Any, Final
 
 import pytest
 
-from builders.kueue import render_kueue
 from builders.multikueue import (
-    ADMISSION_CHECK,
     encode,
     k8s_name,
     manager_objects,
@@ -29,7 +27,9 @@ from builders.multikueue import (
     worker_objects,
 )
 from config.models import FleetConfig
-from config.multikueue import enabled_workers, extra_checks, rotation_of, with_mirrored_queues
+from config.resolve import enabled_workers, multikueue_checks, rotation_of, with_mirrored_queues
+from constants import MULTIKUEUE_ADMISSION_CHECK
+from tests.conftest import render_kueue
 from tests.realtier.e2e import TEAM, e2e_fleet
 from tests.realtier.harness import ControlPlane, Report, apply, namespace
 from tests.realtier.kueue import KUEUE_NAMESPACE, KueueManager
@@ -118,7 +118,7 @@ def wired(planes: dict[str, ControlPlane], kueues: dict[str, KueueManager]) -> W
     applied = apply(planes[manager.name], [namespace(KUEUE_NAMESPACE), *manager_objects(links)])
     assert not applied.rejected, f"[{manager.name}] {applied.stderr}"
     multikueue_applied = time.monotonic()
-    manifests = render_kueue(with_mirrored_queues(fleet), extra_checks(fleet))
+    manifests = render_kueue(with_mirrored_queues(fleet), multikueue_checks(fleet))
     for target in dict.fromkeys(m.target for m in manifests):
         objects = [m.obj for m in manifests if m.target == target]
         applied = apply(planes[target], objects)
@@ -138,13 +138,16 @@ def test_manager_kueue_reports_every_worker_connected(
         cond = wait_active(manager, path, f"MultiKueueCluster {worker}")
         assert (cond["reason"], cond["message"]) == ("Active", "Connected"), f"{worker}: {cond}"
         times.append(f"{worker} {time.monotonic() - t0:.1f}s")
-    cond = wait_active(manager, f"{KUEUE_API}/admissionchecks/{ADMISSION_CHECK}", "AdmissionCheck")
+    cond = wait_active(
+        manager, f"{KUEUE_API}/admissionchecks/{MULTIKUEUE_ADMISSION_CHECK}", "AdmissionCheck"
+    )
     assert cond["reason"] == "Active", cond
     report(
         f"e2e fleet's Kueue + MultiKueue objects applied on 3 planes in {wired.seconds:.1f}s "
         "(worker tokens included); manager Kueue: MultiKueueClusters Active/Connected after "
         + ", ".join(times)
-        + f" (from the apply of the manager's objects); AdmissionCheck {ADMISSION_CHECK} Active"
+        + " (from the apply of the manager's objects); AdmissionCheck "
+        + f"{MULTIKUEUE_ADMISSION_CHECK} Active"
     )
 
 
@@ -285,10 +288,10 @@ def test_a_suspended_job_is_admitted_on_the_manager_and_dispatched_to_a_worker(
     assert "managedBy" not in copy["spec"], copy["spec"]
     status = (_json(manager, path) or {}).get("status", {})
     checks = {c["name"]: c for c in status.get("admissionChecks") or []}
-    assert checks[ADMISSION_CHECK]["state"] == "Ready", checks
-    assert worker in str(checks[ADMISSION_CHECK].get("message", "")), checks
+    assert checks[MULTIKUEUE_ADMISSION_CHECK]["state"] == "Ready", checks
+    assert worker in str(checks[MULTIKUEUE_ADMISSION_CHECK].get("message", "")), checks
     report(
         f"Job {TEAM}/{JOB}: Workload {name} admitted on the manager {admitted:.1f}s after submit; "
         f"copy on {worker} after {dispatched:.1f}s (check message: "
-        f"{checks[ADMISSION_CHECK].get('message')!r})"
+        f"{checks[MULTIKUEUE_ADMISSION_CHECK].get('message')!r})"
     )

@@ -5,7 +5,7 @@ module proxy does not serve `pulumi-language-python`, so the in-process language
 for it), by the cached `pulumi` CLI and `pulumi-resource-kubernetes`, with a file backend and a
 fixed passphrase in a temporary directory. A real Kueue runs beside each plane, so the
 `pulumi.com/waitFor: condition=Active` annotations on MultiKueueClusters, AdmissionChecks and
-ClusterQueues resolve only when Kueue really activates them.
+KueueObjects resolve only when Kueue really activates them.
 
 Own planes (not the session's): the session's planes hold objects applied by the other tests,
 which the engine would have to adopt, and `destroy` must be judged on clusters only it touched.
@@ -30,8 +30,7 @@ from typing import Any, Final
 import pytest
 from pulumi import automation as auto
 
-from builders.multikueue import ADMISSION_CHECK
-from constants import CONFIG_KEY, PROJECT
+from constants import CONFIG_KEY, MULTIKUEUE_ADMISSION_CHECK, PROJECT
 from tests.realtier.conftest import install_crds, kueue_crd_paths
 from tests.realtier.e2e import CONNECT_TIMEOUT, TEAM, e2e_fleet, e2e_raw
 from tests.realtier.harness import (
@@ -337,7 +336,7 @@ def test_rotation_to_a_good_token_recovers(
 def _in_use_deadlock(manager: ControlPlane) -> bool:
     """The manager's AdmissionCheck is being deleted but Kueue holds it: a ClusterQueue that
     lists it still exists (Kueue's resource-in-use finalizer), so its deletion never ends."""
-    check = manager.get(f"/apis/{KUEUE_GROUP}/v1beta2/admissionchecks/{ADMISSION_CHECK}")
+    check = manager.get(f"/apis/{KUEUE_GROUP}/v1beta2/admissionchecks/{MULTIKUEUE_ADMISSION_CHECK}")
     queue = manager.get(f"/apis/{KUEUE_GROUP}/v1beta2/clusterqueues/{TEAM}")
     if check[0] != 200 or queue[0] != 200:
         return False
@@ -400,7 +399,8 @@ def test_pulumi_destroy_removes_everything(
     )
     if unblocked:
         pytest.xfail(
-            f"program bug: destroy deletes AdmissionCheck {ADMISSION_CHECK} while manager "
+            "program bug: destroy deletes AdmissionCheck "
+            f"{MULTIKUEUE_ADMISSION_CHECK} while manager "
             f"ClusterQueue {TEAM} still lists it; Kueue's {IN_USE_FINALIZER} finalizer holds it "
             f"(the engine would wait out the delete timeout); the test deleted the ClusterQueue "
             f"{unblocked} and destroy then finished"

@@ -25,16 +25,14 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TypeVar
 
+from upstream.k8s import dns_label_problem
+
 _V = TypeVar("_V")
 
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 # Kruise's webhook assumes this maxReplicas for subsets without one when it sums capacities.
 _WEBHOOK_DEFAULT_MAX = 1_000_000
-# Karmada: a cluster name is a DNS-1123 label of at most 48 characters (the execution namespace
-# karmada-es-<name> must stay a label); pkg/apis/cluster/validation/validation.go.
-CLUSTER_NAME_MAX = 48
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 # strconv.ParseInt(s, 10, 32) syntax: optional sign, decimal digits, nothing else.
 _GO_INT = re.compile(r"[+-]?[0-9]+")
 
@@ -231,7 +229,7 @@ def _validate_subsets(replicas: int | None, subsets: Sequence[SubsetSpec], adapt
         name = subset.name
         if not name:
             errors.append(f"subsets[{i}].name is required")
-        elif len(name) > 63 or not _DNS1123_LABEL.fullmatch(name):
+        elif dns_label_problem(name) is not None:
             errors.append(f"subsets[{i}].name {name!r} is not a DNS-1123 label")
         if name in seen:
             errors.append(f"subsets[{i}].name: duplicated subset name {name!r}")
@@ -423,61 +421,3 @@ def plan_placement(
 
 def _frozen(mapping: Mapping[str, _V]) -> Mapping[str, _V]:
     return MappingProxyType(dict(mapping))
-
-
-# --- CLI parsers ----------------------------------------------------------------------------------
-
-
-def _items(text: str, what: str) -> list[str]:
-    items = [item.strip() for item in text.split(",")]
-    if not text.strip():
-        raise ValueError(f"no {what} given")
-    if any(not item for item in items):
-        raise ValueError(f"empty entry in {what} {text!r}")
-    return items
-
-
-def parse_weights(text: str) -> dict[str, int]:
-    """'idc1=1,test-ucs=2' -> {'idc1': 1, 'test-ucs': 2}; names are Karmada cluster names."""
-    weights: dict[str, int] = {}
-    for item in _items(text, "weights"):
-        name, sep, value = (part.strip() for part in item.partition("="))
-        if not sep:
-            raise ValueError(f"weight entry {item!r} must look like <cluster>=<weight>")
-        if len(name) > CLUSTER_NAME_MAX or not _DNS1123_LABEL.fullmatch(name):
-            raise ValueError(
-                f"cluster name {name!r} must be a DNS-1123 label of at most {CLUSTER_NAME_MAX} "
-                "characters"
-            )
-        if name in weights:
-            raise ValueError(f"cluster {name!r} is given twice")
-        if not value.isascii() or not value.isdigit() or not 1 <= int(value) <= INT64_MAX:
-            raise ValueError(f"weight of {name!r} must be an integer >= 1, got {value!r}")
-        weights[name] = int(value)
-    return weights
-
-
-def parse_subsets(text: str) -> list[SubsetSpec]:
-    """'subset-a=50%,subset-b' -> subsets; a value is N or N% (0-100); no value = takes the rest."""
-    subsets: list[SubsetSpec] = []
-    seen: set[str] = set()
-    for item in _items(text, "subsets"):
-        name, sep, value = (part.strip() for part in item.partition("="))
-        if len(name) > 63 or not _DNS1123_LABEL.fullmatch(name):
-            raise ValueError(f"subset name {name!r} must be a DNS-1123 label")
-        if name in seen:
-            raise ValueError(f"subset {name!r} is given twice")
-        seen.add(name)
-        if not sep:
-            subsets.append(SubsetSpec(name))
-            continue
-        digits = value.removesuffix("%")
-        if not digits.isascii() or not digits.isdigit() or int(digits) > INT32_MAX:
-            raise ValueError(f"replicas of subset {name!r} must be N or N%, got {value!r}")
-        if value.endswith("%"):
-            if int(digits) > 100:
-                raise ValueError(f"replicas of subset {name!r} must be 0-100%, got {value!r}")
-            subsets.append(SubsetSpec(name, value))
-        else:
-            subsets.append(SubsetSpec(name, int(digits)))
-    return subsets

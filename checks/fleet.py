@@ -1,4 +1,4 @@
-"""Cross-field checks of a parsed fleet: each returns Issues with key paths; all run every time.
+"""Fleet-wide checks: location, names, roles, versions, pools, network, sources.
 
 A check here is something a platform engineer would otherwise learn from a failed `pulumi up`
 ten minutes in (AKS rejects it) or from a cluster that deploys but cannot work as configured.
@@ -7,34 +7,20 @@ ten minutes in (AKS rejects it) or from a cluster that deploys but cannot work a
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
-from builders.capacity import DEFAULT_MAX_PODS, VmShape, is_plausible_size, lookup_vm
+from checks.common import Check, duplicates
 from config.errors import Issue, key_path
-from config.karmada import KARMADA_CHECKS
-from config.kueue import KUEUE_CHECKS
-from config.models import (
-    RESERVED_LABEL_PREFIXES,
-    ClusterConfig,
-    FleetConfig,
-    PoolConfig,
-    version_tuple,
-)
-from config.multikueue import MULTIKUEUE_CHECKS
+from config.models import FleetConfig, PoolConfig, version_tuple
+from config.resolve import custom_shapes
 from constants import MIN_KUBERNETES
-
-Check = Callable[[FleetConfig], Iterator[Issue]]
-
-
-def custom_shapes(fleet: FleetConfig) -> dict[str, VmShape]:
-    return {
-        name: VmShape(s.vcpus, round(s.memory_gib * 1024), s.gpus)
-        for name, s in fleet.vm_sizes.items()
-    }
-
-
-def _duplicates(names: list[str]) -> set[str]:
-    return {n for n, c in Counter(names).items() if c > 1}
+from upstream.aks import (
+    DEFAULT_MAX_PODS,
+    RESERVED_LABEL_PREFIXES,
+    VmShape,
+    is_plausible_size,
+    lookup_vm,
+)
 
 
 def check_location(fleet: FleetConfig) -> Iterator[Issue]:
@@ -85,7 +71,7 @@ def check_roles(fleet: FleetConfig) -> Iterator[Issue]:
 
 
 def check_names(fleet: FleetConfig) -> Iterator[Issue]:
-    for name in _duplicates([c.name for c in fleet.clusters]):
+    for name in duplicates([c.name for c in fleet.clusters]):
         for i, c in enumerate(fleet.clusters):
             if c.name == name:
                 yield Issue(
@@ -100,7 +86,7 @@ def check_names(fleet: FleetConfig) -> Iterator[Issue]:
                 f"cluster name {c.name!r} cannot serve as DNS prefix (1-54 letters, digits and "
                 "'-'); set dnsPrefix",
             )
-    for prefix in _duplicates([p.lower() for p in prefixes]):
+    for prefix in duplicates([p.lower() for p in prefixes]):
         for i, p in enumerate(prefixes):
             if p.lower() == prefix:
                 yield Issue(key_path("clusters", i, "dnsPrefix"), f"DNS prefix {p!r} is not unique")
@@ -188,7 +174,7 @@ def check_pools(fleet: FleetConfig) -> Iterator[Issue]:
         elif sp.min_count is not None or sp.max_count is not None:
             yield Issue(f"{base}.systemPool", "minCount/maxCount need autoscaling: true")
         names = [sp.name, *(p.name for p in c.pools)]
-        for dup in _duplicates(names):
+        for dup in duplicates(names):
             for j, p in enumerate(c.pools):
                 if p.name == dup:
                     yield Issue(
@@ -267,7 +253,7 @@ def check_sources(fleet: FleetConfig) -> Iterator[Issue]:
             )
 
 
-CHECKS: tuple[Check, ...] = (
+FLEET_CHECKS: tuple[Check, ...] = (
     check_sources,
     check_location,
     check_resource_group,
@@ -276,16 +262,4 @@ CHECKS: tuple[Check, ...] = (
     check_versions,
     check_pools,
     check_network,
-    *KARMADA_CHECKS,
-    *KUEUE_CHECKS,
-    *MULTIKUEUE_CHECKS,
 )
-
-
-def validate(fleet: FleetConfig, checks: tuple[Check, ...] = CHECKS) -> list[Issue]:
-    """Run every check; errors and warnings, in config order."""
-    return [issue for check in checks for issue in check(fleet)]
-
-
-def cluster_index(fleet: FleetConfig, cluster: ClusterConfig) -> int:
-    return fleet.clusters.index(cluster)

@@ -1,7 +1,9 @@
-"""Node and pool capacity from AKS's published reservation rules; pure functions.
+"""AKS facts: naming rules, labels and taints AKS sets, VM shapes and node reservations.
+
+Node and pool capacity follow AKS's published reservation rules (pure functions).
 
 Source: AKS "Node resource reservations" (learn.microsoft.com, node-resource-reservations, 2026-06),
-summarised in ../shared/notes/anchors.md Q3:
+as they stood at that date:
 - CPU kube-reserved by core count: 1->60m, 2->100m, 4->140m, 8->180m, 16->260m, 32->420m, 64->740m.
   Between and beyond the published points we use the line through them (+20m a core from 2 to 4,
   +10m a core above 4), which hits every published point exactly.
@@ -17,6 +19,27 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Final
+
+# ------------------------------------------------------------------------------------------------
+# Names AKS and ARM accept (learn.microsoft.com: create-node-pools, AKS resource naming rules).
+CLUSTER_NAME: Final = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?$")
+DNS_PREFIX: Final = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,52}[A-Za-z0-9])?$")
+POOL_NAME: Final = re.compile(r"^[a-z][a-z0-9]{0,11}$")
+LOCATION: Final = re.compile(r"^[a-z][a-z0-9]{1,40}$")
+K8S_VERSION: Final = re.compile(r"^1\.(\d{2})(?:\.(\d{1,3}))?$")
+
+# Labels and taints AKS sets on nodes itself.
+# AKS rejects custom node labels under these prefixes, and sets `agentpool` itself.
+RESERVED_LABEL_PREFIXES: Final = ("kubernetes.azure.com/", "kubernetes.io/", "k8s.io/")
+AGENTPOOL_LABEL: Final = "kubernetes.azure.com/agentpool"
+AGENTPOOL_LABELS: Final = ("agentpool", AGENTPOOL_LABEL)
+CRITICAL_ADDONS_TAINT: Final = "CriticalAddonsOnly=true:NoSchedule"
+SPOT_TAINT: Final = "kubernetes.azure.com/scalesetpriority=spot:NoSchedule"
+SPOT_LABEL: Final = ("kubernetes.azure.com/scalesetpriority", "spot")
+# Virtual nodes (ACI connector): what the virtual-kubelet node carries.
+VIRTUAL_NODE_LABELS: Final = {"type": "virtual-kubelet", "kubernetes.io/role": "agent"}
+VIRTUAL_NODE_TOLERATION: Final = {"key": "virtual-kubelet.io/provider", "operator": "Exists"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,36 +189,6 @@ def pool_capacity(
     vm_size: str, shape: VmShape, max_pods: int, min_nodes: int, max_nodes: int
 ) -> PoolCapacity:
     return PoolCapacity(vm_size, shape, node_allocatable(shape, max_pods), min_nodes, max_nodes)
-
-
-_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([a-zA-Z]*)$")
-_SUFFIX = {
-    "": 1,
-    "k": 1000,
-    "M": 1000**2,
-    "G": 1000**3,
-    "T": 1000**4,
-    "Ki": 1024,
-    "Mi": 1024**2,
-    "Gi": 1024**3,
-    "Ti": 1024**4,
-}
-
-
-def parse_quantity(value: str | int | float, resource: str) -> int:
-    """A Kubernetes quantity in the base unit `max_of` uses: cpu -> millicores, memory -> MiB."""
-    text = str(value)
-    if resource == "cpu" and text.endswith("m"):
-        return int(float(text[:-1]))
-    match = _QUANTITY.match(text)
-    if not match or match.group(2) not in _SUFFIX:
-        raise ValueError(f"{text!r} is not a Kubernetes quantity (e.g. '8', '500m', '64Gi')")
-    amount = float(match.group(1)) * _SUFFIX[match.group(2)]
-    if resource == "cpu":
-        return round(amount * 1000)
-    if resource == "memory":
-        return int(amount // (1024**2))
-    return round(amount)
 
 
 def format_millis(millis: int) -> str:

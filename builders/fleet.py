@@ -1,0 +1,50 @@
+"""The one composition of the fleet: config -> every object and Helm release, per API server.
+
+`Fleet` (the component) and `preflight` both take their objects from here, so what preflight
+renders is what the program registers (tests/test_render_equals_registration.py checks it).
+Values known only at deploy time (tokens, CAs, API servers) are redacted placeholders here; the
+components build the same objects with the real values.
+"""
+
+from __future__ import annotations
+
+from builders import karmada, kueue, multikueue
+from builders.manifest import HelmRelease, Manifest
+from config.models import FleetConfig
+from config.resolve import multikueue_checks, with_mirrored_queues
+
+
+def kueue_objects(fleet: FleetConfig) -> dict[str, list[Manifest]]:
+    """Per cluster, every Kueue queue object as deployed.
+
+    With MultiKueue the manager's LocalQueues are mirrored onto the workers, and the manager's
+    dispatching ClusterQueues carry the MultiKueue AdmissionCheck, which is created with them
+    (before them, deleted after them: Kueue's finalizer holds a check a queue still lists).
+    """
+    added = multikueue_checks(fleet)
+    manager = fleet.manager
+    out: dict[str, list[Manifest]] = {}
+    for cluster in with_mirrored_queues(fleet).clusters:
+        objects: list[Manifest] = []
+        if manager is not None and cluster.name == manager.name and fleet.multi_kueue is not None:
+            objects.append(Manifest(cluster.name, multikueue.admission_check()))
+        objects += kueue.cluster_objects(cluster, added.get(cluster.name))
+        out[cluster.name] = objects
+    return out
+
+
+def helm_releases(fleet: FleetConfig) -> list[HelmRelease]:
+    """Every Helm release: Kueue on each cluster, Kruise on each member, Karmada on its host."""
+    return [
+        *kueue.kueue_releases(fleet),
+        *karmada.kruise_releases(fleet),
+        *karmada.karmada_releases(fleet),
+    ]
+
+
+def render_fleet(fleet: FleetConfig) -> tuple[list[Manifest], list[HelmRelease]]:
+    """Every object (credentials redacted) and Helm release the stack would apply."""
+    manifests = [m for objects in kueue_objects(fleet).values() for m in objects]
+    manifests += multikueue.render_multikueue(fleet)
+    manifests += karmada.render_karmada(fleet)
+    return manifests, helm_releases(fleet)

@@ -1,0 +1,31 @@
+"""Every rule that relates several keys, or judges built objects, capacity and placement.
+
+Each check reads the parsed fleet and yields `Issue`s with key paths; `validate` runs them all,
+so a user sees every problem at once, before any resource is registered. Preflight and the
+program both call it (through `checks.stack`).
+"""
+
+from __future__ import annotations
+
+from checks.capacity import check_capacity, check_manager_quota
+from checks.common import Check
+from checks.fleet import FLEET_CHECKS
+from checks.karmada import KARMADA_CHECKS
+from checks.kueue import KUEUE_CHECKS
+from checks.multikueue import MULTIKUEUE_CHECKS
+from config.errors import Issue
+from config.models import FleetConfig
+
+CHECKS: tuple[Check, ...] = (
+    *FLEET_CHECKS,
+    *KARMADA_CHECKS,
+    *KUEUE_CHECKS,
+    check_capacity,
+    *MULTIKUEUE_CHECKS,
+    check_manager_quota,
+)
+
+
+def validate(fleet: FleetConfig, checks: tuple[Check, ...] = CHECKS) -> list[Issue]:
+    """Run every check; errors and warnings, in config order."""
+    return [issue for check in checks for issue in check(fleet)]

@@ -1,0 +1,82 @@
+"""What the AKS side must provide for provisioning gates to work (warnings, never errors).
+
+Preflight shows these; they are preconditions outside the config, not config mistakes.
+"""
+
+from __future__ import annotations
+
+from config.errors import Issue, key_path
+from config.models import FleetConfig
+from config.resolve import gate_flavors
+from constants import MIN_KUBERNETES_PROVISIONING
+from upstream.kueue import KUEUE_NAMESPACE
+
+
+def provisioning_warnings(fleet: FleetConfig) -> list[Issue]:
+    """What the AKS side must provide for each cluster's provisioning gates to work."""
+    out: list[Issue] = []
+    for i, cluster in enumerate(fleet.clusters):
+        q = cluster.queues
+        gated = [cq for cq in q.cluster_queues if cq.provisioning_gate is not None]
+        if not gated:
+            continue
+        base = key_path("clusters", i)
+        version = fleet.version_of(cluster)
+        major, minor = (int(p) for p in version.split(".")[:2])
+        if (major, minor) < MIN_KUBERNETES_PROVISIONING:
+            lowest = ".".join(map(str, MIN_KUBERNETES_PROVISIONING))
+            out.append(
+                Issue(
+                    f"{base}.kubernetesVersion",
+                    f"provisioning gates need the AKS cluster autoscaler's ProvisioningRequest "
+                    f"support, which ships with Kubernetes {lowest}; on {version} gated workloads "
+                    "stay pending",
+                    "warning",
+                )
+            )
+        out.append(
+            Issue(
+                f"{base}.queues.provisioningGates",
+                f"{cluster.name!r} needs the ProvisioningRequest API from the AKS cluster "
+                "autoscaler (AKS has no setting for it; Azure/AKS#5492): check `kubectl get crd "
+                "provisioningrequests.autoscaling.x-k8s.io`. Kueue sets up its ProvisioningRequest "
+                "controller only if that CRD is served when it starts, and never retries: if it "
+                f"appeared later, `kubectl -n {KUEUE_NAMESPACE} rollout restart "
+                "deploy/kueue-controller-manager`. Until then the gate's AdmissionCheck is not "
+                "Active and `pulumi up` fails waiting for it",
+                "warning",
+            )
+        )
+        for j, cq in enumerate(q.cluster_queues):
+            if cq.provisioning_gate is None:
+                continue
+            gate = q.gate(cq.provisioning_gate.name)
+            flavors = gate_flavors(q, cq) or cq.flavor_names
+            path = f"{base}.queues.clusterQueues[{j}].provisioningGate"
+            for name in flavors:
+                flavor = q.flavor(name)
+                pool = cluster.pool(flavor.pool) if flavor and flavor.pool else None
+                if flavor is not None and pool is None:
+                    out.append(
+                        Issue(
+                            path,
+                            f"gated flavor {name!r} is not bound to an autoscaled pool (`pool`): "
+                            "the autoscaler can only provision nodes for its own pools",
+                            "warning",
+                        )
+                    )
+                elif (
+                    pool is not None
+                    and gate is not None
+                    and gate.provisioning_class_name.startswith("check-capacity")
+                    and pool.min_count == 0
+                ):
+                    out.append(
+                        Issue(
+                            path,
+                            f"check-capacity only books nodes that exist; pool {pool.name!r} "
+                            "scales from 0, so use best-effort-atomic-scale-up to add nodes",
+                            "warning",
+                        )
+                    )
+    return out

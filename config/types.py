@@ -1,0 +1,80 @@
+"""Annotated pydantic types for the config's values, each over one rule of `upstream`.
+
+Every key that takes a Kubernetes name, label, quantity or taint, or an AKS name, uses these, so
+the same value gets the same verdict wherever the config takes it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator
+
+from upstream import aks, k8s
+
+
+def _rule(problem: Callable[[str], str | None]) -> AfterValidator:
+    def check(value: str) -> str:
+        found = problem(value)
+        if found:
+            raise ValueError(found)
+        return value
+
+    return AfterValidator(check)
+
+
+def _pattern(regex: re.Pattern[str], allowed: str) -> AfterValidator:
+    return _rule(lambda v: None if regex.fullmatch(v) else f"{v!r} is not allowed: {allowed}")
+
+
+def _quantity(value: str | int) -> str | int:
+    problem = k8s.quantity_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+def _taint(value: str) -> str:
+    k8s.parse_taint(value)
+    return value
+
+
+# Kubernetes (apimachinery validation).
+DnsLabel = Annotated[str, _rule(k8s.dns_label_problem)]
+DnsSubdomain = Annotated[str, _rule(k8s.dns_subdomain_problem)]
+LabelKey = Annotated[str, _rule(k8s.label_key_problem)]
+LabelValue = Annotated[str, _rule(k8s.label_value_problem)]
+ResourceName = Annotated[str, _rule(lambda v: k8s.qualified_name_problem(v, "resource name"))]
+# Stored as written (Kueue and Kubernetes take `16` and "16" alike); >= 0.
+Quantity = Annotated[str | int, AfterValidator(_quantity)]
+Taint = Annotated[str, AfterValidator(_taint)]
+GoDuration = Annotated[str, _pattern(k8s.GO_DURATION, "a Go duration such as '30s', '1m' or '15m'")]
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+# AKS and ARM.
+ClusterName = Annotated[
+    str,
+    _pattern(
+        aks.CLUSTER_NAME,
+        "1-63 letters, digits, '-' and '_', starting and ending with a letter or digit",
+    ),
+]
+DnsPrefix = Annotated[
+    str,
+    _pattern(
+        aks.DNS_PREFIX, "1-54 letters, digits and '-', starting and ending with a letter or digit"
+    ),
+]
+PoolName = Annotated[
+    str,
+    _pattern(
+        aks.POOL_NAME, "1-12 lowercase letters and digits, starting with a letter (AKS, Linux)"
+    ),
+]
+Location = Annotated[str, _pattern(aks.LOCATION, "an Azure region name such as 'westeurope'")]
+KubernetesVersion = Annotated[
+    str, _pattern(aks.K8S_VERSION, "'1.MINOR' or '1.MINOR.PATCH', e.g. '1.33' or '1.33.2'")
+]
+Zone = Literal["1", "2", "3"]

@@ -1,0 +1,28 @@
+"""Karmada v1.18.2 and OpenKruise v1.9.0 facts the config and builders rely on.
+
+Chart pins: Karmada charts carry a leading "v"; OpenKruise charts do not, and their appVersion (the
+kruise-manager image and the git tag the CRDs come from) is "v" + chart version.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+DEFAULT_KARMADA_CHART_VERSION: Final = "v1.18.2"
+DEFAULT_KRUISE_CHART_VERSION: Final = "1.9.0"
+
+# A Karmada cluster name is a DNS-1123 label of at most 48 characters (the execution namespace
+# karmada-es-<name> must stay a label): pkg/apis/cluster/validation/validation.go.
+CLUSTER_NAME_MAX: Final = 48
+# Namespaces whose objects Karmada never propagates (names.IsReservedNamespace, and the
+# controller-manager default --skipped-propagating-namespaces=kube-.*).
+RESERVED_NAMESPACES: Final = ("karmada-system", "karmada-cluster")
+RESERVED_NAMESPACE_PREFIXES: Final = ("karmada-es-", "kube-")
+# Kubernetes-style feature gate names (k8s.io/component-base/featuregate).
+FEATURE_GATE: Final = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+
+
+def kruise_app_version(chart_version: str) -> str:
+    """The kruise-manager image tag and the git tag of the CRDs for a chart version."""
+    return f"v{chart_version}"

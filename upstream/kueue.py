@@ -1,0 +1,392 @@
+"""Per-version facts of Kueue (sigs.k8s.io/kueue at v0.17.8 and v0.19.2): one module to change.
+
+Adding a Kueue version: its CRDs (scripts/crd-pins.json), and the tables below: the version list,
+feature gates, locked gates, the chart's manager config, and the MultiKueue worker RBAC and
+adapters. Everything that judges or builds Kueue objects reads them from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+# Versions whose CRDs (scripts/crd-pins.json) and tables (below) the project carries.
+KUEUE_VERSIONS = ("0.19.2", "0.17.8")
+DEFAULT_KUEUE_VERSION = "0.19.2"
+KueueVersion = Literal["0.19.2", "0.17.8"]
+
+BEST_EFFORT_ATOMIC = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+CHECK_CAPACITY = "check-capacity.autoscaling.x-k8s.io"
+BATCH_JOB = "batch/job"
+
+# Built-in integrations (`FrameworkName` constants under pkg/controller/jobs at v0.17.8 and v0.19.2:
+# the same 18 names). Unknown names stop Kueue at startup (config validation, NotSupported).
+FRAMEWORKS = (
+    "batch/job",
+    "deployment",
+    "jobset.x-k8s.io/jobset",
+    "kubeflow.org/jaxjob",
+    "kubeflow.org/mpijob",
+    "kubeflow.org/paddlejob",
+    "kubeflow.org/pytorchjob",
+    "kubeflow.org/tfjob",
+    "kubeflow.org/xgboostjob",
+    "leaderworkerset.x-k8s.io/leaderworkerset",
+    "pod",
+    "ray.io/raycluster",
+    "ray.io/rayjob",
+    "ray.io/rayservice",
+    "sparkoperator.k8s.io/sparkapplication",
+    "statefulset",
+    "trainer.kubeflow.org/trainjob",
+    "workload.codeflare.dev/appwrapper",
+)
+# Frameworks that refuse to start unless an alpha gate is on (sparkapplication_controller.go).
+FRAMEWORK_GATES = {"sparkoperator.k8s.io/sparkapplication": "SparkApplicationIntegration"}
+
+# Feature gates per version: pkg/features/kube_features.go at the tag, the spec in force for that
+# minor. Kueue fails at startup on an unknown name ("unrecognized feature gate") and on a locked
+# gate set away from its default.
+_GATES_0_19 = """
+AdmissionFairSharing AdmissionGatedBy AssignQueueLabelsForPods
+CleanupProvisioningRequestsOnEviction ConcurrentAdmission CustomMetricLabels
+DeferRayServiceFinalizationForRedisCleanup DisableWaitForPodsReady ElasticJobsViaWorkloadSlices
+ElasticJobsViaWorkloadSlicesWithTAS FailureRecoveryPolicy FairSharingPreemptWithinNominal
+FairSharingPrioritizeNonBorrowing FastQuotaReleaseInPodIntegration FinishOrphanedWorkloads
+FlavorFungibility FlavorFungibilityPreserveScanProgress HierarchicalCohorts KueueDRAIntegration
+KueueDRAIntegrationConsumableCapacity KueueDRAIntegrationExtendedResource
+KueueDRAIntegrationPartitionableDevices KueueDRARejectWorkloadsWhenDRADisabled
+LWSImmutableGroupSize LocalQueueMetrics ManagedJobsNamespaceSelectorAlwaysRespected
+MetricForWorkloadCreationLatency MetricsForCohorts MultiKueue MultiKueueAdaptersForCustomJobs
+MultiKueueAllowInsecureKubeconfigs MultiKueueClusterProfile
+MultiKueueIncrementalDispatcherConfig MultiKueueIncrementalDispatcherRespectConfigOrder
+MultiKueueKubeConfigPathValidation MultiKueueManagerQuotaAutomation
+MultiKueueOrchestratedPreemption MultiKueueRedoAdmissionOnEvictionInWorker
+MultiKueueRemoteSpecSync MultiKueueWaitForWorkloadAdmitted ObjectRetentionPolicies
+PartialAdmission PodIntegrationValidateGroupOwner PrioritizePreemptorWorkloads PriorityBoost
+PrioritySortingWithinCohort PropagateBatchJobLabelsToWorkload QuotaCheckStrategy ReclaimablePods
+RecomputeAssignmentUponPreemptionTargetsOverlap RejectUpdatesToCQWithInvalidOnFlavors
+RemoveFinalizersWithStrictPatch SchedulerLibraryIntegration SchedulerLongRequeueInterval
+SchedulerTimestampPreemptionBuffer SchedulingEquivalenceHashing ShortWorkloadNames
+SkipAncestorCheckForDeletedWorkloads SkipFinalizersForPodsSuspendedByParent
+SkipReassignmentForPodOwnedWorkloads SparkApplicationIntegration
+TASAssignmentsEncodingByHostnamePrefix TASBalancedPlacement TASCacheNodeMatchResults
+TASCacheTopologyTree TASCachingRemainingResources TASFailedNodeReplacement
+TASFailedNodeReplacementFailFast TASHandleOverlappingFlavors TASMultiLayerTopology
+TASProfileMixed TASRecomputeAssignmentWithinSchedulingCycle
+TASReplaceNodeDueToNotReadyOverFixedTime TASReplaceNodeOnNodeTaints
+TASReplaceNodeOnPodTermination TASRespectNodeAffinityPreferred TASValidateWorkloadSliceSize
+TLSOptions TopologyAwareScheduling UnadmittedWorkloadsExplicitStatus
+UnadmittedWorkloadsObservability ValidateRayAndSparkJobUpdates VectorizedResourceRequests
+VisibilityOnDemand WorkloadIdentifierAnnotations WorkloadPriorityClassDefaulting
+WorkloadRequestUseMergePatch WorkloadValidateResourcesAreNonNegative
+WorkloadValidationForPodSetMetadata
+"""
+_GATES_0_17 = """
+AdmissionFairSharing AdmissionGatedBy AssignQueueLabelsForPods
+CleanupProvisioningRequestsOnEviction CustomMetricLabels DRAExtendedResources
+DeferRayServiceFinalizationForRedisCleanup DynamicResourceAllocation
+ElasticJobsViaWorkloadSlices ElasticJobsViaWorkloadSlicesWithTAS FailureRecoveryPolicy
+FairSharingPreemptWithinNominal FairSharingPrioritizeNonBorrowing
+FastQuotaReleaseInPodIntegration FinishOrphanedWorkloads FlavorFungibility HierarchicalCohorts
+LendingLimit LocalQueueDefaulting LocalQueueMetrics ManagedJobsNamespaceSelectorAlwaysRespected
+MultiKueue MultiKueueAdaptersForCustomJobs MultiKueueAllowInsecureKubeconfigs
+MultiKueueBatchJobWithManagedBy MultiKueueClusterProfile MultiKueueOrchestratedPreemption
+MultiKueueRedoAdmissionOnEvictionInWorker MultiKueueWaitForWorkloadAdmitted
+ObjectRetentionPolicies PartialAdmission PriorityBoost PrioritySortingWithinCohort
+PropagateBatchJobLabelsToWorkload ReclaimablePods RejectUpdatesToCQWithInvalidOnFlavors
+RemoveFinalizersWithStrictPatch SanitizePodSets SchedulerLongRequeueInterval
+SchedulerTimestampPreemptionBuffer SchedulingEquivalenceHashing ShortWorkloadNames
+SkipFinalizersForPodsSuspendedByParent SkipReassignmentForPodOwnedWorkloads
+SparkApplicationIntegration TASBalancedPlacement TASCacheNodeMatchResults
+TASCachingRemainingResources TASFailedNodeReplacement TASFailedNodeReplacementFailFast
+TASHandleOverlappingFlavors TASMultiLayerTopology TASProfileMixed
+TASRecomputeAssignmentWithinSchedulingCycle TASReplaceNodeDueToNotReadyOverFixedTime
+TASReplaceNodeOnNodeTaints TASReplaceNodeOnPodTermination TLSOptions TopologyAwareScheduling
+VectorizedResourceRequests VisibilityOnDemand WorkloadIdentifierAnnotations
+WorkloadRequestUseMergePatch
+"""
+FEATURE_GATES: dict[str, frozenset[str]] = {
+    "0.19.2": frozenset(_GATES_0_19.split()),
+    "0.17.8": frozenset(_GATES_0_17.split()),
+}
+LOCKED_GATES: dict[str, dict[str, bool]] = {
+    "0.19.2": {
+        "HierarchicalCohorts": True,
+        "ManagedJobsNamespaceSelectorAlwaysRespected": True,
+        "MultiKueueAllowInsecureKubeconfigs": False,
+        "MultiKueueRedoAdmissionOnEvictionInWorker": True,
+        "MultiKueueWaitForWorkloadAdmitted": True,
+        "ObjectRetentionPolicies": True,
+        "PropagateBatchJobLabelsToWorkload": True,
+        "SkipFinalizersForPodsSuspendedByParent": True,
+    },
+    "0.17.8": {
+        "HierarchicalCohorts": True,
+        "LendingLimit": True,
+        "LocalQueueDefaulting": True,
+        "MultiKueueBatchJobWithManagedBy": True,
+        "ObjectRetentionPolicies": True,
+        "PropagateBatchJobLabelsToWorkload": True,
+        "SanitizePodSets": True,
+    },
+}
+# Gates users still copy from old guides; the reason is worth more than "unknown".
+REMOVED_GATES = {
+    "ProvisioningACC": "GA in 0.14 and removed in 0.15: the ProvisioningRequest check is always on",
+}
+# Helm values the typed settings own: setting them twice is how Kueue ends up not starting.
+OWNED_VALUES = {
+    "managerConfig": "built from kueue.frameworks / kueue.multiKueue",
+    "controllerManager.featureGates": "use kueue.featureGates",
+    "fullnameOverride": "object names such as kueue-controller-manager derive from the release",
+    "nameOverride": "object names such as kueue-controller-manager derive from the release",
+}
+# Namespaces a team namespace may not be: they exist already (creating them fails) or are Kueue's.
+RESERVED_NAMESPACES: Final = (
+    "default",
+    "kube-system",
+    "kube-public",
+    "kube-node-lease",
+    "kueue-system",
+)
+
+# ------------------------------------------------------------------------------------------------
+# The chart and the API
+
+# The chart: upstream OCI location (promoted images registry.k8s.io/kueue/kueue:v<version>), an
+# explicit release name so every chart-derived name is the documented one
+# (kueue-controller-manager, kueue-webhook-service), and Kueue's default namespace.
+KUEUE_CHART: Final = "oci://registry.k8s.io/kueue/charts/kueue"
+KUEUE_RELEASE: Final = "kueue"
+KUEUE_NAMESPACE: Final = "kueue-system"
+KUEUE_API: Final = "kueue.x-k8s.io/v1beta2"
+KUEUE_GROUP: Final = "kueue.x-k8s.io"
+CONFIG_API: Final = "config.kueue.x-k8s.io/v1beta2"
+PROVISIONING_CONTROLLER: Final = "kueue.x-k8s.io/provisioning-request"
+QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
+# Tolerates the AKS system pool taint (SystemPoolConfig.onlyCriticalAddons), as the AKS example.
+CRITICAL_ADDONS_TOLERATION: Final = {
+    "key": "CriticalAddonsOnly",
+    "operator": "Exists",
+    "effect": "NoSchedule",
+}
+DISPATCHERS: Final = {
+    "AllAtOnce": "kueue.x-k8s.io/multikueue-dispatcher-all-at-once",
+    "Incremental": "kueue.x-k8s.io/multikueue-dispatcher-incremental",
+}
+# The chart's default `controllerManagerConfigYaml` at each tag (charts/kueue/values.yaml), minus
+# `integrations`, which config decides. The value replaces the whole document, so what we do not
+# restate is lost; the two tags differ in concurrency and client QPS.
+_CHART_CONFIG_BASE: Final[dict[str, Any]] = {
+    "health": {"healthProbeBindAddress": ":8081"},
+    "metrics": {"bindAddress": ":8443"},
+    "webhook": {"port": 9443},
+    "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+}
+CHART_MANAGER_CONFIG: Final[dict[str, dict[str, Any]]] = {
+    "0.19.2": {
+        **_CHART_CONFIG_BASE,
+        "controller": {
+            "groupKindConcurrency": {
+                "Job.batch": 5,
+                "Pod": 5,
+                "Workload.kueue.x-k8s.io": 10,
+                "LocalQueue.kueue.x-k8s.io": 5,
+                "ClusterQueue.kueue.x-k8s.io": 5,
+                "ResourceFlavor.kueue.x-k8s.io": 1,
+            }
+        },
+        "clientConnection": {"qps": 300, "burst": 500},
+    },
+    "0.17.8": {
+        **_CHART_CONFIG_BASE,
+        "controller": {
+            "groupKindConcurrency": {
+                "Job.batch": 5,
+                "Pod": 5,
+                "Workload.kueue.x-k8s.io": 5,
+                "LocalQueue.kueue.x-k8s.io": 1,
+                "ClusterQueue.kueue.x-k8s.io": 1,
+                "ResourceFlavor.kueue.x-k8s.io": 1,
+            }
+        },
+        "clientConnection": {"qps": 50, "burst": 100},
+    },
+}
+
+# ------------------------------------------------------------------------------------------------
+# MultiKueue
+
+MULTIKUEUE_CONTROLLER: Final = "kueue.x-k8s.io/multikueue"
+KUBECONFIG_KEY: Final = "kubeconfig"  # Kueue's MultiKueueConfigSecretKey
+# Upstream names (create-multikueue-kubeconfig.sh), so Kueue's docs and the seed's commands apply.
+SERVICE_ACCOUNT: Final = "multikueue-sa"
+CLUSTER_ROLE: Final = "multikueue-sa-role"
+CLUSTER_ROLE_BINDING: Final = "multikueue-sa-crb"
+MAX_WORKERS: Final = 20  # MultiKueueConfig spec.clusters maxItems (since Kueue 0.16)
+# Kueue's reason for a ClusterQueue with both a MultiKueue and a ProvisioningRequest check.
+GATE_REASON: Final = "MultiKueueWithProvisioningRequest"
+
+# Seconds `pulumi up` waits for a MultiKueueCluster to be Active (multiKueue.connectTimeoutSeconds).
+DEFAULT_CONNECT_TIMEOUT: Final = 300
+
+
+# --------------------------------------------------------------------------------------------
+# Worker RBAC: what the manager's Kueue may do on a worker.
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One ClusterRole rule."""
+
+    api_groups: tuple[str, ...]
+    resources: tuple[str, ...]
+    verbs: tuple[str, ...]
+
+    def to_obj(self) -> dict[str, list[str]]:
+        return {
+            "apiGroups": list(self.api_groups),
+            "resources": list(self.resources),
+            "verbs": list(self.verbs),
+        }
+
+
+ALWAYS: Final = ""  # table rows every worker gets, whatever the frameworks
+_MANAGE = ("create", "delete", "get", "list", "watch")
+_GET = ("get",)
+
+
+def _rule(group: str, resource: str, verbs: tuple[str, ...]) -> Rule:
+    return Rule((group,), (resource,), verbs)
+
+
+def _job_rules(framework: str, group: str, resource: str) -> tuple[tuple[str, Rule], ...]:
+    """The script's pair for one job kind: CDGLW on it, get on its status."""
+    return (
+        (framework, _rule(group, resource, _MANAGE)),
+        (framework, _rule(group, f"{resource}/status", _GET)),
+    )
+
+
+# Rows (framework that needs the rule, or ALWAYS; rule), in the script's order. Source: the
+# ClusterRole in site/static/examples/multikueue/create-multikueue-kubeconfig.sh of
+# github.com/kubernetes-sigs/kueue at tag v0.17.8 (818686e0) and v0.19.2 (8eab6877). `pods` and
+# the Kueue rules are not tied to a framework (pods and workloads are always granted).
+# v0.17.8's script grants no update/patch on workloads although v0.17.8's MultiKueue updates
+# remote Workloads (finalizer removal, priority sync: pkg/controller/admissionchecks/multikueue/
+# workload.go); v0.19.2's script added them (#13693). We follow each tag's script as published.
+_V0_17_8: tuple[tuple[str, Rule], ...] = (
+    *_job_rules("batch/job", "batch", "jobs"),
+    (ALWAYS, _rule("", "pods", _MANAGE)),
+    *_job_rules("statefulset", "apps", "statefulsets"),
+    *_job_rules(
+        "leaderworkerset.x-k8s.io/leaderworkerset", "leaderworkerset.x-k8s.io", "leaderworkersets"
+    ),
+    *_job_rules("jobset.x-k8s.io/jobset", "jobset.x-k8s.io", "jobsets"),
+    (ALWAYS, _rule("kueue.x-k8s.io", "workloads", _MANAGE)),
+    (ALWAYS, _rule("kueue.x-k8s.io", "workloads/status", ("get", "patch", "update"))),
+    *_job_rules("kubeflow.org/tfjob", "kubeflow.org", "tfjobs"),
+    *_job_rules("kubeflow.org/paddlejob", "kubeflow.org", "paddlejobs"),
+    *_job_rules("kubeflow.org/pytorchjob", "kubeflow.org", "pytorchjobs"),
+    *_job_rules("kubeflow.org/xgboostjob", "kubeflow.org", "xgboostjobs"),
+    *_job_rules("kubeflow.org/mpijob", "kubeflow.org", "mpijobs"),
+    *_job_rules("ray.io/rayjob", "ray.io", "rayjobs"),
+    *_job_rules("ray.io/raycluster", "ray.io", "rayclusters"),
+    *_job_rules("workload.codeflare.dev/appwrapper", "workload.codeflare.dev", "appwrappers"),
+)
+_V0_19_2: tuple[tuple[str, Rule], ...] = (
+    *_job_rules("batch/job", "batch", "jobs"),
+    (ALWAYS, _rule("", "pods", _MANAGE)),
+    *_job_rules("statefulset", "apps", "statefulsets"),
+    *_job_rules(
+        "leaderworkerset.x-k8s.io/leaderworkerset", "leaderworkerset.x-k8s.io", "leaderworkersets"
+    ),
+    *_job_rules("jobset.x-k8s.io/jobset", "jobset.x-k8s.io", "jobsets"),
+    (ALWAYS, _rule("kueue.x-k8s.io", "workloads", (*_MANAGE, "update", "patch"))),
+    # Read by the remote queue watchers (MultiKueueManagerQuotaAutomation, alpha in 0.18+).
+    (ALWAYS, Rule(("kueue.x-k8s.io",), ("clusterqueues", "localqueues"), ("get", "list", "watch"))),
+    (ALWAYS, _rule("kueue.x-k8s.io", "workloads/status", ("get", "patch", "update"))),
+    *_job_rules("kubeflow.org/tfjob", "kubeflow.org", "tfjobs"),
+    *_job_rules("kubeflow.org/paddlejob", "kubeflow.org", "paddlejobs"),
+    *_job_rules("kubeflow.org/pytorchjob", "kubeflow.org", "pytorchjobs"),
+    *_job_rules("kubeflow.org/xgboostjob", "kubeflow.org", "xgboostjobs"),
+    *_job_rules("kubeflow.org/mpijob", "kubeflow.org", "mpijobs"),
+    *_job_rules("ray.io/rayjob", "ray.io", "rayjobs"),
+    ("ray.io/raycluster", _rule("ray.io", "rayclusters", (*_MANAGE, "update", "patch"))),
+    ("ray.io/raycluster", _rule("ray.io", "rayclusters/status", _GET)),
+    *_job_rules("ray.io/rayservice", "ray.io", "rayservices"),
+    *_job_rules("workload.codeflare.dev/appwrapper", "workload.codeflare.dev", "appwrappers"),
+)
+WORKER_RBAC: Final[dict[str, tuple[tuple[str, Rule], ...]]] = {
+    "v0.17.8": _V0_17_8,
+    "v0.19.2": _V0_19_2,
+}
+
+# Frameworks with a MultiKueue adapter at the tag (pkg/controller/jobs/**/*_multikueue_adapter.go,
+# registered per framework name in jobframework.GetMultiKueueAdapters). The manager opens a watch
+# on each enabled one in every worker and marks the worker connected only when all watches are up
+# (multikueuecluster.go, updateConfigAndRefreshWatchers), so each needs worker RBAC.
+_ADAPTERS_BOTH = frozenset(
+    {
+        "batch/job",
+        "pod",
+        "statefulset",
+        "leaderworkerset.x-k8s.io/leaderworkerset",
+        "jobset.x-k8s.io/jobset",
+        "kubeflow.org/tfjob",
+        "kubeflow.org/paddlejob",
+        "kubeflow.org/pytorchjob",
+        "kubeflow.org/xgboostjob",
+        "kubeflow.org/jaxjob",
+        "kubeflow.org/mpijob",
+        "trainer.kubeflow.org/trainjob",
+        "ray.io/rayjob",
+        "ray.io/raycluster",
+        "ray.io/rayservice",
+        "workload.codeflare.dev/appwrapper",
+    }
+)
+MULTIKUEUE_ADAPTERS: Final[dict[str, frozenset[str]]] = {
+    "v0.17.8": _ADAPTERS_BOTH,
+    "v0.19.2": _ADAPTERS_BOTH,
+}
+
+
+def kueue_tag(version: str) -> str:
+    """'0.19.2' or 'v0.19.2' -> 'v0.19.2' (the key of the tables above)."""
+    return version if version.startswith("v") else f"v{version}"
+
+
+def supported_versions() -> list[str]:
+    return sorted(WORKER_RBAC)
+
+
+def _table(version: str) -> tuple[tuple[str, Rule], ...]:
+    tag = kueue_tag(version)
+    if tag not in WORKER_RBAC:
+        raise ValueError(
+            f"no MultiKueue worker RBAC table for Kueue {tag}; known: "
+            + ", ".join(supported_versions())
+        )
+    return WORKER_RBAC[tag]
+
+
+def worker_rules(version: str, frameworks: Iterable[str]) -> list[Rule]:
+    """The worker ClusterRole rules for a Kueue version and its enabled frameworks."""
+    enabled = set(frameworks)
+    return [rule for fw, rule in _table(version) if fw == ALWAYS or fw in enabled]
+
+
+def frameworks_without_worker_rbac(version: str, frameworks: Iterable[str]) -> list[str]:
+    """Enabled frameworks MultiKueue dispatches but the version's script grants nothing for.
+
+    The manager could not watch them on a worker, so the worker would never become Active.
+    """
+    tag = kueue_tag(version)
+    covered = {fw for fw, _ in _table(tag)}
+    adapters = MULTIKUEUE_ADAPTERS[tag]
+    return sorted(
+        fw for fw in set(frameworks) if fw in adapters and fw not in covered and fw != "pod"
+    )
