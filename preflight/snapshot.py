@@ -42,6 +42,7 @@ def empty(stack: str, *, exists: bool = True) -> Snapshot:
         "rbac": {},
         "bindings": {},
         "exposure": {},
+        "karmada": {"host": None, "members": []},
         "other": {},
     }
 
@@ -82,6 +83,14 @@ def snapshot(stack: str, root: Path | None = None) -> Snapshot:
     out["rbac"] = dict(_rbac(objects))
     out["bindings"] = dict(_bindings(objects))
     out["exposure"] = dict(_exposure(objects, [(r.target, r.release, r.values) for r in releases]))
+    out["karmada"] = {
+        "host": next((r.target for r in releases if "karmada" in r.chart), None),
+        "members": sorted(
+            o["metadata"]["name"]
+            for _t, o in objects
+            if o["kind"] == "Cluster" and o["apiVersion"].startswith("cluster.karmada.io/")
+        ),
+    }
     return out
 
 
