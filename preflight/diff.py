@@ -56,9 +56,12 @@ def stack_at_ref(stack: str, ref: str, root: Path = PROJECT_ROOT) -> Snapshot:
 
 
 def short_ref(ref: str, root: Path = PROJECT_ROOT) -> str:
+    """`main (1a2b3c4)` for a name, `1a2b3c4` for a commit id: what a reader recognises."""
     result = _git(root, "rev-parse", "--short", f"{ref}^{{commit}}")
     sha = result.stdout.strip() if result.returncode == 0 else ""
-    return ref if not sha or ref.startswith(sha) else f"{ref} ({sha})"
+    if not sha or ref == sha:
+        return ref
+    return sha if ref.startswith(sha) else f"{ref} ({sha})"
 
 
 # --- comparison ----------------------------------------------------------------------------------
