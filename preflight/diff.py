@@ -173,18 +173,22 @@ def _num(value: Any) -> float:
 
 
 def _idle(base: dict[str, Any], head: dict[str, Any]) -> list[Change]:
-    def text(i: dict[str, Any]) -> str:
-        paid = ", ".join(i["controlPlanes"]) or "none"
-        return f"{i['nodes']} nodes ({i['vcpus']} vCPU) at zero load; paid control planes: {paid}"
-
-    if base == head:
-        return []
+    """Nodes that stay up at zero load and paid control planes: what the stack costs idle."""
     more = head["vcpus"] > base["vcpus"] or set(head["controlPlanes"]) - set(base["controlPlanes"])
-    return [
-        _change(
-            "changed", "idle", f"{text(base)} -> {text(head)}", "costs more idle" if more else None
-        )
-    ]
+    item = _fields(
+        "idle",
+        [
+            _arrow("nodes", base["nodes"], head["nodes"]),
+            _arrow("vCPU", base["vcpus"], head["vcpus"]),
+            _arrow(
+                "paid control planes",
+                ", ".join(base["controlPlanes"]) or "none",
+                ", ".join(head["controlPlanes"]) or "none",
+            ),
+        ],
+        "costs more idle" if more else None,
+    )
+    return [item] if item else []
 
 
 def _queue_text(key: str, q: dict[str, Any]) -> str:
@@ -410,6 +414,9 @@ def compare(base: Snapshot, head: Snapshot, *, ref: str = "") -> dict[str, Any]:
         notes.append(f"the stack is invalid {side}: only its errors are compared")
     sections = [s for s in sections if s["changes"]]
     changes = [c for s in sections for c in s["changes"]]
+    if not base["exists"]:
+        for c in changes:  # fleet-wide totals too: from nothing, everything is new
+            c["change"] = "added"
     return {
         "stack": head["stack"],
         "against": ref,
