@@ -363,3 +363,65 @@ def test_invalid_now_exits_1_with_errors_in_the_diff(repo: Path) -> None:
     assert "Traceback" not in result.stdout + result.stderr
     assert "new error" in result.stdout
     assert "clusters[1].pools[0].maxCount" in result.stdout
+
+
+# --- the preview workflow's plan-diff job ---------------------------------------------------------
+
+
+def plan_diff_job() -> dict[str, Any]:
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "preview.yml").read_text())
+    assert list(workflow[True]) == ["pull_request"]  # YAML 1.1 reads the key `on` as true
+    return workflow["jobs"]["plan-diff"]
+
+
+def test_plan_diff_job_needs_no_secrets_and_only_comments() -> None:
+    job = plan_diff_job()
+    assert job["permissions"] == {"contents": "read", "pull-requests": "write"}
+    assert "needs" not in job  # runs even when the Pulumi preview cannot (forks: no secrets)
+    text = yaml.safe_dump(job)
+    assert "secrets." not in text
+    assert "ARM_" not in text
+    assert "PULUMI_" not in text
+    post = job["steps"][-1]
+    assert post["env"]["GH_TOKEN"] == "${{ github.token }}"
+    assert "head.repo.full_name == github.repository" in post["if"]
+
+
+def test_plan_diff_job_script_runs_on_a_merge_commit(repo: Path, tmp_path: Path) -> None:
+    """The job's own script, in a repository shaped like GitHub's pull-request checkout."""
+    stack = repo / "Pulumi.dev.yaml"
+    stack.write_text(stack.read_text().replace("worker-1: 1", "worker-1: 2"))
+    git(repo, "commit", "-qam", "more replicas on worker-1")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "--no-ff", "-m", "merge the pull request", "change")
+    # Stand-ins for the runner's tools: bootstrap is done, `uv run --frozen python` is python.
+    (repo / "scripts").mkdir()
+    (repo / "scripts" / "bootstrap").write_text("#!/bin/sh\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "uv").write_text(f'#!/bin/sh\nshift 3\nexec "{sys.executable}" "$@"\n')
+    for tool in (repo / "scripts" / "bootstrap", bin_dir / "uv"):
+        tool.chmod(0o755)
+    script = next(s["run"] for s in plan_diff_job()["steps"] if "preflight" in s.get("run", ""))
+    summary = tmp_path / "summary.md"
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "HEAD_SHA": "0123456789abcdef",
+    }
+    result = subprocess.run(  # GitHub's `shell: bash`: bash --noprofile --norc -eo pipefail
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    comment = (repo / "plan-diff.md").read_text()
+    assert comment.startswith("<!-- preflight-plan-diff -->\n")
+    assert "! sample/sample-ud: worker-1 2 -> 3, worker-2 4 -> 3" in comment
+    assert "```mermaid\nflowchart LR\n" in comment
+    assert "at 0123456." in comment
+    assert summary.read_text() == comment
