@@ -291,23 +291,30 @@ def _placement_changed(app: str, old: dict[str, Any], new: dict[str, Any]) -> Ch
     return _change("changed", app, line + (f" ({'; '.join(details)})" if details else ""))
 
 
+def _grouped(atoms: list[str], limit: int | None = None) -> str:
+    """`group/resource: verb, verb; ...`: permissions as people read a Role."""
+    verbs: dict[str, list[str]] = {}
+    for atom in sorted(atoms):
+        where, verb = atom.rsplit(":", 1)
+        verbs.setdefault(where, []).append(verb)
+    parts = [f"{where}: {', '.join(v)}" for where, v in verbs.items()]
+    if limit is not None and len(parts) > limit:
+        parts = [*parts[:limit], f"... {len(parts) - limit} more"]
+    return "; ".join(parts)
+
+
 def _rbac(base: dict[str, list[str]], head: dict[str, list[str]]) -> list[Change]:
     def describe(key: str, atoms: list[str]) -> str:
-        return f"{key}: {len(atoms)} permissions ({_short(atoms)})"
+        return f"{key}: {_grouped(atoms, limit=3)}"
 
     def changed(key: str, old: list[str], new: list[str]) -> Change | None:
         gained = sorted(set(new) - set(old))
         lost = sorted(set(old) - set(new))
-        parts = [f"+ {', '.join(gained)}" if gained else "", f"- {', '.join(lost)}" if lost else ""]
-        text = f"{key}: {'; '.join(p for p in parts if p)}"
+        parts = [f"+ {_grouped(gained)}" if gained else "", f"- {_grouped(lost)}" if lost else ""]
+        text = f"{key}: {' '.join(p for p in parts if p)}"
         return _change("changed", key, text, "widens access" if gained else None)
 
     return _keyed(base, head, describe, changed, flag_added=lambda _k, _v: "widens access")
-
-
-def _short(atoms: list[str], limit: int = 6) -> str:
-    more = f", ... {len(atoms) - limit} more" if len(atoms) > limit else ""
-    return ", ".join(atoms[:limit]) + more
 
 
 def _bindings(base: dict[str, Any], head: dict[str, Any]) -> list[Change]:
@@ -464,7 +471,8 @@ def render_markdown(diff: dict[str, Any], *, heading: str = "###") -> str:
     flagged = [c for c in changes if c["flag"]]
     if flagged:
         lines += ["", "**Needs a second look:**", ""]
-        lines += [f"- :warning: **{c['flag']}**: {c['text']}" for c in flagged]
+        # The key only: the whole line follows in its section.
+        lines += [f"- :warning: **{c['flag']}**: `{c['key']}`" for c in flagged]
     for section in diff["sections"]:
         lines += ["", f"**{section['title']}**", "", "```diff"]
         # `diff` colours "+" green and "-" red; "!" marks a change in place.

@@ -161,15 +161,19 @@ def test_new_framework_widens_worker_rbac_and_is_flagged(dev: Snapshot, tmp_path
     diff = compare(dev, head)
     rbac = section(diff, "Access (RBAC rules)")
     assert len(rbac) == 2
-    assert rbac[0].startswith("worker-1: ClusterRole multikueue-sa-role: + ")
-    assert "jobset.x-k8s.io/jobsets:create" in rbac[0]
+    # Exactly what the worker RBAC adds for the JobSet framework, nothing else.
+    assert rbac[0] == (
+        "worker-1: ClusterRole multikueue-sa-role: + jobset.x-k8s.io/jobsets/status: get; "
+        "jobset.x-k8s.io/jobsets: create, delete, get, list, watch"
+    )
     assert flags(diff) == [
         ("worker-1: ClusterRole multikueue-sa-role", "widens access"),
         ("worker-2: ClusterRole multikueue-sa-role", "widens access"),
     ]
     markdown = render_markdown(diff)
     assert "**Needs a second look:**" in markdown
-    assert ":warning: **widens access**: worker-1: ClusterRole multikueue-sa-role" in markdown
+    assert "- :warning: **widens access**: `worker-1: ClusterRole multikueue-sa-role`" in markdown
+    assert f"! {rbac[0]}   <- widens access" in markdown.split("**Access (RBAC rules)**")[1]
     # Taking the framework away again narrows access: shown, not flagged.
     assert flags(compare(head, dev)) == []
     assert section(compare(head, dev), "Access (RBAC rules)")[0].startswith(
