@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from preflight import diagram
 from preflight.diff import compare, render_markdown, render_text
 from preflight.snapshot import Snapshot, empty, snapshot
 from tests.conftest import ROOT
@@ -429,3 +430,49 @@ def test_plan_diff_job_script_runs_on_a_merge_commit(repo: Path, tmp_path: Path)
     assert "```mermaid\nflowchart LR\n" in comment
     assert "at 0123456." in comment
     assert summary.read_text() == comment
+
+
+def test_readme_example_is_what_the_command_prints(dev: Snapshot, tmp_path: Path) -> None:
+    """The README's example diff and picture stay the real output for its dev-stack change."""
+
+    def change(fleet: Fleet) -> None:
+        fleet["kueue"]["frameworks"].append("jobset.x-k8s.io/jobset")
+        cluster(fleet, "worker-1")["pools"][0]["maxCount"] = 8
+        fleet["karmada"]["applications"][0]["propagation"]["weights"]["worker-1"] = 2
+
+    head = edited(tmp_path, change)
+    readme = (ROOT / "README.md").read_text()
+    body = render_markdown(compare(dev, head)).split("\n", 1)[1]  # all but the ref heading
+    assert body.strip() in readme
+    assert diagram.render_markdown(head) in readme
+
+
+def test_smaller_pool_with_smaller_quota_flags_the_shrink(dev: Snapshot, tmp_path: Path) -> None:
+    def smaller(fleet: Fleet) -> None:
+        cluster(fleet, "worker-1")["pools"][0]["maxCount"] = 4
+        worker_quota(fleet, "worker-1", "cpu")["nominalQuota"] = "12"
+
+    diff = compare(dev, edited(tmp_path, smaller))
+    assert section(diff, "Node pools") == [
+        "worker-1/batch: nodes 0..5 -> 0..4; max allocatable 19.3 CPU, 76.3Gi -> 15.44 CPU, 61.1Gi"
+    ]
+    assert ("worker-1/batch", "capacity shrinks") in flags(diff)
+    assert section(diff, "Quota vs pool capacity")[0] == (
+        "worker-1/team-a/batch/cpu: nominal 16 -> 12; with borrowing 16 -> 12; "
+        "capacity 19.3 -> 15.44"
+    )
+
+
+def test_subject_gaining_a_binding_and_unknown_plan_tables(dev: Snapshot) -> None:
+    """Shapes no committed stack produces yet: a second subject, a plan table added later."""
+    head = copy.deepcopy(dev)
+    key = "worker-1: ClusterRoleBinding multikueue-sa-crb"
+    head["bindings"][key]["subjects"].append("Group system:authenticated")
+    head["other"]["Future table"] = ["cluster=worker-1, thing=1"]
+    diff = compare(dev, head)
+    assert section(diff, "Access (bindings)") == [
+        f"{key}: subjects ServiceAccount kueue-system/multikueue-sa -> "
+        "ServiceAccount kueue-system/multikueue-sa, Group system:authenticated"
+    ]
+    assert flags(diff) == [(key, "widens access")]
+    assert section(diff, "Other plan tables") == ["Future table: cluster=worker-1, thing=1"]
