@@ -1,4 +1,5 @@
-"""`python -m preflight <stack> [--json] [--render DIR]` and `python -m preflight placement ...`.
+"""`python -m preflight <stack> [--json] [--render DIR] [--against [REF]] [--markdown]
+[--diagram]` and `python -m preflight placement ...`.
 
 Exit status: 0 valid, 1 invalid config (every error printed with its key path), 2 bad usage.
 """
@@ -30,6 +31,17 @@ def _stack_parser() -> argparse.ArgumentParser:
     parser.add_argument("stack", help="stack name: reads Pulumi.<stack>.yaml")
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
     parser.add_argument("--render", type=Path, metavar="DIR", help="write manifests to DIR")
+    parser.add_argument(
+        "--against",
+        nargs="?",
+        const="",
+        metavar="REF",
+        help="diff the plan against the stack at git REF (default: merge base with main)",
+    )
+    parser.add_argument(
+        "--markdown", action="store_true", help="with --against/--diagram: GitHub Markdown"
+    )
+    parser.add_argument("--diagram", action="store_true", help="a Mermaid picture of the stack")
     return parser
 
 
@@ -86,7 +98,16 @@ def _print_tables(plan: dict[str, Any], console: Console) -> None:
 
 
 def run_stack(argv: list[str], console: Console) -> int:
-    args = _stack_parser().parse_args(argv)
+    parser = _stack_parser()
+    args = parser.parse_args(argv)
+    if args.against is not None or args.diagram:
+        if args.render:
+            parser.error("--render does not combine with --against/--diagram")
+        from preflight.review import run_review  # noqa: PLC0415 - only these flags
+
+        return run_review(args)
+    if args.markdown:
+        parser.error("--markdown needs --against or --diagram")
     try:
         fleet, warnings = load_from_file(args.stack)
     except ConfigError as err:
