@@ -10,7 +10,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from config import ConfigError, load_from_file
+from checks.stack import load_from_file
+from config.errors import ConfigError
 from preflight.plan import build_plan
 from preflight.sources import collect, extra_sections
 

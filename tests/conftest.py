@@ -12,6 +12,7 @@ import base64
 import gc
 import json
 import os
+import shutil
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -337,3 +338,17 @@ def render_kueue(
     """Every cluster's queue objects, as config states them (no MultiKueue mirroring)."""
     added = added_checks or {}
     return [m for c in fleet.clusters for m in cluster_objects(c, added.get(c.name))]
+
+
+# What `python -m preflight` needs, copied into a throw-away project by tests that edit stacks.
+PREFLIGHT_SOURCES = ("upstream", "config", "builders", "checks", "preflight", "constants.py")
+
+
+def copy_preflight_sources(target: Path, *extra: str) -> None:
+    """The preflight command's code (and `extra` files of the project) into `target`."""
+    for name in (*PREFLIGHT_SOURCES, *extra):
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, target / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(source, target / name)

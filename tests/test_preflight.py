@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, copy_preflight_sources
 
 
 def preflight(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
@@ -50,12 +49,7 @@ def test_human_output_has_tables() -> None:
 
 
 def test_broken_config_lists_every_error_without_traceback(tmp_path: Path) -> None:
-    for name in ("preflight", "upstream", "config", "builders", "checks", "constants.py"):
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, tmp_path / name)
-        else:
-            shutil.copy(source, tmp_path / name)
+    copy_preflight_sources(tmp_path)
     text = (ROOT / "Pulumi.dev.yaml").read_text()
     text = text.replace("maxCount: 5", "maxCount: 0").replace("role: worker", "role: wrker", 1)
     (tmp_path / "Pulumi.dev.yaml").write_text(text)

@@ -17,7 +17,7 @@ import yaml
 from preflight import diagram
 from preflight.diff import compare, render_markdown, render_text
 from preflight.snapshot import Snapshot, empty, snapshot
-from tests.conftest import ROOT
+from tests.conftest import ROOT, copy_preflight_sources
 
 Fleet = dict[str, Any]
 
@@ -304,12 +304,7 @@ def preflight(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """The project's code and dev stack committed on `main`, then a branch `change`."""
-    for name in ("preflight", "config", "builders", "constants.py", "Pulumi.dev.yaml"):
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy(source, tmp_path / name)
+    copy_preflight_sources(tmp_path, "Pulumi.dev.yaml")
     git(tmp_path, "init", "-q", "-b", "main")
     git(tmp_path, "add", ".")
     git(tmp_path, "commit", "-qm", "base")
