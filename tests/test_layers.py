@@ -1,0 +1,79 @@
+"""The layering is enforced: `lint-imports` (import-linter, in scripts/check) keeps it, and breaks on a
+wrong-way import. Proven on a throw-away copy of the project with one bad import added."""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+PACKAGES = ("upstream", "config", "builders", "checks", "components", "preflight")
+
+
+def lint_imports(project: Path) -> subprocess.CompletedProcess[str]:
+    lint = Path(sys.executable).with_name("lint-imports")
+    return subprocess.run(
+        [str(lint), "--config", str(project / "pyproject.toml"), "--no-cache"],
+        cwd=project,
+        env={**os.environ, "PYTHONPATH": str(project)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    for name in PACKAGES:
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "constants.py"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    return tmp_path
+
+
+def test_the_project_keeps_its_contracts(project: Path) -> None:
+    result = lint_imports(project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 kept, 0 broken" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "bad_import", "contract"),
+    [
+        ("config/models.py", "import builders.kueue", "layers point down"),
+        ("upstream/k8s.py", "import config.models", "layers point down"),
+        ("builders/kueue.py", "import checks.capacity", "layers point down"),
+        ("components/kueue.py", "import checks", "layers point down"),
+        ("builders/aks.py", "import pulumi", "Pulumi only in components"),
+        ("config/loader.py", "import pulumi_kubernetes", "Pulumi only in components"),
+    ],
+)
+def test_a_wrong_way_import_breaks_the_check(
+    project: Path, module: str, bad_import: str, contract: str
+) -> None:
+    path = project / module
+    path.write_text(path.read_text() + f"\n{bad_import}  # noqa\n")
+    result = lint_imports(project)
+    assert result.returncode != 0
+    assert "1 broken" in result.stdout
+    broken = result.stdout.split("Broken contracts", 1)[-1]
+    assert contract in broken, result.stdout
+
+
+def test_constants_import_nothing_of_the_project() -> None:
+    """constants.py is a module, so import-linter cannot hold it; this test does."""
+    tree = ast.parse((ROOT / "constants.py").read_text())
+    imported = {
+        (node.module or "").split(".")[0] if isinstance(node, ast.ImportFrom) else alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    }
+    assert imported <= {"typing", "__future__"}, imported
