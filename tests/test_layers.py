@@ -1,5 +1,5 @@
-"""The layering is enforced: `lint-imports` (import-linter, in scripts/check) keeps it, and breaks on a
-wrong-way import. Proven on a throw-away copy of the project with one bad import added."""
+"""The layers are enforced: `lint-imports` (import-linter, in scripts/check) keeps them and breaks
+on a wrong-way import, shown on a throw-away copy of the project with one bad import added."""
 
 from __future__ import annotations
 
