@@ -140,7 +140,8 @@ def quantity_value(value: str | int) -> Decimal:
     rest = text[number.end() :]
     try:
         base = Decimal(number.group(0))
-        if rest[:1] in ("e", "E"):
+        # "E" and "Ei" are suffixes (exa, exbi); "e3", "E-3", "E+6" are exponents.
+        if rest[:1] in ("e", "E") and rest not in _SUFFIX:
             exponent = Decimal(rest[1:])
             if abs(exponent) > _MAX_EXPONENT:
                 raise ValueError(f"{text!r}: exponent out of range (|e| <= {_MAX_EXPONENT})")
