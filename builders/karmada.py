@@ -16,18 +16,17 @@ that taint, and a manager may have no other pool to run the control plane on.
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable
 from typing import Any, Final, cast
 
 import yaml
 
+from builders.applications import application_namespaces, propagation_policy, united_deployment
 from builders.interpreter import united_deployment_interpreter
 from builders.kruise import critical_addons_toleration, kruise_release
 from builders.manifest import KARMADA_TARGET, HelmRelease, Manifest
-from config.karmada import ApplicationConfig, KarmadaSettings, SubsetConfig
+from config.karmada import KarmadaSettings
 from config.models import ClusterConfig, FleetConfig
 from config.resolve import host_name, member_names
-from upstream.aks import VIRTUAL_NODE_LABELS, VIRTUAL_NODE_TOLERATION
 
 CHART: Final = "oci://docker.io/karmada/karmada"  # `make push-chart` at each release tag
 RELEASE: Final = "karmada"
@@ -37,8 +36,6 @@ KUBECONFIG_SECRET: Final = f"{RELEASE}-kubeconfig"
 KUBECONFIG_KEY: Final = "kubeconfig"
 
 CLUSTER_API: Final = "cluster.karmada.io/v1alpha1"
-POLICY_API: Final = "policy.karmada.io/v1alpha1"
-KRUISE_API: Final = "apps.kruise.io/v1alpha1"
 CLUSTER_NAMESPACE: Final = "karmada-cluster"  # karmadactl join --cluster-namespace default
 SYSTEM_LABELS: Final = {"karmada.io/system": "true"}
 IMPERSONATOR: Final = "karmada-impersonator"  # names.GenerateServiceAccountName("impersonator")
@@ -83,14 +80,6 @@ COMPONENTS: Final = (
 ADDRESS_PLACEHOLDER: Final = "<karmada-api-address>"
 NODE_GROUP_PLACEHOLDER: Final = "<aks-node-resource-group>"
 REDACTED: Final = base64.b64encode(b"<redacted>").decode()
-
-TEMPLATE_KEYS: Final = {
-    "deployment": "deploymentTemplate",
-    "cloneSet": "cloneSetTemplate",
-    "statefulSet": "statefulSetTemplate",
-    "advancedStatefulSet": "advancedStatefulSetTemplate",
-}
-APP_LABEL: Final = "app.kubernetes.io/name"
 
 
 # --- host, address, chart -------------------------------------------------------------------
@@ -378,127 +367,6 @@ def member_api_endpoint(fqdn: str) -> str:
 def placeholder_endpoint(cluster: ClusterConfig) -> str:
     # `.invalid` (RFC 2606): obviously not an address, yet a URL with a host, as Karmada requires.
     return member_api_endpoint(f"{cluster.dns_prefix or cluster.name}.aks-fqdn.invalid".lower())
-
-
-# --- applications ---------------------------------------------------------------------------
-
-
-def _subset(subset: SubsetConfig) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": subset.name}
-    expressions: list[dict[str, Any]] = []
-    if subset.node_selector_term is not None:
-        expressions += [
-            {
-                "key": r.key,
-                "operator": r.operator,
-                **({"values": list(r.values)} if r.values else {}),
-            }
-            for r in subset.node_selector_term.match_expressions
-        ]
-    tolerations = [t.model_dump(by_alias=True, exclude_none=True) for t in subset.tolerations]
-    if subset.virtual_nodes:
-        expressions += [
-            {"key": key, "operator": "In", "values": [value]}
-            for key, value in VIRTUAL_NODE_LABELS.items()
-        ]
-        tolerations.append(dict(VIRTUAL_NODE_TOLERATION))
-    elif subset.virtual_nodes is False:
-        expressions.append(
-            {"key": "type", "operator": "NotIn", "values": [VIRTUAL_NODE_LABELS["type"]]}
-        )
-    if expressions:
-        out["nodeSelectorTerm"] = {"matchExpressions": expressions}
-    if tolerations:
-        out["tolerations"] = tolerations
-    if subset.replicas is not None:
-        out["replicas"] = subset.replicas
-    return out
-
-
-def _container(app: ApplicationConfig) -> dict[str, Any]:
-    template = app.template
-    container: dict[str, Any] = {
-        "name": template.container_name or app.name,
-        "image": template.image,
-    }
-    if template.ports:
-        container["ports"] = [{"containerPort": port} for port in template.ports]
-    resources = {
-        key: dict(value)
-        for key, value in (
-            ("requests", template.resources.requests),
-            ("limits", template.resources.limits),
-        )
-        if value
-    }
-    if resources:
-        container["resources"] = resources
-    return container
-
-
-def united_deployment(app: ApplicationConfig) -> dict[str, Any]:
-    """The UnitedDeployment on the Karmada API server; Karmada revises spec.replicas per member."""
-    selector = {"matchLabels": {APP_LABEL: app.name}}
-    labels = {**app.template.labels, APP_LABEL: app.name}
-    workload: dict[str, Any] = {
-        "selector": selector,
-        "template": {"metadata": {"labels": labels}, "spec": {"containers": [_container(app)]}},
-    }
-    if app.template.kind in ("statefulSet", "advancedStatefulSet"):
-        workload["serviceName"] = app.name
-    return {
-        "apiVersion": KRUISE_API,
-        "kind": "UnitedDeployment",
-        "metadata": {"name": app.name, "namespace": app.namespace, "labels": {APP_LABEL: app.name}},
-        "spec": {
-            "replicas": app.replicas,
-            "selector": selector,
-            "template": {
-                TEMPLATE_KEYS[app.template.kind]: {"metadata": {"labels": labels}, "spec": workload}
-            },
-            "topology": {"subsets": [_subset(s) for s in app.subsets]},
-        },
-    }
-
-
-def propagation_policy(app: ApplicationConfig) -> dict[str, Any]:
-    """Divided + Weighted with static weights; selector in the policy's own namespace."""
-    weights = app.propagation.weights
-    return {
-        "apiVersion": POLICY_API,
-        "kind": "PropagationPolicy",
-        "metadata": {"name": app.name, "namespace": app.namespace},
-        "spec": {
-            "resourceSelectors": [
-                {
-                    "apiVersion": KRUISE_API,
-                    "kind": "UnitedDeployment",
-                    "namespace": app.namespace,
-                    "name": app.name,
-                }
-            ],
-            "placement": {
-                # Only weighted members are candidates: nothing lands on an unweighted member.
-                "clusterAffinity": {"clusterNames": sorted(weights)},
-                "replicaScheduling": {
-                    "replicaSchedulingType": "Divided",
-                    "replicaDivisionPreference": "Weighted",
-                    "weightPreference": {
-                        "staticWeightList": [
-                            {"targetCluster": {"clusterNames": [member]}, "weight": weight}
-                            for member, weight in weights.items()
-                        ]
-                    },
-                },
-            },
-        },
-    }
-
-
-def application_namespaces(apps: Iterable[ApplicationConfig]) -> list[dict[str, Any]]:
-    """Namespaces to create on the Karmada API server; Karmada syncs them to every member."""
-    names = sorted({a.namespace for a in apps} - {"default"})
-    return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in names]
 
 
 # --- offline rendering ------------------------------------------------------------------------

@@ -21,6 +21,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_azure_native import network
 
+from builders import applications as apps
 from builders import karmada as kb
 from builders.interpreter import united_deployment_interpreter
 from builders.kruise import karmada_crd_urls, kruise_release
@@ -179,7 +180,7 @@ class Karmada(pulumi.ComponentResource):
             ns["metadata"]["name"]: kube_object(
                 f"{name}-ns-{ns['metadata']['name']}", ns, on_karmada
             )
-            for ns in kb.application_namespaces(settings.applications)
+            for ns in apps.application_namespaces(settings.applications)
         }
         self.applications = {}
         for app in settings.applications:
@@ -187,7 +188,7 @@ class Karmada(pulumi.ComponentResource):
             in_namespace = [namespaces[app.namespace]] if app.namespace in namespaces else []
             policy = kube_object(
                 f"{name}-{key}-pp",
-                kb.propagation_policy(app),
+                apps.propagation_policy(app),
                 pulumi.ResourceOptions.merge(
                     on_karmada, pulumi.ResourceOptions(depends_on=in_namespace)
                 ),
@@ -204,7 +205,7 @@ class Karmada(pulumi.ComponentResource):
             ]
             self.applications[key] = kube_object(
                 f"{name}-{key}-ud",
-                kb.united_deployment(app),
+                apps.united_deployment(app),
                 pulumi.ResourceOptions.merge(on_karmada, pulumi.ResourceOptions(depends_on=after)),
             )
 

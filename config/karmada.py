@@ -101,7 +101,7 @@ class ApplicationConfig(Model):
 
     name: DnsLabel
     namespace: DnsLabel = "default"
-    # Always set: Karmada's GetReplicas fails on a nil spec.replicas (notes 5.6 item 3).
+    # Always set: Karmada's GetReplicas fails on a nil spec.replicas (its interpreter reads it).
     replicas: StrictInt = Field(ge=0, le=2**31 - 1)
     template: WorkloadTemplate
     subsets: list[SubsetConfig] = Field(min_length=1)

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from builders import applications as apps
 from builders import karmada as kb
 from builders import kruise as kr
 from builders.manifest import KARMADA_TARGET, Manifest
@@ -125,7 +126,7 @@ def test_every_custom_resource_validates_against_the_pinned_schemas() -> None:
 
 def test_schema_check_catches_a_misspelt_enum() -> None:
     """The seed's comment says `Duplicate`; the CRD enum is `Duplicated` (notes 8.1)."""
-    policy = kb.propagation_policy(kb.settings_of(dev()).applications[0])
+    policy = apps.propagation_policy(kb.settings_of(dev()).applications[0])
     policy["spec"]["placement"]["replicaScheduling"]["replicaSchedulingType"] = "Duplicate"
     errors = crdschema.validate(policy, *KARMADA).errors
     assert any("replicaSchedulingType" in e for e in errors), errors
@@ -208,13 +209,13 @@ def test_united_deployment_is_the_seed_application() -> None:
 
 def test_subset_without_virtual_nodes_setting_adds_nothing() -> None:
     fleet = with_app(subsets=[{"name": "a", "replicas": 2}, {"name": "b"}])
-    ud = kb.united_deployment(kb.settings_of(fleet).applications[0])
+    ud = apps.united_deployment(kb.settings_of(fleet).applications[0])
     assert ud["spec"]["topology"]["subsets"] == [{"name": "a", "replicas": 2}, {"name": "b"}]
 
 
 def test_deployment_template_has_no_service_name() -> None:
     fleet = with_app(template={"image": "nginx:1.27"})
-    ud = kb.united_deployment(kb.settings_of(fleet).applications[0])
+    ud = apps.united_deployment(kb.settings_of(fleet).applications[0])
     assert list(ud["spec"]["template"]) == ["deploymentTemplate"]
     assert "serviceName" not in ud["spec"]["template"]["deploymentTemplate"]["spec"]
 

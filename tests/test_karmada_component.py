@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from builders import applications as apps
 from builders import karmada as kb
 from checks.stack import parse_fleet
 from tests.conftest import Graph, Registered, built_stack, is_secret, mocked_engine, resolve
@@ -247,7 +248,7 @@ def test_united_deployment_after_crds_members_interpreter_and_policy(public: Bui
     assert namespace.urn in policy.dependencies
     # What is applied is what the builders render (and the schema tests validate).
     (app,) = kb.settings_of(parse_fleet(BASE)[0]).applications
-    assert policy.inputs["spec"] == kb.propagation_policy(app)["spec"]
+    assert policy.inputs["spec"] == apps.propagation_policy(app)["spec"]
 
 
 def test_interpreter_is_the_lua_customization(public: Built) -> None:

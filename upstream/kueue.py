@@ -221,7 +221,7 @@ CHART_MANAGER_CONFIG: Final[dict[str, dict[str, Any]]] = {
 
 MULTIKUEUE_CONTROLLER: Final = "kueue.x-k8s.io/multikueue"
 KUBECONFIG_KEY: Final = "kubeconfig"  # Kueue's MultiKueueConfigSecretKey
-# Upstream names (create-multikueue-kubeconfig.sh), so Kueue's docs and the seed's commands apply.
+# Upstream names (create-multikueue-kubeconfig.sh), so Kueue's docs and commands apply as written.
 SERVICE_ACCOUNT: Final = "multikueue-sa"
 CLUSTER_ROLE: Final = "multikueue-sa-role"
 CLUSTER_ROLE_BINDING: Final = "multikueue-sa-crb"

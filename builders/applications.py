@@ -1,0 +1,143 @@
+"""Applications on Karmada: a UnitedDeployment each and the PropagationPolicy that spreads it. Pure.
+
+OpenKruise v1.9.0 UnitedDeployment (apps.kruise.io/v1alpha1): one workload template (Deployment,
+CloneSet, StatefulSet or Advanced StatefulSet) split over subsets by Kruise inside each member;
+Karmada v1.18.2 PropagationPolicy with `Divided` replicas and static weights per member. Virtual
+node subsets select AKS virtual nodes by their label and tolerate their taint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Final
+
+from config.karmada import ApplicationConfig, SubsetConfig
+from upstream.aks import VIRTUAL_NODE_LABELS, VIRTUAL_NODE_TOLERATION
+
+POLICY_API: Final = "policy.karmada.io/v1alpha1"
+KRUISE_API: Final = "apps.kruise.io/v1alpha1"
+TEMPLATE_KEYS: Final = {
+    "deployment": "deploymentTemplate",
+    "cloneSet": "cloneSetTemplate",
+    "statefulSet": "statefulSetTemplate",
+    "advancedStatefulSet": "advancedStatefulSetTemplate",
+}
+APP_LABEL: Final = "app.kubernetes.io/name"
+
+
+def _subset(subset: SubsetConfig) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": subset.name}
+    expressions: list[dict[str, Any]] = []
+    if subset.node_selector_term is not None:
+        expressions += [
+            {
+                "key": r.key,
+                "operator": r.operator,
+                **({"values": list(r.values)} if r.values else {}),
+            }
+            for r in subset.node_selector_term.match_expressions
+        ]
+    tolerations = [t.model_dump(by_alias=True, exclude_none=True) for t in subset.tolerations]
+    if subset.virtual_nodes:
+        expressions += [
+            {"key": key, "operator": "In", "values": [value]}
+            for key, value in VIRTUAL_NODE_LABELS.items()
+        ]
+        tolerations.append(dict(VIRTUAL_NODE_TOLERATION))
+    elif subset.virtual_nodes is False:
+        expressions.append(
+            {"key": "type", "operator": "NotIn", "values": [VIRTUAL_NODE_LABELS["type"]]}
+        )
+    if expressions:
+        out["nodeSelectorTerm"] = {"matchExpressions": expressions}
+    if tolerations:
+        out["tolerations"] = tolerations
+    if subset.replicas is not None:
+        out["replicas"] = subset.replicas
+    return out
+
+
+def _container(app: ApplicationConfig) -> dict[str, Any]:
+    template = app.template
+    container: dict[str, Any] = {
+        "name": template.container_name or app.name,
+        "image": template.image,
+    }
+    if template.ports:
+        container["ports"] = [{"containerPort": port} for port in template.ports]
+    resources = {
+        key: dict(value)
+        for key, value in (
+            ("requests", template.resources.requests),
+            ("limits", template.resources.limits),
+        )
+        if value
+    }
+    if resources:
+        container["resources"] = resources
+    return container
+
+
+def united_deployment(app: ApplicationConfig) -> dict[str, Any]:
+    """The UnitedDeployment on the Karmada API server; Karmada revises spec.replicas per member."""
+    selector = {"matchLabels": {APP_LABEL: app.name}}
+    labels = {**app.template.labels, APP_LABEL: app.name}
+    workload: dict[str, Any] = {
+        "selector": selector,
+        "template": {"metadata": {"labels": labels}, "spec": {"containers": [_container(app)]}},
+    }
+    if app.template.kind in ("statefulSet", "advancedStatefulSet"):
+        workload["serviceName"] = app.name
+    return {
+        "apiVersion": KRUISE_API,
+        "kind": "UnitedDeployment",
+        "metadata": {"name": app.name, "namespace": app.namespace, "labels": {APP_LABEL: app.name}},
+        "spec": {
+            "replicas": app.replicas,
+            "selector": selector,
+            "template": {
+                TEMPLATE_KEYS[app.template.kind]: {"metadata": {"labels": labels}, "spec": workload}
+            },
+            "topology": {"subsets": [_subset(s) for s in app.subsets]},
+        },
+    }
+
+
+def propagation_policy(app: ApplicationConfig) -> dict[str, Any]:
+    """Divided + Weighted with static weights; selector in the policy's own namespace."""
+    weights = app.propagation.weights
+    return {
+        "apiVersion": POLICY_API,
+        "kind": "PropagationPolicy",
+        "metadata": {"name": app.name, "namespace": app.namespace},
+        "spec": {
+            "resourceSelectors": [
+                {
+                    "apiVersion": KRUISE_API,
+                    "kind": "UnitedDeployment",
+                    "namespace": app.namespace,
+                    "name": app.name,
+                }
+            ],
+            "placement": {
+                # Only weighted members are candidates: nothing lands on an unweighted member.
+                "clusterAffinity": {"clusterNames": sorted(weights)},
+                "replicaScheduling": {
+                    "replicaSchedulingType": "Divided",
+                    "replicaDivisionPreference": "Weighted",
+                    "weightPreference": {
+                        "staticWeightList": [
+                            {"targetCluster": {"clusterNames": [member]}, "weight": weight}
+                            for member, weight in weights.items()
+                        ]
+                    },
+                },
+            },
+        },
+    }
+
+
+def application_namespaces(apps: Iterable[ApplicationConfig]) -> list[dict[str, Any]]:
+    """Namespaces to create on the Karmada API server; Karmada syncs them to every member."""
+    names = sorted({a.namespace for a in apps} - {"default"})
+    return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in names]
