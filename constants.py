@@ -1,8 +1,8 @@
 """Names that the program, preflight and tests share: project, config key, outputs.
 
-Version pins live next to what they pin: Python packages in pyproject.toml/uv.lock, charts as
-config defaults beside their builders (builders/kueue.py, config/karmada.py), CRD schemas in
-scripts/crd-pins.json; README "Pins" lists every one.
+Version pins live next to what they pin: Python packages in pyproject.toml/uv.lock, charts and
+per-version facts in upstream/ (kueue.py, karmada.py), CRD schemas in scripts/crd-pins.json;
+README "Pins" lists every one.
 """
 
 from typing import Final
