@@ -216,3 +216,24 @@ def test_program_refuses_them_before_registering_anything(graph: Graph) -> None:
     assert "clusters[1].network.networkPolicy" in str(info.value)
     assert "clusters[1].network.outboundType" in str(info.value)
     assert graph.resources == []
+
+
+def test_kubelogin_rewrite_keeps_only_what_the_login_mode_reads() -> None:
+    from builders.kubeconfig import KubeconfigError, kubelogin_noninteractive  # noqa: PLC0415
+    from tests.conftest import FAKE_EXEC_KUBECONFIG, FAKE_KUBECONFIG  # noqa: PLC0415
+
+    doc = FAKE_EXEC_KUBECONFIG.format(name="c")
+    server = ["--server-id", "6dae42f8-4368-4678-94ff-3960e28e3630"]
+
+    def args(login: str) -> list[str]:
+        out = yaml.safe_load(kubelogin_noninteractive(doc, login))
+        return out["users"][0]["user"]["exec"]["args"]
+
+    assert args("workloadidentity") == ["get-token", "--login", "workloadidentity", *server]
+    # The AKS CLI's public client id belongs to devicecode; spn keeps tenant and cloud.
+    assert args("spn") == [
+        "get-token", "--login", "spn", *server,
+        "--environment", "AzurePublicCloud", "--tenant-id", "t",
+    ]  # fmt: skip
+    with pytest.raises(KubeconfigError, match="no kubelogin exec plugin"):
+        kubelogin_noninteractive(FAKE_KUBECONFIG.format(name="c"), "azurecli")
