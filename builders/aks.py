@@ -167,11 +167,17 @@ def access_grants(access: AccessConfig) -> list[RoleGrant]:
     if access.deploy_identity_role != "none":
         role = AKS_RBAC_ROLES[access.deploy_identity_role]
         grants.append(RoleGrant("deployer", role, None, None))
+    users: set[str] = set()
     for i, group in enumerate(access.groups):
         role = AKS_RBAC_ROLES[group.role]
         grants.append(RoleGrant(f"group{i}", role, group.object_id, "Group", group.namespace))
-        # Reading the (kubelogin) kubeconfig itself is an ARM action of its own.
-        grants.append(RoleGrant(f"group{i}-user", ROLE_AKS_CLUSTER_USER, group.object_id, "Group"))
+        # Reading the (kubelogin) kubeconfig is an ARM action of its own: once per group, as
+        # Azure refuses a second identical assignment (RoleAssignmentExists).
+        if group.object_id.lower() not in users:
+            users.add(group.object_id.lower())
+            grants.append(
+                RoleGrant(f"group{i}-user", ROLE_AKS_CLUSTER_USER, group.object_id, "Group")
+            )
     return grants
 
 

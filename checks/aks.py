@@ -134,7 +134,15 @@ def _access_issues(access: AccessConfig, base: str) -> Iterator[Issue]:
     ranges = [str(r) for r in access.authorized_ip_ranges]
     for dup in sorted(duplicates(ranges)):
         yield Issue(f"{base}.authorizedIpRanges", f"{dup} is listed twice")
+    seen: set[tuple[str, str, str | None]] = set()
     for j, group in enumerate(access.groups):
+        grant = (group.object_id.lower(), group.role, group.namespace)
+        if grant in seen:
+            yield Issue(
+                f"{base}.groups[{j}]",
+                "listed twice: Azure refuses a second identical role assignment",
+            )
+        seen.add(grant)
         if group.role == "clusterAdmin" and group.namespace is not None:
             yield Issue(
                 f"{base}.groups[{j}].namespace",

@@ -313,3 +313,29 @@ def test_virtual_node_workloads_wait_for_the_connector_grants(dev: Graph) -> Non
     assert apps
     for app in apps:
         assert grants <= set(app.dependencies), app.name
+
+
+def test_group_roles_and_authorized_ranges_reach_azure(graph: Graph) -> None:
+    from checks.stack import parse_fleet  # noqa: PLC0415
+    from components.fleet import Fleet, FleetArgs  # noqa: PLC0415
+    from tests.conftest import run_program  # noqa: PLC0415
+
+    group = "11111111-2222-3333-4444-555555555555"
+    raw = {
+        "location": "westeurope",
+        "access": {
+            "authorizedIpRanges": ["20.1.2.0/24"],
+            "groups": [{"objectId": group, "role": "writer", "namespace": "team-a"}],
+        },
+        "clusters": [{"name": "solo", "role": "standalone"}],
+    }
+    fleet_config, _ = parse_fleet(raw)
+    run_program(lambda: Fleet("fleet", FleetArgs(config=fleet_config, stack="t")))
+    mc = cluster_named(graph, "solo")
+    assert mc.inputs["apiServerAccessProfile"] == {"authorizedIPRanges": ["20.1.2.0/24"]}
+    roles = {r.name: r for r in graph.of_type(ROLE)}
+    writer = roles["fleet-solo-group0-rbac"]
+    assert writer.inputs["principalId"] == group
+    assert writer.inputs["principalType"] == "Group"
+    assert writer.inputs["scope"] == "fleet-solo-aks_id/namespaces/team-a"
+    assert roles["fleet-solo-group0-user-rbac"].inputs["scope"] == "fleet-solo-aks_id"

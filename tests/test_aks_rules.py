@@ -69,6 +69,10 @@ REFUSED: list[tuple[dict[str, Any], str]] = [
         "access.groups[0].objectId: 'team-a' is not allowed: an Entra ID object id",
     ),
     (
+        {"access": {"groups": [{"objectId": GROUP, "role": "reader"}] * 2}},
+        "access.groups[1]: listed twice",
+    ),
+    (
         {"access": {"authorizedIpRanges": ["20.1.2.0/24", "20.1.2.0/24"]}},
         "access.authorizedIpRanges: 20.1.2.0/24 is listed twice",
     ),
@@ -237,3 +241,27 @@ def test_kubelogin_rewrite_keeps_only_what_the_login_mode_reads() -> None:
     ]  # fmt: skip
     with pytest.raises(KubeconfigError, match="no kubelogin exec plugin"):
         kubelogin_noninteractive(FAKE_KUBECONFIG.format(name="c"), "azurecli")
+
+
+def test_groups_get_their_role_and_one_cluster_user_grant_each() -> None:
+    from builders.aks import access_grants  # noqa: PLC0415
+    from config.models import AccessConfig  # noqa: PLC0415
+
+    access = AccessConfig.model_validate(
+        {
+            "groups": [
+                {"objectId": GROUP, "role": "writer", "namespace": "team-a"},
+                {"objectId": GROUP, "role": "reader", "namespace": "team-b"},
+            ]
+        }
+    )
+    grants = {g.key: g for g in access_grants(access)}
+    assert list(grants) == ["deployer", "group0", "group0-user", "group1"]
+    assert grants["deployer"].principal_id is None  # the identity running `pulumi up`
+    assert grants["group0"].namespace == "team-a"
+    assert grants["group0"].role_definition == "a7ffa36f-339b-4b5c-8bdf-e2c188b2c0eb"
+    assert grants["group0-user"].role_definition == "4abbcc35-e782-43d8-92c5-2d3f1bd2253f"
+    local = AccessConfig.model_validate(
+        {"entraId": False, "azureRbac": False, "localAccounts": True}
+    )
+    assert access_grants(local) == []
