@@ -24,8 +24,6 @@ OUT_QUEUES: Final = "queues"
 MIN_KUBERNETES: Final = (1, 29)
 MIN_KUBERNETES_PROVISIONING: Final = (1, 33)
 
-# Azure built-in role: Network Contributor (for the ACI connector and a cluster in a BYO subnet).
-ROLE_NETWORK_CONTRIBUTOR: Final = "4d97b98b-1d4f-4787-a291-c67834d212e7"
 ACI_DELEGATION: Final = "Microsoft.ContainerInstance/containerGroups"
 ACI_ADDON: Final = "aciConnectorLinux"
 

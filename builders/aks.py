@@ -7,11 +7,25 @@ Args adds podCidr/serviceCidr/outboundType to what is sent).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from config.models import AutoscalerProfile, ClusterConfig, PoolConfig, SystemPoolConfig
+from config.models import (
+    AccessConfig,
+    AutoscalerProfile,
+    ClusterConfig,
+    PoolConfig,
+    SystemPoolConfig,
+)
 from constants import ACI_ADDON
-from upstream.aks import AGENTPOOL_LABEL, CRITICAL_ADDONS_TAINT, SPOT_LABEL, SPOT_TAINT
+from upstream.aks import (
+    AGENTPOOL_LABEL,
+    AKS_RBAC_ROLES,
+    CRITICAL_ADDONS_TAINT,
+    ROLE_AKS_CLUSTER_USER,
+    SPOT_LABEL,
+    SPOT_TAINT,
+)
 
 ACI_SUBNET = "aci"
 NODE_SUBNET = "nodes"
@@ -62,8 +76,10 @@ def user_pool_args(pool: PoolConfig, version: str) -> dict[str, Any]:
         "max_count": pool.max_count,
         # AKS requires a count on create; the autoscaler owns it after (ignore_changes=["count"]).
         "count": pool.initial_count,
-        "node_labels": dict(pool.labels),
-        "node_taints": list(pool.taints),
+        # What AKS stamps on a Spot pool itself is sent back too: a request without it is a
+        # change of nodeTaints, which AKS refuses on a later update (PropertyChangeNotAllowed).
+        "node_labels": pool_request_labels(pool),
+        "node_taints": pool_node_taints(pool),
     }
     if pool.max_pods is not None:
         args["max_pods"] = pool.max_pods
@@ -80,12 +96,17 @@ def user_pool_args(pool: PoolConfig, version: str) -> dict[str, Any]:
     return args
 
 
-def pool_node_labels(pool: PoolConfig) -> dict[str, str]:
-    """Labels every node of the pool carries: config labels plus what AKS stamps."""
-    labels = {AGENTPOOL_LABEL: pool.name, **pool.labels}
+def pool_request_labels(pool: PoolConfig) -> dict[str, str]:
+    """The AgentPool's nodeLabels: config labels plus AKS's spot label (not `agentpool`)."""
+    labels = dict(pool.labels)
     if pool.priority == "Spot":
         labels[SPOT_LABEL[0]] = SPOT_LABEL[1]
     return labels
+
+
+def pool_node_labels(pool: PoolConfig) -> dict[str, str]:
+    """Labels every node of the pool carries: config labels plus what AKS stamps."""
+    return {AGENTPOOL_LABEL: pool.name, **pool_request_labels(pool)}
 
 
 def pool_node_taints(pool: PoolConfig) -> list[str]:
@@ -106,7 +127,58 @@ def network_profile(cluster: ClusterConfig) -> dict[str, Any]:
         profile |= {"network_plugin_mode": "overlay", "pod_cidr": str(n.pod_cidr)}
     if n.network_policy != "none":
         profile["network_policy"] = n.network_policy
+    if n.network_dataplane != "azure":  # AKS's default: unset keeps today's requests unchanged
+        profile["network_dataplane"] = n.network_dataplane
     return profile
+
+
+def aad_profile(access: AccessConfig) -> dict[str, Any] | None:
+    """AKS-managed Entra ID (the legacy client/server apps are never used)."""
+    if not access.entra_id:
+        return None
+    profile: dict[str, Any] = {"managed": True, "enable_azure_rbac": access.azure_rbac}
+    if access.admin_group_object_ids:
+        profile["admin_group_object_ids"] = list(access.admin_group_object_ids)
+    return profile
+
+
+def api_server_access_profile(access: AccessConfig) -> dict[str, Any] | None:
+    if not access.authorized_ip_ranges:
+        return None
+    return {"authorized_ip_ranges": [str(r) for r in access.authorized_ip_ranges]}
+
+
+@dataclass(frozen=True, slots=True)
+class RoleGrant:
+    """One Azure role assignment on a cluster (or one of its namespaces) for a principal."""
+
+    key: str
+    role_definition: str
+    principal_id: str | None  # None: the identity running `pulumi up`
+    principal_type: str | None
+    namespace: str | None = None
+
+
+def access_grants(access: AccessConfig) -> list[RoleGrant]:
+    """The AKS RBAC roles the deploying identity and the named groups get (Azure RBAC only)."""
+    if not (access.entra_id and access.azure_rbac):
+        return []
+    grants: list[RoleGrant] = []
+    if access.deploy_identity_role != "none":
+        role = AKS_RBAC_ROLES[access.deploy_identity_role]
+        grants.append(RoleGrant("deployer", role, None, None))
+    users: set[str] = set()
+    for i, group in enumerate(access.groups):
+        role = AKS_RBAC_ROLES[group.role]
+        grants.append(RoleGrant(f"group{i}", role, group.object_id, "Group", group.namespace))
+        # Reading the (kubelogin) kubeconfig is an ARM action of its own: once per group, as
+        # Azure refuses a second identical assignment (RoleAssignmentExists).
+        if group.object_id.lower() not in users:
+            users.add(group.object_id.lower())
+            grants.append(
+                RoleGrant(f"group{i}-user", ROLE_AKS_CLUSTER_USER, group.object_id, "Group")
+            )
+    return grants
 
 
 def autoscaler_profile(profile: AutoscalerProfile) -> dict[str, Any]:

@@ -7,6 +7,7 @@ program both call it (through `checks.stack`).
 
 from __future__ import annotations
 
+from checks.aks import AKS_CHECKS
 from checks.capacity import check_capacity, check_manager_quota
 from checks.common import Check
 from checks.fleet import FLEET_CHECKS
@@ -18,6 +19,7 @@ from config.models import FleetConfig
 
 CHECKS: tuple[Check, ...] = (
     *FLEET_CHECKS,
+    *AKS_CHECKS,
     *KARMADA_CHECKS,
     *KUEUE_CHECKS,
     check_capacity,

@@ -1,4 +1,4 @@
-"""Fleet-wide checks: location, names, roles, versions, pools, network, sources.
+"""Fleet-wide checks: location, names, roles, versions, pools, sources (network: checks.aks).
 
 A check here is something a platform engineer would otherwise learn from a failed `pulumi up`
 ten minutes in (AKS rejects it) or from a cluster that deploys but cannot work as configured.
@@ -15,8 +15,8 @@ from config.models import FleetConfig, PoolConfig, version_tuple
 from config.resolve import custom_shapes
 from constants import MIN_KUBERNETES
 from upstream.aks import (
-    DEFAULT_MAX_PODS,
     RESERVED_LABEL_PREFIXES,
+    SPOT_LABEL,
     VmShape,
     is_plausible_size,
     lookup_vm,
@@ -136,6 +136,12 @@ def _check_pool_bounds(path: str, pool: PoolConfig, shape: VmShape | None) -> It
     taint_keys = Counter(
         (t.partition("=")[0].partition(":")[0], t.rpartition(":")[2]) for t in pool.taints
     )
+    for key, _ in taint_keys:
+        if key == SPOT_LABEL[0]:
+            yield Issue(
+                f"{path}.taints",
+                f"{key} is AKS's own Spot taint: set priority: Spot and the program sends it",
+            )
     for (key, effect), n in taint_keys.items():
         if n > 1:
             yield Issue(f"{path}.taints", f"taint {key}:{effect} appears {n} times")
@@ -188,55 +194,6 @@ def check_pools(fleet: FleetConfig) -> Iterator[Issue]:
             yield from _check_pool_bounds(path, p, lookup_vm(p.vm_size, shapes))
 
 
-def check_network(fleet: FleetConfig) -> Iterator[Issue]:
-    for i, c in enumerate(fleet.clusters):
-        base = key_path("clusters", i, "network")
-        n = c.network
-        if c.virtual_nodes.enabled and n.mode == "overlay":
-            yield Issue(
-                f"{base}.mode",
-                "virtual nodes need Azure CNI with a VNet node subnet: set mode: nodeSubnet "
-                "(or leave it unset); CNI Overlay does not support the ACI connector",
-            )
-        if (
-            n.dns_service_ip not in n.service_cidr
-            or n.dns_service_ip == n.service_cidr.network_address + 1
-        ):
-            yield Issue(
-                f"{base}.dnsServiceIp",
-                f"must be inside serviceCidr ({n.service_cidr}) and not its first address",
-            )
-        mode = c.network_mode
-        if mode == "overlay":
-            if n.pod_cidr.overlaps(n.service_cidr):
-                yield Issue(f"{base}.podCidr", f"overlaps serviceCidr ({n.service_cidr})")
-            continue
-        for key, subnet in (
-            ("nodeSubnetCidr", n.node_subnet_cidr),
-            ("aciSubnetCidr", n.aci_subnet_cidr),
-        ):
-            if key == "aciSubnetCidr" and not c.virtual_nodes.enabled:
-                continue
-            if not subnet.subnet_of(n.vnet_cidr):
-                yield Issue(f"{base}.{key}", f"{subnet} must lie inside vnetCidr ({n.vnet_cidr})")
-        if c.virtual_nodes.enabled and n.node_subnet_cidr.overlaps(n.aci_subnet_cidr):
-            yield Issue(f"{base}.aciSubnetCidr", f"overlaps nodeSubnetCidr ({n.node_subnet_cidr})")
-        if n.service_cidr.overlaps(n.vnet_cidr):
-            yield Issue(f"{base}.serviceCidr", f"overlaps vnetCidr ({n.vnet_cidr})")
-        max_pods = [p.max_pods or DEFAULT_MAX_PODS[mode] for p in (c.system_pool, *c.pools)]
-        nodes = c.system_pool.max_count or c.system_pool.count
-        nodes += sum(p.max_count for p in c.pools)
-        need = nodes * (1 + max(max_pods))
-        if need > n.node_subnet_cidr.num_addresses - 5:
-            yield Issue(
-                f"{base}.nodeSubnetCidr",
-                f"{n.node_subnet_cidr} has {n.node_subnet_cidr.num_addresses - 5} usable "
-                "addresses; "
-                f"{nodes} nodes at maxCount with up to {max(max_pods)} pods each need {need} "
-                "(Azure CNI gives every pod a subnet IP)",
-            )
-
-
 def check_sources(fleet: FleetConfig) -> Iterator[Issue]:
     for i, c in enumerate(fleet.clusters):
         base = key_path("clusters", i)
@@ -261,5 +218,4 @@ FLEET_CHECKS: tuple[Check, ...] = (
     check_names,
     check_versions,
     check_pools,
-    check_network,
 )

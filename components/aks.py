@@ -9,26 +9,43 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
-from pulumi_azure_native import authorization, containerservice, network
+from pulumi_azure_native import authorization, containerservice, managedidentity, network
 
 from builders import aks as shapes
-from config.models import ClusterConfig
-from constants import ROLE_NETWORK_CONTRIBUTOR, TYPE_PREFIX
+from builders.kubeconfig import kubelogin_noninteractive
+from builders.manifest import HelmRelease
+from config.models import AccessConfig, ClusterConfig
+from constants import TYPE_PREFIX
+from upstream.aks import ROLE_CONTRIBUTOR, ROLE_NETWORK_CONTRIBUTOR
 
 
 @dataclass(frozen=True, kw_only=True)
 class AksClusterArgs:
-    """What one cluster needs from the fleet: its config and where it goes."""
+    """What one cluster needs from the fleet: its config, access, and where it goes."""
 
     cluster: ClusterConfig
     resource_group_name: pulumi.Input[str]
     location: str
     kubernetes_version: str
+    access: AccessConfig = field(default_factory=AccessConfig)
     tags: dict[str, str] = field(default_factory=dict[str, str])
+    # The NVIDIA device plugin (builders.gpu), when the cluster has GPU pools.
+    device_plugin: HelmRelease | None = None
 
 
 def _decode_first(kubeconfigs: Any) -> str:
     return base64.b64decode(kubeconfigs[0].value).decode()
+
+
+def _role(definition: str) -> pulumi.Output[str]:
+    """A built-in role's id in the deploying subscription."""
+    subscription = authorization.get_client_config_output().subscription_id
+    return pulumi.Output.concat(
+        "/subscriptions/",
+        subscription,
+        "/providers/Microsoft.Authorization/roleDefinitions/",
+        definition,
+    )
 
 
 class AksCluster(pulumi.ComponentResource):
@@ -39,6 +56,7 @@ class AksCluster(pulumi.ComponentResource):
     api_server_url: pulumi.Output[str]
     oidc_issuer_url: pulumi.Output[str]
     kubeconfig: pulumi.Output[str]
+    provider_kubeconfig: pulumi.Output[str]
     provider: k8s.Provider
     managed_cluster: containerservice.ManagedCluster
     pools: dict[str, containerservice.AgentPool]
@@ -53,6 +71,12 @@ class AksCluster(pulumi.ComponentResource):
 
         node_subnet: network.Subnet | None = None
         aci_subnet: network.Subnet | None = None
+        vnet: network.VirtualNetwork | None = None
+        identity: Any = {"type": containerservice.ResourceIdentityType.SYSTEM_ASSIGNED}
+        cluster_after: list[pulumi.Resource] = []
+        self.identity_grant: authorization.RoleAssignment | None = None
+        self.virtual_node_grant: authorization.RoleAssignment | None = None
+        access = args.access
         if cfg.network_mode == "nodeSubnet":
             vnet = network.VirtualNetwork(
                 f"{name}-vnet",
@@ -64,6 +88,8 @@ class AksCluster(pulumi.ComponentResource):
             )
             made: dict[str, network.Subnet] = {}
             for spec in shapes.subnets(cfg):
+                # One at a time: parallel subnet PUTs in one VNet fail with
+                # AnotherOperationInProgress (azure-native#699).
                 made[spec["name"]] = network.Subnet(
                     f"{name}-{spec['name']}-subnet",
                     resource_group_name=args.resource_group_name,
@@ -71,10 +97,33 @@ class AksCluster(pulumi.ComponentResource):
                     subnet_name=spec["name"],
                     address_prefix=spec["address_prefix"],
                     delegations=spec.get("delegations"),
-                    opts=child,
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=list(made.values())[-1:]),
                 )
             node_subnet = made[shapes.NODE_SUBNET]
             aci_subnet = made.get(shapes.ACI_SUBNET)
+            # In a VNet it did not make, the control plane needs rights on it (load balancers,
+            # subnet joins) from its first minute: a user-assigned identity, granted first.
+            control_plane = managedidentity.UserAssignedIdentity(
+                f"{name}-identity",
+                resource_name_=f"{cfg.name}-control-plane",
+                resource_group_name=args.resource_group_name,
+                location=args.location,
+                tags=tags,
+                opts=child,
+            )
+            self.identity_grant = authorization.RoleAssignment(
+                f"{name}-vnet-network",
+                principal_id=control_plane.principal_id,
+                principal_type="ServicePrincipal",
+                role_definition_id=_role(ROLE_NETWORK_CONTRIBUTOR),
+                scope=vnet.id,
+                opts=child,
+            )
+            identity = {
+                "type": containerservice.ResourceIdentityType.USER_ASSIGNED,
+                "user_assigned_identities": [control_plane.id],
+            }
+            cluster_after = [self.identity_grant]
 
         # Builders return plain dicts in the SDK's TypedDict shapes; typed Any at this boundary.
         system: Any = shapes.system_pool_profile(
@@ -83,6 +132,8 @@ class AksCluster(pulumi.ComponentResource):
         network_profile: Any = shapes.network_profile(cfg)
         scaler: Any = shapes.autoscaler_profile(cfg.autoscaler_profile) or None
         addons: Any = shapes.addon_profiles(cfg) or None
+        aad: Any = shapes.aad_profile(access)
+        api_access: Any = shapes.api_server_access_profile(access)
         cluster_ignore = ["agentPoolProfiles[0].count"] if cfg.system_pool.autoscaling else []
         self.managed_cluster = containerservice.ManagedCluster(
             f"{name}-aks",
@@ -91,9 +142,12 @@ class AksCluster(pulumi.ComponentResource):
             location=args.location,
             dns_prefix=cfg.dns_prefix or cfg.name,
             kubernetes_version=args.kubernetes_version,
-            identity={"type": containerservice.ResourceIdentityType.SYSTEM_ASSIGNED},
+            identity=identity,
             sku={"name": "Base", "tier": cfg.sku_tier},
             enable_rbac=True,
+            aad_profile=aad,
+            disable_local_accounts=not access.local_accounts,
+            api_server_access_profile=api_access,
             agent_pool_profiles=[system],
             network_profile=network_profile,
             auto_scaler_profile=scaler,
@@ -101,7 +155,9 @@ class AksCluster(pulumi.ComponentResource):
             oidc_issuer_profile={"enabled": True},
             security_profile={"workload_identity": {"enabled": True}},
             tags=tags,
-            opts=pulumi.ResourceOptions(parent=self, ignore_changes=cluster_ignore),
+            opts=pulumi.ResourceOptions(
+                parent=self, ignore_changes=cluster_ignore, depends_on=cluster_after
+            ),
         )
         mc = self.managed_cluster
 
@@ -118,46 +174,79 @@ class AksCluster(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, ignore_changes=["count"]),
             )
 
-        if node_subnet is not None:
-            subscription = authorization.get_client_config_output().subscription_id
-            role = pulumi.Output.concat(
-                "/subscriptions/",
-                subscription,
-                "/providers/Microsoft.Authorization/roleDefinitions/",
-                ROLE_NETWORK_CONTRIBUTOR,
-            )
-            # A cluster in a subnet it did not create needs to manage it (load balancers, IPs).
-            authorization.RoleAssignment(
-                f"{name}-subnet-network",
-                principal_id=mc.identity.apply(lambda i: i.principal_id if i else ""),
+        if vnet is not None and aci_subnet is not None:
+            # As `az aks enable-addons --addons virtual-node` does: Contributor on the VNet for
+            # the connector's identity (it creates container groups and joins the ACI subnet).
+            self.virtual_node_grant = authorization.RoleAssignment(
+                f"{name}-aci-network",
+                principal_id=mc.addon_profiles.apply(_aci_identity),
                 principal_type="ServicePrincipal",
-                role_definition_id=role,
-                scope=node_subnet.id,
+                role_definition_id=_role(ROLE_CONTRIBUTOR),
+                scope=vnet.id,
                 opts=child,
             )
-            if aci_subnet is not None:
-                # The ACI connector creates container groups in its delegated subnet.
-                authorization.RoleAssignment(
-                    f"{name}-aci-network",
-                    principal_id=mc.addon_profiles.apply(_aci_identity),
-                    principal_type="ServicePrincipal",
-                    role_definition_id=role,
-                    scope=aci_subnet.id,
-                    opts=child,
-                )
 
-        creds = containerservice.list_managed_cluster_user_credentials_output(
-            resource_group_name=args.resource_group_name, resource_name=mc.name
-        )
-        self.kubeconfig = pulumi.Output.secret(creds.kubeconfigs.apply(_decode_first))
+        # Azure RBAC: the deploying identity and the configured groups (builders.aks).
+        self.access_grants: dict[str, authorization.RoleAssignment] = {}
+        client = authorization.get_client_config_output()
+        for grant in shapes.access_grants(access):
+            scope = (
+                mc.id
+                if grant.namespace is None
+                else pulumi.Output.concat(mc.id, "/namespaces/", grant.namespace)
+            )
+            self.access_grants[grant.key] = authorization.RoleAssignment(
+                f"{name}-{grant.key}-rbac",
+                principal_id=grant.principal_id or client.object_id,
+                principal_type=grant.principal_type,
+                role_definition_id=_role(grant.role_definition),
+                scope=scope,
+                opts=child,
+            )
+
+        if access.entra_id:
+            # People get AKS's exec kubeconfig (no credential in it; `kubelogin
+            # convert-kubeconfig` completes it); the provider gets it non-interactive.
+            creds = containerservice.list_managed_cluster_user_credentials_output(
+                resource_group_name=args.resource_group_name, resource_name=mc.name, format="exec"
+            )
+            self.kubeconfig = pulumi.Output.secret(creds.kubeconfigs.apply(_decode_first))
+            login = access.provider_login
+            self.provider_kubeconfig = self.kubeconfig.apply(
+                lambda doc: kubelogin_noninteractive(doc, login)
+            )
+        else:
+            # Local accounts: the user credential is a client certificate (cluster-admin).
+            creds = containerservice.list_managed_cluster_user_credentials_output(
+                resource_group_name=args.resource_group_name, resource_name=mc.name
+            )
+            self.kubeconfig = pulumi.Output.secret(creds.kubeconfigs.apply(_decode_first))
+            self.provider_kubeconfig = self.kubeconfig
+        deployer = self.access_grants.get("deployer")
         self.provider = k8s.Provider(
             f"{name}-k8s",
-            kubeconfig=self.kubeconfig,
+            kubeconfig=self.provider_kubeconfig,
             cluster_identifier=cfg.name,
             enable_server_side_apply=True,
             delete_unreachable=True,
-            opts=child,
+            # Nothing is applied in the cluster before the deploying identity may do it.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[deployer] if deployer else []),
         )
+        self.device_plugin: k8s.helm.v3.Release | None = None
+        if args.device_plugin is not None:
+            spec = args.device_plugin
+            self.device_plugin = k8s.helm.v3.Release(
+                f"{name}-nvidia-device-plugin",
+                name=spec.release,
+                chart=spec.chart,
+                version=spec.version,
+                repository_opts={"repo": spec.repo},
+                namespace=spec.namespace,
+                values=spec.values,
+                opts=pulumi.ResourceOptions(
+                    parent=self, provider=self.provider, depends_on=list(self.pools.values())
+                ),
+            )
         self.cluster_name = mc.name
         self.fqdn = mc.fqdn
         self.api_server_url = pulumi.Output.concat("https://", mc.fqdn, ":443")

@@ -27,6 +27,7 @@ class ExistingCluster(pulumi.ComponentResource):
     fqdn: pulumi.Output[str]
     api_server_url: pulumi.Output[str]
     kubeconfig: pulumi.Output[str]
+    provider_kubeconfig: pulumi.Output[str]
     provider: k8s.Provider
 
     def __init__(
@@ -36,6 +37,7 @@ class ExistingCluster(pulumi.ComponentResource):
         cfg = args.cluster
         context = cfg.existing.context if cfg.existing else None
         self.kubeconfig = pulumi.Output.secret(args.kubeconfig)
+        self.provider_kubeconfig = self.kubeconfig
         # The server URL is not a credential; unsecret it so it can appear in outputs and logs.
         self.api_server_url = pulumi.Output.unsecret(
             self.kubeconfig.apply(lambda doc: server_of(doc, context))

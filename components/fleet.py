@@ -9,13 +9,14 @@ import pulumi
 from pulumi_azure_native import resources
 
 from builders.fleet import kueue_objects
+from builders.gpu import device_plugin_release
 from components.aks import AksCluster, AksClusterArgs
 from components.existing import ExistingCluster, ExistingClusterArgs
 from components.karmada import Karmada, KarmadaArgs
 from components.kueue import Kueue, KueueArgs
 from components.multikueue import MultiKueue, MultiKueueArgs
 from config.models import FleetConfig
-from config.resolve import with_mirrored_queues
+from config.resolve import access_of, with_mirrored_queues
 from constants import PROJECT, TYPE_PREFIX
 
 Cluster = AksCluster | ExistingCluster
@@ -66,7 +67,9 @@ class Fleet(pulumi.ComponentResource):
                         resource_group_name=group.name,
                         location=c.location or location or "",
                         kubernetes_version=cfg.version_of(c),
+                        access=access_of(cfg, c),
                         tags=tags,
+                        device_plugin=device_plugin_release(cfg, c),
                     ),
                     pulumi.ResourceOptions(parent=self),
                 )

@@ -196,12 +196,22 @@ class Karmada(pulumi.ComponentResource):
             # After the CRD, the interpreter (replicas are read by our script from the first
             # schedule), Ready members (the scheduler skips clusters whose API list lacks the
             # kind) and its policy (so it is scheduled as soon as it exists).
+            # A subset on virtual nodes also waits for the members' ACI connector grants:
+            # without them its pods sit in ProviderFailed until RBAC catches up.
+            grants = [
+                grant
+                for member in self.members
+                if any(s.virtual_nodes for s in app.subsets)
+                and isinstance(cluster := args.clusters[member], AksCluster)
+                and (grant := cluster.virtual_node_grant) is not None
+            ]
             after: Sequence[pulumi.Resource] = [
                 self.crds,
                 self.interpreter,
                 *self.members.values(),
                 policy,
                 *in_namespace,
+                *grants,
             ]
             self.applications[key] = kube_object(
                 f"{name}-{key}-ud",

@@ -18,7 +18,9 @@ from config.kueue import KueueObjects, KueueSettings
 from config.multikueue import MultiKueueSettings
 from config.types import (
     ClusterName,
+    DnsLabel,
     DnsPrefix,
+    EntraObjectId,
     KubernetesVersion,
     LabelKey,
     LabelValue,
@@ -27,6 +29,7 @@ from config.types import (
     Taint,
     Zone,
 )
+from upstream.aks import NVIDIA_DEVICE_PLUGIN_CHART_VERSION
 
 
 class VmSize(Model):
@@ -93,6 +96,8 @@ class NetworkConfig(Model):
 
     mode: Literal["overlay", "nodeSubnet"] | None = None
     network_policy: Literal["none", "azure", "calico", "cilium"] = "none"
+    # Azure CNI Powered by Cilium; `networkPolicy: cilium` needs it (checks.aks).
+    network_dataplane: Literal["azure", "cilium"] = "azure"
     pod_cidr: Cidr = IPv4Network("10.244.0.0/16")
     service_cidr: Cidr = IPv4Network("10.0.0.0/16")
     dns_service_ip: IpAddress = IPv4Address("10.0.0.10")
@@ -100,6 +105,45 @@ class NetworkConfig(Model):
     node_subnet_cidr: Cidr = IPv4Network("10.224.0.0/16")
     aci_subnet_cidr: Cidr = IPv4Network("10.225.0.0/16")
     outbound_type: Literal["loadBalancer", "managedNATGateway"] = "loadBalancer"
+
+
+class GroupAccess(Model):
+    """An Entra ID group and the AKS RBAC role it gets on the cluster (or one namespace)."""
+
+    object_id: EntraObjectId
+    role: Literal["clusterAdmin", "admin", "writer", "reader"]
+    namespace: DnsLabel | None = None
+
+
+class AccessConfig(Model):
+    """Who reaches a cluster's API server, and how (README "Access").
+
+    The default is AKS-managed Entra ID with Azure RBAC and no local accounts: no certificate
+    credential exists, and every person and the deploying identity is an Azure role assignment.
+    """
+
+    entra_id: bool = True
+    azure_rbac: bool = True
+    local_accounts: bool = False
+    # Entra groups that are cluster-admin through Kubernetes RBAC (AKS aadProfile).
+    admin_group_object_ids: list[EntraObjectId] = Field(default_factory=list[str])
+    # Empty: the public API server takes any source address. AKS adds the cluster's own egress.
+    authorized_ip_ranges: list[Cidr] = Field(default_factory=list[IPv4Network], max_length=200)
+    groups: list[GroupAccess] = Field(default_factory=list[GroupAccess])
+    # The identity running `pulumi up` gets AKS RBAC Cluster Admin on the cluster (Azure RBAC).
+    deploy_identity_role: Literal["clusterAdmin", "none"] = "clusterAdmin"
+    # How the program's Kubernetes provider gets its Entra token (kubelogin `--login`).
+    provider_login: Literal["azurecli", "workloadidentity", "msi", "spn"] = "azurecli"
+
+
+class GpuSettings(Model):
+    """The NVIDIA device plugin, so that GPU nodes advertise `nvidia.com/gpu` (README "GPUs")."""
+
+    device_plugin: bool = True
+    # Chart nvidia-device-plugin (pin: upstream/aks.py).
+    device_plugin_version: str = Field(
+        default=NVIDIA_DEVICE_PLUGIN_CHART_VERSION, pattern=r"^\d+\.\d+\.\d+$"
+    )
 
 
 class VirtualNodesConfig(Model):
@@ -153,6 +197,9 @@ class ClusterConfig(Model):
     autoscaler_profile: AutoscalerProfile = AutoscalerProfile()
     queues: KueueObjects = KueueObjects()
     tags: dict[str, str] = Field(default_factory=dict[str, str])
+    # Replaces the fleet's `access` for this cluster (whole, not merged).
+    access: AccessConfig | None = None
+    gpu: GpuSettings | None = None
 
     @property
     def network_mode(self) -> Literal["overlay", "nodeSubnet"]:
@@ -177,6 +224,8 @@ class FleetConfig(Model):
     karmada: KarmadaSettings | None = None
     kueue: KueueSettings = KueueSettings()
     multi_kueue: MultiKueueSettings | None = None
+    access: AccessConfig = AccessConfig()
+    gpu: GpuSettings = GpuSettings()
 
     def cluster(self, name: str) -> ClusterConfig | None:
         return next((c for c in self.clusters if c.name == name), None)

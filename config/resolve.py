@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from config.karmada import ApplicationConfig
 from config.kueue import ClusterQueueConfig, KueueObjects, LocalQueueConfig
-from config.models import ClusterConfig, FleetConfig
+from config.models import AccessConfig, ClusterConfig, FleetConfig, GpuSettings, PoolConfig
 from constants import MULTIKUEUE_ADMISSION_CHECK
-from upstream.aks import VmShape
+from upstream.aks import VmShape, lookup_vm
 from upstream.placement import SubsetSpec
 
 # Cluster roles that are Karmada members by default (the manager dispatches, it runs no apps).
@@ -159,3 +159,26 @@ def member_names(fleet: FleetConfig) -> list[str]:
 
 def subset_specs(app: ApplicationConfig) -> list[SubsetSpec]:
     return [SubsetSpec(s.name, s.replicas) for s in app.subsets]
+
+
+# --- Access and GPUs -----------------------------------------------------------------------------
+
+
+def access_of(fleet: FleetConfig, cluster: ClusterConfig) -> AccessConfig:
+    """The cluster's `access`, else the fleet's (a cluster's section replaces it whole)."""
+    return cluster.access if cluster.access is not None else fleet.access
+
+
+def entra_clusters(fleet: FleetConfig) -> list[str]:
+    """AKS clusters whose API servers take Entra tokens (the provider uses kubelogin)."""
+    return [c.name for c in fleet.clusters if c.source == "aks" and access_of(fleet, c).entra_id]
+
+
+def gpu_of(fleet: FleetConfig, cluster: ClusterConfig) -> GpuSettings:
+    return cluster.gpu if cluster.gpu is not None else fleet.gpu
+
+
+def gpu_pools(fleet: FleetConfig, cluster: ClusterConfig) -> list[PoolConfig]:
+    """User pools whose VM size has GPUs (built-in table or `vmSizes`)."""
+    shapes = custom_shapes(fleet)
+    return [p for p in cluster.pools if (shape := lookup_vm(p.vm_size, shapes)) and shape.gpus > 0]

@@ -78,3 +78,4 @@ KubernetesVersion = Annotated[
     str, _pattern(aks.K8S_VERSION, "'1.MINOR' or '1.MINOR.PATCH', e.g. '1.33' or '1.33.2'")
 ]
 Zone = Literal["1", "2", "3"]
+EntraObjectId = Annotated[str, _pattern(aks.ENTRA_OBJECT_ID, "an Entra ID object id (a GUID)")]

@@ -92,6 +92,30 @@ AZURE_NAME_INPUT = {
     "azure-native:containerservice:AgentPool": "agentPoolName",
 }
 
+# What AKS returns for `listClusterUserCredential?format=exec` on an Entra ID cluster.
+FAKE_EXEC_KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters:
+- name: {name}
+  cluster:
+    server: https://{name}.hcp.westeurope.azmk8s.io:443
+    certificate-authority-data: Q0EK
+contexts:
+- name: {name}
+  context: {{cluster: {name}, user: clusterUser_rg_{name}}}
+current-context: {name}
+users:
+- name: clusterUser_rg_{name}
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1beta1
+      command: kubelogin
+      args: [get-token, --environment, AzurePublicCloud, --server-id,
+             6dae42f8-4368-4678-94ff-3960e28e3630, --client-id,
+             80faf920-1908-4b52-b5ef-a8e7bedfc67a, --tenant-id, t, --login, devicecode]
+      provideClusterInfo: false
+"""
+
 
 class RecordingMocks(pulumi.runtime.Mocks):
     """Returns inputs as outputs, plus what Azure would compute; fails loudly on unknown invokes."""
@@ -109,12 +133,24 @@ class RecordingMocks(pulumi.runtime.Mocks):
         if args.typ == "azure-native:containerservice:ManagedCluster":
             name = out["name"]
             out["fqdn"] = f"{name}-abc123.hcp.westeurope.azmk8s.io"
-            out["identity"] = {"type": "SystemAssigned", "principalId": f"{name}-principal"}
+            given = args.inputs.get("identity") or {}
+            if given.get("type") == "UserAssigned":
+                # Sent as a list of ids; AKS answers with a map of id -> identity.
+                ids = given.get("userAssignedIdentities") or []
+                out["identity"] = {
+                    "type": "UserAssigned",
+                    "userAssignedIdentities": {i: {"principalId": f"{i}-p"} for i in ids},
+                }
+            else:
+                out["identity"] = {"type": "SystemAssigned", "principalId": f"{name}-principal"}
             out["oidcIssuerProfile"] = {"enabled": True, "issuerURL": f"https://oidc/{name}/"}
             addons = out.get("addonProfiles") or {}
             for addon in addons.values():
                 addon["identity"] = {"objectId": f"{name}-aci-identity"}
             out.setdefault("nodeResourceGroup", f"MC_rg_{name}_westeurope")
+        if args.typ == "azure-native:managedidentity:UserAssignedIdentity":
+            out["principalId"] = f"{args.name}-principal"
+            out["clientId"] = f"{args.name}-client"
         if args.typ == "azure-native:network:PublicIPAddress":
             out.setdefault("ipAddress", "20.1.2.3")
         if args.typ == "kubernetes:core/v1:Secret" and not out.get("data"):
@@ -140,7 +176,8 @@ class RecordingMocks(pulumi.runtime.Mocks):
 
 
 def _user_credentials(args: dict[str, Any]) -> dict[str, Any]:
-    doc = FAKE_KUBECONFIG.format(name=args["resourceName"])
+    template = FAKE_EXEC_KUBECONFIG if args.get("format") == "exec" else FAKE_KUBECONFIG
+    doc = template.format(name=args["resourceName"])
     value = base64.b64encode(doc.encode()).decode()
     return {"kubeconfigs": [{"name": "clusterUser", "value": value}]}
 
@@ -284,6 +321,10 @@ def built_stack(stack: str) -> BuiltStack:
             outputs = {
                 "kubeconfigs": resolve(fleet.kubeconfigs),
                 **{f"kubeconfig:{n}": resolve(c.kubeconfig) for n, c in fleet.clusters.items()},
+                **{
+                    f"provider-kubeconfig:{n}": resolve(c.provider_kubeconfig)
+                    for n, c in fleet.clusters.items()
+                },
             }
         _BUILT[stack] = BuiltStack(graph=g, outputs=outputs)
     return _BUILT[stack]

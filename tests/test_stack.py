@@ -77,3 +77,23 @@ def test_preview_registers_the_same_graph(stack: str) -> None:
         previewed = Counter(r.type for r in graph.resources)
     deployed = Counter(r.type for r in built_stack(stack).graph.resources)
     assert previewed == deployed
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_no_kubernetes_default_provider(stack: str) -> None:
+    """The engine refuses a Kubernetes resource without `provider=` (stack config), and none
+    of the program's resources needs one: each names its cluster's provider."""
+    doc = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())
+    assert doc["config"]["pulumi:disable-default-providers"] == ["kubernetes"]
+    graph = built_stack(stack).graph
+    kube = [r for r in graph.resources if r.type.startswith("kubernetes:") and r.custom]
+    assert kube
+    for r in kube:
+        provider = graph.provider_urn(r)
+        assert provider, f"{r.type} {r.name} has no explicit provider"
+        assert graph.by_urn(provider).type == "pulumi:providers:kubernetes"
+
+
+def test_deploys_do_not_type_check_the_tests() -> None:
+    project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
+    assert "typechecker" not in project["runtime"].get("options", {})

@@ -75,3 +75,22 @@ def test_cli_version_matches_the_locked_sdk() -> None:
         for step in steps(load(name)):
             if "pulumi/actions" in step.get("uses", ""):
                 assert step["with"]["pulumi-version"] == version("pulumi")
+
+
+def test_previews_run_in_their_own_environment_for_same_repository_prs() -> None:
+    job = load("preview.yml")["jobs"]["preview"]
+    assert job["environment"] == "preview-${{ matrix.stack }}"
+    assert job["if"] == "github.event.pull_request.head.repo.full_name == github.repository"
+
+
+@pytest.mark.parametrize(("name", "job"), [("preview.yml", "preview"), ("up.yml", "up")])
+def test_kubelogin_is_pinned_and_logged_in_before_pulumi(name: str, job: str) -> None:
+    spec = load(name)["jobs"][job]
+    assert re.fullmatch(r"v\d+\.\d+\.\d+", spec["env"]["KUBELOGIN_VERSION"])
+    names = [s.get("name", s.get("uses", s.get("run", ""))) for s in spec["steps"]]
+    login = names.index("kubelogin and Azure CLI login")
+    pulumi_step = next(i for i, n in enumerate(names) if "pulumi/actions" in n)
+    assert login < pulumi_step
+    run = spec["steps"][login]["run"]
+    assert "github.com/Azure/kubelogin@${KUBELOGIN_VERSION}" in run
+    assert "--federated-token" in run

@@ -28,6 +28,12 @@ DNS_PREFIX: Final = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,52}[A-Za-z0-9])?$
 POOL_NAME: Final = re.compile(r"^[a-z][a-z0-9]{0,11}$")
 LOCATION: Final = re.compile(r"^[a-z][a-z0-9]{1,40}$")
 K8S_VERSION: Final = re.compile(r"^1\.(\d{2})(?:\.(\d{1,3}))?$")
+# Entra ID object ids (groups, users, service principals) are GUIDs.
+ENTRA_OBJECT_ID: Final = re.compile(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")
+
+# The NVIDIA device plugin chart (https://nvidia.github.io/k8s-device-plugin): AKS GPU node images
+# carry the driver, but a node advertises `nvidia.com/gpu` only with the plugin.
+NVIDIA_DEVICE_PLUGIN_CHART_VERSION: Final = "0.17.1"
 
 # Labels and taints AKS sets on nodes itself.
 # AKS rejects custom node labels under these prefixes, and sets `agentpool` itself.
@@ -198,3 +204,44 @@ def format_millis(millis: int) -> str:
 
 def format_mib(mib: int) -> str:
     return f"{mib / 1024:.1f}Gi" if mib >= 1024 else f"{mib}Mi"
+
+
+# ------------------------------------------------------------------------------------------------
+# Network combinations AKS refuses at create time, one line each (the rule and where it is stated).
+RULE_CILIUM_POLICY: Final = (
+    "AKS refuses networkPolicy 'cilium' unless networkDataplane is 'cilium' "
+    "(NetworkPolicy enum, API 2025-09-01)"
+)
+RULE_CILIUM_DATAPLANE: Final = (
+    "the Cilium dataplane enforces policy itself: AKS refuses networkPolicy 'azure' or 'calico' "
+    "with it (Azure CNI Powered by Cilium)"
+)
+RULE_MANAGED_NAT: Final = (
+    "managed NAT gateway is incompatible with custom virtual networks, and nodeSubnet mode puts "
+    "the cluster in the program's own VNet (AKS docs, nat-gateway)"
+)
+RULE_VIRTUAL_NODE_POLICY: Final = (
+    "virtual nodes do not enforce Kubernetes network policies for ACI pods (AKS virtual nodes "
+    "limitations)"
+)
+RULE_LOCAL_ACCOUNTS: Final = (
+    "AKS allows disableLocalAccounts only on clusters with Entra ID integration (ManagedCluster "
+    "disableLocalAccounts)"
+)
+RULE_AZURE_RBAC: Final = "Azure RBAC for Kubernetes authorization needs AKS-managed Entra ID"
+
+# Built-in Azure roles (learn.microsoft.com, Azure built-in roles: Containers, Networking, General).
+ROLE_CONTRIBUTOR: Final = "b24988ac-6180-42a0-ab88-20f7382dd24c"
+ROLE_NETWORK_CONTRIBUTOR: Final = "4d97b98b-1d4f-4787-a291-c67834d212e7"
+AKS_RBAC_ROLES: Final = {
+    "clusterAdmin": "b1ff04bb-8a4e-4dc4-8eb5-8693973ce19b",  # AKS RBAC Cluster Admin
+    "admin": "3498e952-d568-435e-9b2c-8d77e338d7f7",  # AKS RBAC Admin
+    "writer": "a7ffa36f-339b-4b5c-8bdf-e2c188b2c0eb",  # AKS RBAC Writer
+    "reader": "7f6c6a51-bcf8-42ba-9220-52d62157d7db",  # AKS RBAC Reader
+}
+# Azure Kubernetes Service Cluster User Role: listClusterUserCredential (the kubeconfig itself).
+ROLE_AKS_CLUSTER_USER: Final = "4abbcc35-e782-43d8-92c5-2d3f1bd2253f"
+# The AKS server application every Entra token for an AKS API server is issued for (kubelogin).
+AKS_ENTRA_SERVER_ID: Final = "6dae42f8-4368-4678-94ff-3960e28e3630"
+# kubelogin login modes that need no person at the keyboard (kubelogin `get-token --login`).
+KUBELOGIN_NONINTERACTIVE: Final = ("azurecli", "workloadidentity", "msi", "spn")

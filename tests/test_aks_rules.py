@@ -1,0 +1,267 @@
+"""What AKS refuses is refused first: network combinations, access settings, GPU quotas.
+
+Each case is refused by `parse_fleet` (the program and preflight both call it), with its key
+path and the AKS rule; the hostile ones also through `python -m preflight` and `__main__.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+import yaml
+
+from checks.stack import parse_fleet
+from tests.conftest import ROOT, Graph, copy_preflight_sources, run_program, set_stack_config
+from tests.test_config import BASE, errors_for, with_change
+
+VN = {"enabled": True}
+GROUP = "11111111-2222-3333-4444-555555555555"
+
+REFUSED: list[tuple[dict[str, Any], str]] = [
+    # Network (AKS: NetworkPolicy enum; Cilium docs; nat-gateway docs).
+    (
+        {"network": {"networkPolicy": "cilium"}},
+        "network.networkPolicy: set networkDataplane: cilium; AKS refuses networkPolicy 'cilium'",
+    ),
+    (
+        {"network": {"networkDataplane": "cilium", "networkPolicy": "calico"}},
+        "network.networkDataplane: networkPolicy 'calico' is refused",
+    ),
+    (
+        {"virtualNodes": VN, "network": {"outboundType": "managedNATGateway"}},
+        "network.outboundType: use loadBalancer (or network mode overlay); managed NAT gateway "
+        "is incompatible with custom virtual networks",
+    ),
+    (
+        {"network": {"mode": "nodeSubnet", "outboundType": "managedNATGateway"}},
+        "network.outboundType: use loadBalancer",
+    ),
+    # Access (ManagedCluster disableLocalAccounts; Azure RBAC needs managed Entra ID).
+    (
+        {"access": {"entraId": False}},
+        "access.localAccounts: false needs entraId: true",
+    ),
+    (
+        {"access": {"entraId": False, "localAccounts": True}},
+        "access.azureRbac: set entraId: true or azureRbac: false",
+    ),
+    (
+        {"access": {"azureRbac": False}},
+        "access.deployIdentityRole: an Azure role grants nothing",
+    ),
+    (
+        {"access": {"azureRbac": False, "deployIdentityRole": "none"}},
+        "access.adminGroupObjectIds: with Entra ID, Kubernetes RBAC and no local accounts",
+    ),
+    (
+        {"access": {"groups": [{"objectId": GROUP, "role": "clusterAdmin", "namespace": "a"}]}},
+        "access.groups[0].namespace: clusterAdmin is cluster-wide",
+    ),
+    (
+        {"access": {"groups": [{"objectId": "team-a", "role": "reader"}]}},
+        "access.groups[0].objectId: 'team-a' is not allowed: an Entra ID object id",
+    ),
+    (
+        {"access": {"groups": [{"objectId": GROUP, "role": "reader"}] * 2}},
+        "access.groups[1]: listed twice",
+    ),
+    (
+        {"access": {"authorizedIpRanges": ["20.1.2.0/24", "20.1.2.0/24"]}},
+        "access.authorizedIpRanges: 20.1.2.0/24 is listed twice",
+    ),
+    (
+        {"access": {"authorizedIpRanges": ["20.1.2.3/24"]}},
+        "access.authorizedIpRanges[0]",
+    ),
+]
+
+
+@pytest.mark.parametrize(("change", "expected"), REFUSED, ids=[r[1][:48] for r in REFUSED])
+def test_refused_with_key_path_and_rule(change: dict[str, Any], expected: str) -> None:
+    raw = with_change("clusters[1]", {**BASE["clusters"][1], **change})
+    messages = errors_for(raw)
+    assert any(m.startswith("clusters[1]." + expected) for m in messages), messages
+
+
+def test_fleet_access_is_reported_once_at_its_own_path() -> None:
+    raw = {**BASE, "access": {"entraId": False}}
+    messages = errors_for(raw)
+    assert [m for m in messages if "localAccounts" in m] == [
+        "access.localAccounts: false needs entraId: true (or set localAccounts: true); AKS "
+        "allows disableLocalAccounts only on clusters with Entra ID integration (ManagedCluster "
+        "disableLocalAccounts)"
+    ]
+
+
+ACCEPTED: list[dict[str, Any]] = [
+    {"network": {"networkDataplane": "cilium", "networkPolicy": "cilium"}},
+    {"network": {"outboundType": "managedNATGateway"}},  # overlay: AKS's own VNet
+    {"access": {"entraId": False, "azureRbac": False, "localAccounts": True}},
+    {"access": {"azureRbac": False, "deployIdentityRole": "none", "adminGroupObjectIds": [GROUP]}},
+    {"access": {"groups": [{"objectId": GROUP, "role": "writer", "namespace": "team-a"}]}},
+]
+
+
+@pytest.mark.parametrize("change", ACCEPTED)
+def test_what_aks_takes_passes(change: dict[str, Any]) -> None:
+    parse_fleet(with_change("clusters[1]", {**BASE["clusters"][1], **change}))
+
+
+def test_virtual_nodes_with_network_policy_warn() -> None:
+    raw = with_change(
+        "clusters[1]",
+        {**BASE["clusters"][1], "virtualNodes": VN, "network": {"networkPolicy": "azure"}},
+    )
+    _, warnings = parse_fleet(raw)
+    assert any("virtual nodes do not enforce" in str(w) for w in warnings)
+
+
+def dev_raw() -> dict[str, Any]:
+    return yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]["aks-batch-fleet:fleet"]
+
+
+def test_authorized_ranges_on_a_multikueue_worker_warn() -> None:
+    raw = {**dev_raw(), "location": "westeurope", "access": {"authorizedIpRanges": ["20.1.2.0/24"]}}
+    _, warnings = parse_fleet(raw)
+    assert [str(w) for w in warnings if "authorizedIpRanges" in w.path] == [
+        f"access.authorizedIpRanges: '{name}' is called by the MultiKueue manager: its egress "
+        "address must be in these ranges (AKS adds only the cluster's own egress), and so must "
+        "the deploying runner's"
+        for name in ("worker-1", "worker-2")
+    ]
+
+
+def test_existing_clusters_take_no_access_section() -> None:
+    raw = with_change(
+        "clusters[1]",
+        {
+            **BASE["clusters"][1],
+            "source": "existing",
+            "existing": {"kubeconfigPath": "k.yaml"},
+            "access": {"localAccounts": True},
+        },
+    )
+    assert any(m.startswith("clusters[1].access: only with source: aks") for m in errors_for(raw))
+
+
+GPU_CLUSTER: dict[str, Any] = {
+    "name": "worker-1",
+    "role": "worker",
+    "pools": [{"name": "gpu", "vmSize": "Standard_NC24ads_A100_v4", "minCount": 0, "maxCount": 2}],
+    "queues": {
+        "flavors": [{"name": "a100", "pool": "gpu"}],
+        "clusterQueues": [
+            {
+                "name": "q",
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["nvidia.com/gpu"],
+                        "flavors": [
+                            {
+                                "name": "a100",
+                                "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 2}],
+                            }
+                        ],
+                    }
+                ],
+            }
+        ],
+    },
+}
+
+
+def test_gpu_flavor_without_the_device_plugin_is_an_error() -> None:
+    parse_fleet(with_change("clusters[1]", GPU_CLUSTER))
+    off = with_change("clusters[1]", {**GPU_CLUSTER, "gpu": {"devicePlugin": False}})
+    messages = errors_for(off)
+    assert any(
+        m.startswith("clusters[1].queues.flavors[0].pool: pool 'gpu' has GPUs") for m in messages
+    )
+    assert any(m.startswith("clusters[1].queues.clusterQueues[0].resourceGroups") for m in messages)
+
+
+# The hostile ones, end to end: preflight exits 1 naming the key; the program registers nothing.
+def test_preflight_refuses_cilium_policy_and_managed_nat_on_own_vnet(tmp_path: Path) -> None:
+    copy_preflight_sources(tmp_path)
+    text = (ROOT / "Pulumi.dev.yaml").read_text()
+    # worker-1 has virtual nodes: the program makes its VNet.
+    text = text.replace(
+        "        virtualNodes:\n          enabled: true\n",
+        "        virtualNodes:\n          enabled: true\n        network:\n"
+        "          networkPolicy: cilium\n          outboundType: managedNATGateway\n",
+        1,
+    )
+    (tmp_path / "Pulumi.dev.yaml").write_text(text)
+    result = subprocess.run(
+        [sys.executable, "-m", "preflight", "dev", "--json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    paths = {e["path"] for e in json.loads(result.stdout)["errors"]}
+    assert paths == {"clusters[1].network.networkPolicy", "clusters[1].network.outboundType"}
+
+
+def test_program_refuses_them_before_registering_anything(graph: Graph) -> None:
+    raw = dev_raw()
+    raw["clusters"][1]["network"] = {"networkPolicy": "cilium", "outboundType": "managedNATGateway"}
+    set_stack_config(raw)
+    with pytest.raises(pulumi.RunError) as info:
+        run_program(lambda: runpy.run_path(str(ROOT / "__main__.py")))
+    assert "clusters[1].network.networkPolicy" in str(info.value)
+    assert "clusters[1].network.outboundType" in str(info.value)
+    assert graph.resources == []
+
+
+def test_kubelogin_rewrite_keeps_only_what_the_login_mode_reads() -> None:
+    from builders.kubeconfig import KubeconfigError, kubelogin_noninteractive  # noqa: PLC0415
+    from tests.conftest import FAKE_EXEC_KUBECONFIG, FAKE_KUBECONFIG  # noqa: PLC0415
+
+    doc = FAKE_EXEC_KUBECONFIG.format(name="c")
+    server = ["--server-id", "6dae42f8-4368-4678-94ff-3960e28e3630"]
+
+    def args(login: str) -> list[str]:
+        out = yaml.safe_load(kubelogin_noninteractive(doc, login))
+        return out["users"][0]["user"]["exec"]["args"]
+
+    assert args("workloadidentity") == ["get-token", "--login", "workloadidentity", *server]
+    # The AKS CLI's public client id belongs to devicecode; spn keeps tenant and cloud.
+    assert args("spn") == [
+        "get-token", "--login", "spn", *server,
+        "--environment", "AzurePublicCloud", "--tenant-id", "t",
+    ]  # fmt: skip
+    with pytest.raises(KubeconfigError, match="no kubelogin exec plugin"):
+        kubelogin_noninteractive(FAKE_KUBECONFIG.format(name="c"), "azurecli")
+
+
+def test_groups_get_their_role_and_one_cluster_user_grant_each() -> None:
+    from builders.aks import access_grants  # noqa: PLC0415
+    from config.models import AccessConfig  # noqa: PLC0415
+
+    access = AccessConfig.model_validate(
+        {
+            "groups": [
+                {"objectId": GROUP, "role": "writer", "namespace": "team-a"},
+                {"objectId": GROUP, "role": "reader", "namespace": "team-b"},
+            ]
+        }
+    )
+    grants = {g.key: g for g in access_grants(access)}
+    assert list(grants) == ["deployer", "group0", "group0-user", "group1"]
+    assert grants["deployer"].principal_id is None  # the identity running `pulumi up`
+    assert grants["group0"].namespace == "team-a"
+    assert grants["group0"].role_definition == "a7ffa36f-339b-4b5c-8bdf-e2c188b2c0eb"
+    assert grants["group0-user"].role_definition == "4abbcc35-e782-43d8-92c5-2d3f1bd2253f"
+    local = AccessConfig.model_validate(
+        {"entraId": False, "azureRbac": False, "localAccounts": True}
+    )
+    assert access_grants(local) == []
