@@ -13,7 +13,7 @@ from pulumi_azure_native import authorization, containerservice, network
 
 from builders import aks as shapes
 from config.models import ClusterConfig
-from constants import ROLE_NETWORK_CONTRIBUTOR, TYPE_PREFIX
+from constants import ROLE_NETWORK_CONTRIBUTOR, TAG_CLUSTER, TYPE_PREFIX
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,7 +49,7 @@ class AksCluster(pulumi.ComponentResource):
         super().__init__(f"{TYPE_PREFIX}:AksCluster", name, None, opts)
         cfg = args.cluster
         child = pulumi.ResourceOptions(parent=self)
-        tags = {**args.tags, **cfg.tags, "aks-batch-fleet/cluster": cfg.name}
+        tags = {**args.tags, **cfg.tags, TAG_CLUSTER: cfg.name}
 
         node_subnet: network.Subnet | None = None
         aci_subnet: network.Subnet | None = None

@@ -8,25 +8,30 @@ Keys are camelCase in YAML (`maxCount`) and snake_case in Python (`max_count`).
 from __future__ import annotations
 
 from ipaddress import IPv4Address, IPv4Network
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import BeforeValidator, Field
+from pydantic import Field
 
 from config.base import Model
 from config.karmada import KarmadaSettings
 from config.kueue import KueueObjects, KueueSettings
 from config.multikueue import MultiKueueSettings
 from config.types import (
+    Cidr,
     ClusterName,
     DnsPrefix,
+    IpAddress,
     KubernetesVersion,
     LabelKey,
     LabelValue,
     Location,
     PoolName,
+    TagName,
+    TagValue,
     Taint,
     Zone,
 )
+from upstream.aks import MAX_TAGS
 
 
 class VmSize(Model):
@@ -75,17 +80,6 @@ class PoolConfig(Model):
     def initial_count(self) -> int:
         """Node count at creation; the autoscaler owns it afterwards."""
         return self.min_count if self.count is None else self.count
-
-
-def _text_only(value: object) -> object:
-    # pydantic would read `true` or `5` as an address (0.0.0.1); YAML users mean a typo.
-    if not isinstance(value, str | IPv4Network | IPv4Address):
-        raise ValueError(f"must be written as a string such as '10.0.0.0/16', got {value!r}")
-    return value
-
-
-Cidr = Annotated[IPv4Network, BeforeValidator(_text_only)]
-IpAddress = Annotated[IPv4Address, BeforeValidator(_text_only)]
 
 
 class NetworkConfig(Model):
@@ -152,7 +146,7 @@ class ClusterConfig(Model):
     network: NetworkConfig = NetworkConfig()
     autoscaler_profile: AutoscalerProfile = AutoscalerProfile()
     queues: KueueObjects = KueueObjects()
-    tags: dict[str, str] = Field(default_factory=dict[str, str])
+    tags: dict[TagName, TagValue] = Field(default_factory=dict[str, str], max_length=MAX_TAGS)
 
     @property
     def network_mode(self) -> Literal["overlay", "nodeSubnet"]:
@@ -171,7 +165,7 @@ class FleetConfig(Model):
     location: Location | None = None
     resource_group: str | None = Field(default=None, min_length=1, max_length=90)
     kubernetes_version: KubernetesVersion = "1.33"
-    tags: dict[str, str] = Field(default_factory=dict[str, str])
+    tags: dict[TagName, TagValue] = Field(default_factory=dict[str, str], max_length=MAX_TAGS)
     vm_sizes: dict[str, VmSize] = Field(default_factory=dict[str, VmSize])
     clusters: list[ClusterConfig] = Field(min_length=1, max_length=50)
     karmada: KarmadaSettings | None = None

@@ -29,6 +29,31 @@ POOL_NAME: Final = re.compile(r"^[a-z][a-z0-9]{0,11}$")
 LOCATION: Final = re.compile(r"^[a-z][a-z0-9]{1,40}$")
 K8S_VERSION: Final = re.compile(r"^1\.(\d{2})(?:\.(\d{1,3}))?$")
 
+# Azure tags (learn.microsoft.com: tag-resources, "Limitations"): at most 50 name/value pairs on a
+# resource, names up to 512 characters (without < > % & \ ? /), values up to 256.
+MAX_TAGS: Final = 50
+MAX_TAG_NAME: Final = 512
+MAX_TAG_VALUE: Final = 256
+TAG_NAME_FORBIDDEN: Final = frozenset("<>%&\\?/")
+
+
+def tag_name_problem(name: str) -> str | None:
+    """Why Azure refuses `name` as a tag name, or None."""
+    if not name or len(name) > MAX_TAG_NAME:
+        return f"a tag name has 1 to {MAX_TAG_NAME} characters"
+    bad = sorted(TAG_NAME_FORBIDDEN.intersection(name))
+    if bad:
+        return f"a tag name cannot contain {' '.join(bad)}"
+    return None
+
+
+def tag_value_problem(value: str) -> str | None:
+    """Why Azure refuses `value` as a tag value, or None."""
+    if len(value) > MAX_TAG_VALUE:
+        return f"a tag value has at most {MAX_TAG_VALUE} characters"
+    return None
+
+
 # Labels and taints AKS sets on nodes itself.
 # AKS rejects custom node labels under these prefixes, and sets `agentpool` itself.
 RESERVED_LABEL_PREFIXES: Final = ("kubernetes.azure.com/", "kubernetes.io/", "k8s.io/")
