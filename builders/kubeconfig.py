@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, cast
 from urllib.parse import urlparse
 
-import yaml
+from config import yamlsafe
 
 
 class KubeconfigError(ValueError):
@@ -22,9 +22,10 @@ def _named(items: Any, name: str, what: str) -> dict[str, Any]:
 def server_of(document: str, context: str | None = None) -> str:
     """The API server URL of `context` (default: current-context) in a kubeconfig document."""
     try:
-        doc = yaml.safe_load(document)
-    except yaml.YAMLError as exc:
-        raise KubeconfigError(f"not YAML: {exc}") from None
+        # The safe loader's messages name a line, never its text (which may hold a token).
+        doc = yamlsafe.load(document, name="the kubeconfig", sensitive=True)
+    except yamlsafe.YamlError as exc:
+        raise KubeconfigError(str(exc)) from None
     if not isinstance(doc, dict):
         raise KubeconfigError("not a kubeconfig mapping")
     config = cast("dict[str, Any]", doc)
