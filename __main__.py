@@ -8,6 +8,7 @@ import constants as c
 from checks.stack import kubeconfig_issue, parse_fleet, read_files
 from components.aks import AksCluster
 from components.fleet import Fleet, FleetArgs
+from config import yamlsafe
 from config.errors import ConfigError, Issue, key_path
 from config.loader import (
     FULL_KEY,
@@ -60,7 +61,14 @@ def existing_secret_kubeconfigs(
 
 
 try:
-    raw = pulumi.Config(c.PROJECT).get_object(c.CONFIG_KEY)
+    try:
+        raw = pulumi.Config(c.PROJECT).get_object(c.CONFIG_KEY)
+        yamlsafe.check_data(raw, name=FULL_KEY)
+    except yamlsafe.YamlError as exc:
+        raise ConfigError([Issue(FULL_KEY, str(exc).removeprefix(f"{FULL_KEY} "))]) from None
+    except (pulumi.ConfigTypeError, ValueError, RecursionError):
+        # Not the SDK's message: it quotes the value, which may be a decrypted secret.
+        raise ConfigError([Issue(FULL_KEY, "unreadable: not a JSON object")]) from None
     if raw is None:
         raise ConfigError([Issue(FULL_KEY, "required: the stack config has no fleet")])
     stack = pulumi.get_stack()

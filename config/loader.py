@@ -267,7 +267,12 @@ def read_existing_kubeconfigs(fleet: FleetConfig, root: Path) -> dict[str, str]:
             issues.append(path)
             continue
         try:
-            found[cluster.name] = path.read_bytes().decode("utf-8")
+            with path.open("rb") as f:  # bounded: the file may have grown since it was checked
+                data = f.read(MAX_KUBECONFIG_BYTES + 1)
+            if len(data) > MAX_KUBECONFIG_BYTES:
+                issues.append(Issue(key, f"is larger than {MAX_KUBECONFIG_BYTES // 1024} KiB"))
+                continue
+            found[cluster.name] = data.decode("utf-8")
         except OSError as exc:
             issues.append(Issue(key, f"cannot read the file: {exc.strerror}"))
         except UnicodeDecodeError:

@@ -164,6 +164,23 @@ def _check_shape(text: str) -> None:
                 )
 
 
+def check_data(value: Any, *, name: str) -> None:
+    """The same depth and size limits on data that arrived parsed (the program's config JSON)."""
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    count = 0
+    while pending:
+        node, depth = pending.pop()
+        count += 1
+        if count > MAX_NODES:
+            raise YamlError(f"{name} holds more than {MAX_NODES} values")
+        if isinstance(node, dict | list):
+            if depth > MAX_DEPTH:
+                raise YamlError(f"{name} is nested deeper than {MAX_DEPTH} levels")
+            items = cast("dict[Any, Any]", node).values() if isinstance(node, dict) else node
+            pending.extend((item, depth + 1) for item in cast("list[Any]", items))
+            count += len(node) if isinstance(node, dict) else 0  # the keys
+
+
 def load(data: bytes | str, *, name: str, sensitive: bool = False) -> Any:
     """One YAML document as Python data, or YamlError naming the file, line and problem.
 

@@ -116,7 +116,7 @@ def test_anchors_of_the_committed_stacks_still_load() -> None:
 
 def test_libyaml_parser_is_used_and_fast() -> None:
     assert yaml.__with_libyaml__
-    assert yamlsafe._Parser is yaml.cyaml.CParser  # pyright: ignore[reportPrivateUsage]
+    assert yamlsafe._Parser is yaml.cyaml.CParser  # pyright: ignore[reportPrivateUsage, reportAttributeAccessIssue]
     text = "root:\n" + "".join(f"  key{i}: [value, {i}, true]\n" for i in range(3000))
     started = time.perf_counter()
     assert len(yamlsafe.load(text, name="big")["root"]) == 3000

@@ -96,7 +96,10 @@ def test_without_secrets_chart_values_stay_plain(graph: Graph, tmp_path: Path) -
     ("edit", "path"),
     [
         (lambda f: f["tags"].update(owner=SECURE), "tags.owner"),
-        (lambda f: f["clusters"][1].setdefault("tags", {}).update(cost=SECURE), r"clusters\[1\]\.tags\.cost"),
+        (
+            lambda f: f["clusters"][1].setdefault("tags", {}).update(cost=SECURE),
+            r"clusters\[1\]\.tags\.cost",
+        ),
         (lambda f: f.update(resourceGroup=SECURE), "resourceGroup"),
         (lambda f: f["clusters"][1]["pools"][0]["labels"].update(x=SECURE), r"labels\.x"),
     ],
@@ -122,6 +125,25 @@ def test_secret_fleet_key_without_its_file_is_refused(graph: Graph, tmp_path: Pa
         pulumi.RunError, match=r"holds a secret, but Pulumi\.test\.yaml does not say"
     ):
         run_main(tmp_path, fleet, write_file=False)
+    assert graph.resources == []
+
+
+@pytest.mark.parametrize(
+    ("fleet_json", "message"),
+    [
+        ("[" * 5000 + "]" * 5000, "unreadable"),  # the SDK's JSON decoder: RecursionError
+        ('{"tags": ' + "[" * 100 + "]" * 100 + "}", "nested deeper than 64"),
+        ('{"tags": {' + ",".join(f'"t{i}": "v"' for i in range(30_000)) + "}}", "more than"),
+        ('{"clusters": ', "unreadable"),
+    ],
+)
+def test_config_json_from_the_cli_is_bounded_too(
+    graph: Graph, tmp_path: Path, fleet_json: str, message: str
+) -> None:
+    shutil.copy(ROOT / "__main__.py", tmp_path / "__main__.py")
+    pulumi.runtime.config.set_all_config({FULL_KEY: fleet_json}, [])
+    with pytest.raises(pulumi.RunError, match=rf"{FULL_KEY}: .*{message}"):
+        run_program(lambda: runpy.run_path(str(tmp_path / "__main__.py")))
     assert graph.resources == []
 
 
