@@ -22,7 +22,8 @@ from checks.stack import load_from_file, parse_fleet, read_files
 from config import yamlsafe
 from config.errors import ConfigError
 from config.loader import FULL_KEY
-from tests.conftest import FAKE_KUBECONFIG, ROOT
+from tests.conftest import FAKE_KUBECONFIG, ROOT, built_stack
+from upstream import aks
 
 DEV = (ROOT / "Pulumi.dev.yaml").read_text()
 
@@ -204,18 +205,29 @@ def test_azure_tag_limits() -> None:
     with pytest.raises(ConfigError, match="tags: Dictionary should have at most 50 items"):
         parse_fleet(raw)
     assert time.perf_counter() - started < 2
-    raw["tags"] = {"a/b": "v", "ok": "v" * 257}
+    raw["tags"] = {"a/b": "v", "ok": "v" * 257, "Azure-x": "v"}
     with pytest.raises(ConfigError) as err:
         parse_fleet(raw)
     assert {str(i) for i in err.value.errors} == {
         "tags.a/b: the key: a tag name cannot contain /",
         "tags.ok: a tag value has at most 256 characters",
+        "tags.Azure-x: the key: tag names starting with microsoft, azure, windows are Azure's",
     }
     # 30 fleet tags + 20 cluster tags + the program's 3 exceed 50 on that cluster's resources.
     raw["tags"] = {f"f{i}": "v" for i in range(30)}
     raw["clusters"][1]["tags"] = {f"c{i}": "v" for i in range(20)}
     with pytest.raises(ConfigError, match=r"clusters\[1\]\.tags: 53 tags .*Azure allows 50"):
         parse_fleet(raw)
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_the_programs_own_tags_obey_azure(stack: str) -> None:
+    """Every tag the program puts on an Azure resource passes the rule the config's tags pass."""
+    tagged = [r for r in built_stack(stack).graph.resources if r.inputs.get("tags")]
+    assert tagged
+    for r in tagged:
+        assert len(r.inputs["tags"]) <= aks.MAX_TAGS
+        assert [n for n in r.inputs["tags"] if aks.tag_name_problem(n)] == [], r.name
 
 
 # ---- file-path keys ---------------------------------------------------------------------------

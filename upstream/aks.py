@@ -30,11 +30,13 @@ LOCATION: Final = re.compile(r"^[a-z][a-z0-9]{1,40}$")
 K8S_VERSION: Final = re.compile(r"^1\.(\d{2})(?:\.(\d{1,3}))?$")
 
 # Azure tags (learn.microsoft.com: tag-resources, "Limitations"): at most 50 name/value pairs on a
-# resource, names up to 512 characters (without < > % & \ ? /), values up to 256.
+# resource, names up to 512 characters (without < > % & \ ? /, and not starting with the prefixes
+# Azure keeps for itself), values up to 256. ARM refuses others (InvalidTagNameCharacters).
 MAX_TAGS: Final = 50
 MAX_TAG_NAME: Final = 512
 MAX_TAG_VALUE: Final = 256
 TAG_NAME_FORBIDDEN: Final = frozenset("<>%&\\?/")
+TAG_NAME_RESERVED_PREFIXES: Final = ("microsoft", "azure", "windows")
 
 
 def tag_name_problem(name: str) -> str | None:
@@ -44,6 +46,8 @@ def tag_name_problem(name: str) -> str | None:
     bad = sorted(TAG_NAME_FORBIDDEN.intersection(name))
     if bad:
         return f"a tag name cannot contain {' '.join(bad)}"
+    if name.lower().startswith(TAG_NAME_RESERVED_PREFIXES):
+        return f"tag names starting with {', '.join(TAG_NAME_RESERVED_PREFIXES)} are Azure's"
     return None
 
 
