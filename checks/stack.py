@@ -67,9 +67,15 @@ def read_files(fleet: FleetConfig, root: Path, *, source: str = "") -> StackFile
     return StackFiles(kubeconfigs=kubeconfigs, crd_files=crd_files)
 
 
-def load_from_file(stack: str, root: Path | None = None) -> tuple[FleetConfig, list[Issue]]:
-    """Offline: `Pulumi.<stack>.yaml` parsed and checked, as the program would see it."""
+def load_from_file(
+    stack: str, root: Path | None = None, *, files: bool = True
+) -> tuple[FleetConfig, list[Issue]]:
+    """Offline: `Pulumi.<stack>.yaml` parsed and checked, as the program would see it.
+
+    `files=False` skips the file-path keys: for a stack file taken alone from another git ref.
+    """
     raw, source = read_stack_file(stack, root)
     fleet, warnings = parse_fleet(raw, source=source)
-    read_files(fleet, root or PROJECT_ROOT, source=source)
+    if files:
+        read_files(fleet, root or PROJECT_ROOT, source=source)
     return fleet, warnings
