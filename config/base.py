@@ -19,4 +19,6 @@ class Model(BaseModel):
         # YAML and JSON already carry types: `maxCount: true` or `enabled: "yes"` is a mistake,
         # not a 1 or a true.
         strict=True,
+        # `.inf` and `.nan` are YAML floats; no setting of ours means either.
+        allow_inf_nan=False,
     )

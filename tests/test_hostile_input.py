@@ -171,6 +171,8 @@ def base_raw() -> dict[str, Any]:
         (lambda r: r["clusters"][1]["systemPool"].update(count=1.0), "count"),
         (lambda r: r["clusters"][1]["pools"][0].update(zones=[1]), "zones"),
         (lambda r: r.update(tags={"env": 5}), "tags.env"),
+        (lambda r: r["clusters"][1]["pools"][0].update(spotMaxPrice=float("inf")), "spotMaxPrice"),
+        (lambda r: r["clusters"][1]["pools"][0].update(spotMaxPrice=float("nan")), "spotMaxPrice"),
     ],
 )
 def test_strict_types(edit: Any, path: str) -> None:
