@@ -5,44 +5,99 @@ from pathlib import Path
 import pulumi
 
 import constants as c
-from checks.stack import parse_fleet
+from checks.stack import kubeconfig_issue, parse_fleet, read_files
 from components.aks import AksCluster
 from components.fleet import Fleet, FleetArgs
-from config.errors import ConfigError, Issue
+from config import yamlsafe
+from config.errors import ConfigError, Issue, key_path
 from config.loader import (
     FULL_KEY,
-    kueue_crd_files,
-    read_existing_kubeconfigs,
+    read_stack_config,
+    secret_chart_values,
+    secret_issues,
+    secure_paths,
     with_default_location,
 )
 
 ROOT = Path(__file__).parent
 
+
+def secret_locations(stack: str) -> list[tuple[str | int, ...]]:
+    """Where the fleet key's `secure:` values stand, from the stack file the CLI read.
+
+    The engine marks the fleet key secret as a whole; only the file says which leaves are.
+    """
+    found = read_stack_config(stack, ROOT)
+    paths = secure_paths(found[0].get(FULL_KEY)) if found else []
+    if not paths:
+        # Config from elsewhere (--config-file, an ESC environment): refuse rather than guess.
+        raise ConfigError(
+            [Issue(FULL_KEY, f"holds a secret, but Pulumi.{stack}.yaml does not say where")]
+        )
+    return paths
+
+
+def existing_secret_kubeconfigs(
+    clusters: list[tuple[int, str, str, str | None]],
+) -> dict[str, pulumi.Input[str]]:
+    """Kubeconfigs in secret config keys: checked now (with key paths), carried as secrets."""
+    found: dict[str, pulumi.Input[str]] = {}
+    issues: list[Issue] = []
+    for i, name, key, context in clusters:
+        at = key_path("clusters", i, "existing", "kubeconfigSecret")
+        # Read as text only to check it; the program passes on the secret Output.
+        document = pulumi.Config().get(key)
+        if document is None:
+            issues.append(Issue(at, f"the stack has no config key {key!r}"))
+            continue
+        problem = kubeconfig_issue(document, context, at)
+        if problem:
+            issues.append(problem)
+            continue
+        found[name] = pulumi.Config().require_secret(key)
+    if issues:
+        raise ConfigError(issues)
+    return found
+
+
 try:
-    raw = pulumi.Config(c.PROJECT).get_object(c.CONFIG_KEY)
+    try:
+        raw = pulumi.Config(c.PROJECT).get_object(c.CONFIG_KEY)
+        yamlsafe.check_data(raw, name=FULL_KEY)
+    except yamlsafe.YamlError as exc:
+        raise ConfigError([Issue(FULL_KEY, str(exc).removeprefix(f"{FULL_KEY} "))]) from None
+    except (pulumi.ConfigTypeError, ValueError, RecursionError):
+        # Not the SDK's message: it quotes the value, which may be a decrypted secret.
+        raise ConfigError([Issue(FULL_KEY, "unreadable: not a JSON object")]) from None
     if raw is None:
         raise ConfigError([Issue(FULL_KEY, "required: the stack config has no fleet")])
+    stack = pulumi.get_stack()
+    secrets = secret_locations(stack) if pulumi.runtime.is_config_secret(FULL_KEY) else []
+    refused = secret_issues(secrets)
+    if refused:
+        raise ConfigError(refused, f"stack {stack}")
     location = pulumi.Config("azure-native").get("location")
     fleet_config, warnings = parse_fleet(
-        with_default_location(raw, location), source=f"stack {pulumi.get_stack()}"
+        with_default_location(raw, location), source=f"stack {stack}"
     )
-    kubeconfig_files = read_existing_kubeconfigs(fleet_config, ROOT)
-    crd_files = kueue_crd_files(fleet_config, ROOT)
+    files = read_files(fleet_config, ROOT, source=f"stack {stack}")
+    # Clusters the stack does not create: kubeconfigs from files or secret config keys, read
+    # here so that components never read config or files.
+    existing: dict[str, pulumi.Input[str]] = {
+        name: pulumi.Output.secret(text) for name, text in files.kubeconfigs.items()
+    }
+    existing |= existing_secret_kubeconfigs(
+        [
+            (i, cl.name, cl.existing.kubeconfig_secret, cl.existing.context)
+            for i, cl in enumerate(fleet_config.clusters)
+            if cl.existing is not None and cl.existing.kubeconfig_secret
+        ]
+    )
 except ConfigError as err:
     # A clean, complete message and no resources: nothing is registered before this point.
     raise pulumi.RunError(str(err)) from None
 for warning in warnings:
     pulumi.log.warn(str(warning))
-
-# Clusters the stack does not create: kubeconfigs from files or secret config keys, read here
-# so that components never read config or files.
-existing: dict[str, pulumi.Input[str]] = {
-    name: pulumi.Output.secret(text) for name, text in kubeconfig_files.items()
-}
-for cluster in fleet_config.clusters:
-    if cluster.existing is not None and cluster.existing.kubeconfig_secret:
-        key = cluster.existing.kubeconfig_secret
-        existing[cluster.name] = pulumi.Config().require_secret(key)
 
 fleet = Fleet(
     c.PROJECT,
@@ -50,7 +105,8 @@ fleet = Fleet(
         config=fleet_config,
         stack=pulumi.get_stack(),
         existing_kubeconfigs=existing,
-        kueue_crd_files=crd_files,
+        kueue_crd_files=files.crd_files,
+        kueue_values_secret=secret_chart_values(secrets),
     ),
 )
 

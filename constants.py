@@ -20,6 +20,13 @@ OUT_OIDC_ISSUERS: Final = "oidcIssuerUrls"
 OUT_KARMADA_KUBECONFIG: Final = "karmadaKubeconfig"
 OUT_QUEUES: Final = "queues"
 
+# Tags the program puts on every Azure resource (besides the config's own): they count against
+# Azure's limit of 50 a resource, and obey its name rules (no '/': ARM refuses it).
+TAG_MANAGED_BY: Final = "managed-by"
+TAG_STACK: Final = "stack"
+TAG_CLUSTER: Final = "aks-batch-fleet-cluster"
+PROGRAM_TAGS: Final = (TAG_MANAGED_BY, TAG_STACK, TAG_CLUSTER)
+
 # Kubernetes versions: Kueue needs >= 1.29; the ProvisioningRequest gate on AKS needs >= 1.33.
 MIN_KUBERNETES: Final = (1, 29)
 MIN_KUBERNETES_PROVISIONING: Final = (1, 33)

@@ -7,6 +7,8 @@ from urllib.parse import urlparse
 
 import yaml
 
+from config import yamlsafe
+
 
 class KubeconfigError(ValueError):
     """A kubeconfig that cannot be used: says what is missing."""
@@ -22,9 +24,10 @@ def _named(items: Any, name: str, what: str) -> dict[str, Any]:
 def server_of(document: str, context: str | None = None) -> str:
     """The API server URL of `context` (default: current-context) in a kubeconfig document."""
     try:
-        doc = yaml.safe_load(document)
-    except yaml.YAMLError as exc:
-        raise KubeconfigError(f"not YAML: {exc}") from None
+        # The safe loader's messages name a line, never its text (which may hold a token).
+        doc = yamlsafe.load(document, name="the kubeconfig", sensitive=True)
+    except yamlsafe.YamlError as exc:
+        raise KubeconfigError(str(exc)) from None
     if not isinstance(doc, dict):
         raise KubeconfigError("not a kubeconfig mapping")
     config = cast("dict[str, Any]", doc)
@@ -52,7 +55,7 @@ def kubelogin_noninteractive(document: str, login: str) -> str:
     environment (azurecli: `az login`; workloadidentity: AZURE_CLIENT_ID, AZURE_TENANT_ID,
     AZURE_FEDERATED_TOKEN_FILE; spn: AAD_SERVICE_PRINCIPAL_CLIENT_ID/_SECRET; msi).
     """
-    doc = cast("dict[str, Any]", yaml.safe_load(document))
+    doc = cast("dict[str, Any]", yamlsafe.load(document, name="the kubeconfig", sensitive=True))
     for user in cast("list[dict[str, Any]]", doc.get("users") or []):
         spec = cast("dict[str, Any]", user.get("user") or {})
         exec_ = cast("dict[str, Any] | None", spec.get("exec"))

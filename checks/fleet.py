@@ -13,8 +13,9 @@ from checks.common import Check, duplicates
 from config.errors import Issue, key_path
 from config.models import FleetConfig, PoolConfig, version_tuple
 from config.resolve import custom_shapes
-from constants import MIN_KUBERNETES
+from constants import MIN_KUBERNETES, PROGRAM_TAGS
 from upstream.aks import (
+    MAX_TAGS,
     RESERVED_LABEL_PREFIXES,
     SPOT_LABEL,
     VmShape,
@@ -210,8 +211,21 @@ def check_sources(fleet: FleetConfig) -> Iterator[Issue]:
             )
 
 
+def check_tags(fleet: FleetConfig) -> Iterator[Issue]:
+    """Azure's 50 tags a resource count the fleet's, the cluster's and the program's own."""
+    for i, c in enumerate(fleet.clusters):
+        names = {*fleet.tags, *c.tags, *PROGRAM_TAGS}
+        if len(names) > MAX_TAGS:
+            yield Issue(
+                key_path("clusters", i, "tags"),
+                f"{len(names)} tags on this cluster's Azure resources (tags, clusters[{i}].tags "
+                f"and the program's {', '.join(PROGRAM_TAGS)}); Azure allows {MAX_TAGS}",
+            )
+
+
 FLEET_CHECKS: tuple[Check, ...] = (
     check_sources,
+    check_tags,
     check_location,
     check_resource_group,
     check_roles,

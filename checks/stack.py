@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from builders.kubeconfig import KubeconfigError, server_of
 from checks import validate
-from config.errors import ConfigError, Issue, errors_of
-from config.loader import parse_model, read_stack_file
+from config.errors import ConfigError, Issue, errors_of, key_path
+from config.loader import kueue_crd_files, parse_model, read_existing_kubeconfigs, read_stack_file
 from config.models import FleetConfig
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class StackFiles:
+    """What the config's file-path keys point at, checked: kubeconfig documents and CRD files."""
+
+    kubeconfigs: dict[str, str] = field(default_factory=dict[str, str])
+    crd_files: list[str] = field(default_factory=list[str])
 
 
 def parse_fleet(raw: Any, *, source: str = "") -> tuple[FleetConfig, list[Issue]]:
@@ -20,7 +32,50 @@ def parse_fleet(raw: Any, *, source: str = "") -> tuple[FleetConfig, list[Issue]
     return fleet, issues
 
 
-def load_from_file(stack: str, root: Path | None = None) -> tuple[FleetConfig, list[Issue]]:
-    """Offline: `Pulumi.<stack>.yaml` parsed and checked, as the program would see it."""
+def kubeconfig_issue(document: str, context: str | None, path: str) -> Issue | None:
+    """A kubeconfig that cannot reach its cluster, as an Issue at `path` (never its content)."""
+    try:
+        server_of(document, context)
+    except KubeconfigError as exc:
+        return Issue(path, f"not a usable kubeconfig: {exc}")
+    return None
+
+
+def read_files(fleet: FleetConfig, root: Path, *, source: str = "") -> StackFiles:
+    """Every file-path key resolved inside `root` and read, kubeconfigs parsed with their context.
+
+    Runs before any resource exists, in preflight and in the program alike.
+    """
+    issues: list[Issue] = []
+    kubeconfigs: dict[str, str] = {}
+    crd_files: list[str] = []
+    try:
+        kubeconfigs = read_existing_kubeconfigs(fleet, root)
+    except ConfigError as err:
+        issues += err.issues
+    for i, cluster in enumerate(fleet.clusters):
+        if cluster.existing is not None and cluster.name in kubeconfigs:
+            at = key_path("clusters", i, "existing", "kubeconfigPath")
+            found = kubeconfig_issue(kubeconfigs[cluster.name], cluster.existing.context, at)
+            issues += [found] if found else []
+    try:
+        crd_files = kueue_crd_files(fleet, root)
+    except ConfigError as err:
+        issues += err.issues
+    if issues:
+        raise ConfigError(issues, source)
+    return StackFiles(kubeconfigs=kubeconfigs, crd_files=crd_files)
+
+
+def load_from_file(
+    stack: str, root: Path | None = None, *, files: bool = True
+) -> tuple[FleetConfig, list[Issue]]:
+    """Offline: `Pulumi.<stack>.yaml` parsed and checked, as the program would see it.
+
+    `files=False` skips the file-path keys: for a stack file taken alone from another git ref.
+    """
     raw, source = read_stack_file(stack, root)
-    return parse_fleet(raw, source=source)
+    fleet, warnings = parse_fleet(raw, source=source)
+    if files:
+        read_files(fleet, root or PROJECT_ROOT, source=source)
+    return fleet, warnings

@@ -15,7 +15,7 @@ from builders import aks as shapes
 from builders.kubeconfig import kubelogin_noninteractive
 from builders.manifest import HelmRelease
 from config.models import AccessConfig, ClusterConfig
-from constants import TYPE_PREFIX
+from constants import TAG_CLUSTER, TYPE_PREFIX
 from upstream.aks import ROLE_CONTRIBUTOR, ROLE_NETWORK_CONTRIBUTOR
 
 
@@ -67,7 +67,7 @@ class AksCluster(pulumi.ComponentResource):
         super().__init__(f"{TYPE_PREFIX}:AksCluster", name, None, opts)
         cfg = args.cluster
         child = pulumi.ResourceOptions(parent=self)
-        tags = {**args.tags, **cfg.tags, "aks-batch-fleet/cluster": cfg.name}
+        tags = {**args.tags, **cfg.tags, TAG_CLUSTER: cfg.name}
 
         node_subnet: network.Subnet | None = None
         aci_subnet: network.Subnet | None = None

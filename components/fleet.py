@@ -17,7 +17,7 @@ from components.kueue import Kueue, KueueArgs
 from components.multikueue import MultiKueue, MultiKueueArgs
 from config.models import FleetConfig
 from config.resolve import access_of, with_mirrored_queues
-from constants import PROJECT, TYPE_PREFIX
+from constants import PROJECT, TAG_MANAGED_BY, TAG_STACK, TYPE_PREFIX
 
 Cluster = AksCluster | ExistingCluster
 
@@ -33,6 +33,8 @@ class FleetArgs:
     )
     # The pinned Kueue CRD files when `kueue.install` is `manifests-only`.
     kueue_crd_files: Sequence[str] = ()
+    # `kueue.values` holds a `secure:` value: the chart values go to Helm as a Pulumi secret.
+    kueue_values_secret: bool = False
 
 
 class Fleet(pulumi.ComponentResource):
@@ -46,7 +48,7 @@ class Fleet(pulumi.ComponentResource):
         super().__init__(f"{TYPE_PREFIX}:Fleet", name, None, opts)
         cfg = args.config
         location = cfg.location
-        tags = {"managed-by": PROJECT, "stack": args.stack, **cfg.tags}
+        tags = {TAG_MANAGED_BY: PROJECT, TAG_STACK: args.stack, **cfg.tags}
         self.clusters = {}
         aks = [c for c in cfg.clusters if c.source == "aks"]
         self.resource_group_name = pulumi.Output.from_input("")
@@ -92,6 +94,7 @@ class Fleet(pulumi.ComponentResource):
                     provider=self.clusters[c.name].provider,
                     objects=objects[c.name],
                     crd_files=args.kueue_crd_files,
+                    secret_values=args.kueue_values_secret,
                 ),
                 pulumi.ResourceOptions(parent=self),
             )

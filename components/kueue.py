@@ -34,6 +34,8 @@ class KueueArgs:
     objects: Sequence[Manifest] = ()
     # The pinned CRD files, for `install: manifests-only` (found by the composition root).
     crd_files: Sequence[str] = ()
+    # The chart values hold a secret (from `kueue.values`): pass them as a Pulumi secret.
+    secret_values: bool = False
 
 
 def _metadata(m: Manifest) -> dict[str, Any]:
@@ -93,7 +95,7 @@ class Kueue(pulumi.ComponentResource):
             version=chart.version,
             namespace=chart.namespace,
             create_namespace=True,
-            values=chart.values,
+            values=pulumi.Output.secret(chart.values) if args.secret_values else chart.values,
             # Roll back a failed upgrade: a broken Kueue blocks every Job through its webhooks.
             skip_await=False,
             atomic=True,

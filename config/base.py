@@ -7,7 +7,7 @@ from pydantic.alias_generators import to_camel
 
 
 class Model(BaseModel):
-    """Frozen, unknown keys rejected, camelCase keys in YAML (`maxCount`), snake_case in Python."""
+    """Frozen, strict types, unknown keys rejected, camelCase keys in YAML, snake_case in Python."""
 
     model_config = ConfigDict(
         frozen=True,
@@ -16,4 +16,9 @@ class Model(BaseModel):
         validate_by_alias=True,
         validate_by_name=False,
         str_strip_whitespace=False,
+        # YAML and JSON already carry types: `maxCount: true` or `enabled: "yes"` is a mistake,
+        # not a 1 or a true.
+        strict=True,
+        # `.inf` and `.nan` are YAML floats; no setting of ours means either.
+        allow_inf_nan=False,
     )

@@ -9,13 +9,12 @@ are used by Kruise.
 from __future__ import annotations
 
 import re
-from ipaddress import IPv4Address
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, StrictInt
 
 from config.base import Model
-from config.types import DnsLabel, Quantity
+from config.types import DnsLabel, IpAddress, Quantity
 from upstream.karmada import DEFAULT_KARMADA_CHART_VERSION, DEFAULT_KRUISE_CHART_VERSION
 
 
@@ -113,7 +112,7 @@ class ApiServerConfig(Model):
 
     exposure: Literal["public", "internal"] = "public"
     # internal: a free address in the host cluster's node subnet, fixed before the first install.
-    internal_ip: IPv4Address | None = None
+    internal_ip: IpAddress | None = None
     # public: `<dnsLabel>.<location>.cloudapp.azure.com` on the static IP, also a certificate SAN.
     dns_label: DnsLabel | None = None
 

@@ -6,13 +6,14 @@ The cross-field rules run on the result in `checks`; `checks.stack` puts the two
 from __future__ import annotations
 
 import difflib
-from pathlib import Path
+import stat
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, cast
 
-import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from config import yamlsafe
 from config.errors import ConfigError, Issue, key_path
 from config.models import FleetConfig
 from constants import CONFIG_KEY, PROJECT
@@ -50,6 +51,9 @@ def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
 
 def _issue_from(error: ErrorDetails) -> Issue:
     loc = tuple(error["loc"])
+    # pydantic marks a bad mapping key with a "[key]" step; the path ends at the key itself.
+    on_key = bool(loc) and loc[-1] == "[key]"
+    loc = loc[:-1] if on_key else loc
     path = key_path(*loc)
     kind = error["type"]
     if kind == "extra_forbidden":
@@ -67,7 +71,7 @@ def _issue_from(error: ErrorDetails) -> Issue:
         message = message.removeprefix("Value error, ")
     elif kind == "literal_error":
         message = f"{message} (got {error['input']!r})"
-    return Issue(path, message)
+    return Issue(path, f"the key: {message}" if on_key else message)
 
 
 def parse_model(raw: Any, *, source: str = "") -> FleetConfig:
@@ -90,12 +94,59 @@ def with_default_location(raw: object, location: object) -> object:
     return result
 
 
+# Where a `secure:` value may stand inside the fleet key: chart values can need credentials and
+# are carried as a Pulumi secret. Anywhere else (names, counts, Azure tags) a secret would be
+# written in plain text to Azure or to object metadata, so it is refused.
+SECRET_HOMES: tuple[tuple[str, ...], ...] = (("kueue", "values"),)
+# Kubeconfig documents are a few kB; CRD files up to a few MB (Kueue's workloads CRD: 1.4 MB).
+MAX_KUBECONFIG_BYTES = 256 * 1024
+MAX_CRD_BYTES = 8 * 1024 * 1024
+
+Loc = tuple[str | int, ...]
+
+
+def _is_secure(value: object) -> bool:
+    return isinstance(value, dict) and set(cast("dict[Any, Any]", value)) == {"secure"}
+
+
+def secure_paths(value: object, here: Loc = ()) -> list[Loc]:
+    """Where `{secure: ...}` leaves stand in raw config data."""
+    if _is_secure(value):
+        return [here]
+    if isinstance(value, dict):
+        mapping = cast("dict[Any, Any]", value)
+        return [p for k, v in mapping.items() for p in secure_paths(v, (*here, str(k)))]
+    if isinstance(value, list):
+        items = cast("list[Any]", value)
+        return [p for i, v in enumerate(items) for p in secure_paths(v, (*here, i))]
+    return []
+
+
+def secret_issues(paths: list[Loc]) -> list[Issue]:
+    """A `secure:` value outside SECRET_HOMES is refused with its key path."""
+    homes = ", ".join(key_path(*h) for h in SECRET_HOMES)
+    return [
+        Issue(
+            key_path(*p),
+            f"a secret cannot stand here (it would be stored in plain text); only {homes} "
+            "may hold `secure:` values",
+        )
+        for p in paths
+        if not any(p[: len(h)] == h for h in SECRET_HOMES)
+    ]
+
+
+def secret_chart_values(paths: list[Loc]) -> bool:
+    """Whether Kueue's chart values hold a secret (then they go to Helm as a Pulumi secret)."""
+    return any(p[:2] == ("kueue", "values") for p in paths)
+
+
 def _opaque_secrets(value: Any) -> Any:
     """Replace `{secure: ...}` with a placeholder: offline we never see secret values."""
+    if _is_secure(value):
+        return SECRET_PLACEHOLDER
     if isinstance(value, dict):
         mapping = cast("dict[str, Any]", value)
-        if set(mapping) == {"secure"}:
-            return SECRET_PLACEHOLDER
         return {k: _opaque_secrets(v) for k, v in mapping.items()}
     if isinstance(value, list):
         return [_opaque_secrets(v) for v in cast("list[Any]", value)]
@@ -106,49 +157,133 @@ def stack_file(stack: str, root: Path | None = None) -> Path:
     return (root or Path(__file__).resolve().parent.parent) / f"Pulumi.{stack}.yaml"
 
 
+def read_stack_config(stack: str, root: Path | None = None) -> tuple[dict[str, Any], str] | None:
+    """The `config` mapping of `Pulumi.<stack>.yaml` (None when there is no such file)."""
+    path = stack_file(stack, root)
+    if not path.is_file():
+        return None
+    try:
+        with path.open("rb") as f:
+            data = f.read(yamlsafe.MAX_BYTES + 1)
+        document = yamlsafe.load(data, name=path.name)
+    except OSError as exc:
+        raise ConfigError([Issue("", f"cannot read {path.name}: {exc.strerror}")]) from None
+    except yamlsafe.YamlError as exc:
+        raise ConfigError([Issue("", str(exc))]) from None
+    if document is None:
+        document = {}
+    if not isinstance(document, dict):
+        raise ConfigError([Issue("", f"{path.name} must be a mapping with a `config` key")])
+    config = cast("dict[str, Any]", document).get("config")
+    if config is None:
+        config = {}
+    if not isinstance(config, dict):
+        raise ConfigError([Issue("config", f"must be a mapping of config keys in {path.name}")])
+    return cast("dict[str, Any]", config), path.name
+
+
 def read_stack_file(stack: str, root: Path | None = None) -> tuple[Any, str]:
     """Offline: the fleet key of `Pulumi.<stack>.yaml` as the CLI would hand it to the program.
 
     Returns (raw data, file name); secret values become a placeholder (offline never sees them).
     """
-    path = stack_file(stack, root)
-    if not path.is_file():
+    found = read_stack_config(stack, root)
+    if found is None:
+        path = stack_file(stack, root)
         raise ConfigError([Issue("", f"no stack file {path.name} in {path.parent}")])
-    try:
-        document: dict[str, Any] = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError([Issue("", f"{path.name} is not valid YAML: {exc}")]) from None
-    config: dict[str, Any] = document.get("config") or {}
+    config, name = found
     if FULL_KEY not in config:
-        raise ConfigError([Issue(FULL_KEY, f"required in {path.name}")], path.name)
-    raw = _opaque_secrets(config[FULL_KEY])
-    return with_default_location(raw, config.get("azure-native:location")), path.name
+        raise ConfigError([Issue(FULL_KEY, f"required in {name}")], name)
+    raw = config[FULL_KEY]
+    issues = secret_issues(secure_paths(raw))
+    if issues:
+        raise ConfigError(issues, name)
+    return with_default_location(_opaque_secrets(raw), config.get("azure-native:location")), name
+
+
+def project_file(root: Path, relative: str, path: str, *, max_bytes: int) -> Path | Issue:
+    """`relative` as a regular file inside the project `root`, or the Issue at key `path`."""
+    problem = _project_path_problem(relative)
+    if problem:
+        return Issue(path, problem)
+    base = root.resolve()
+    try:
+        resolved = (base / relative).resolve()
+        if not resolved.is_relative_to(base):
+            return Issue(path, "must stay inside the project directory (a link leads out of it)")
+        info = resolved.stat()
+    except (OSError, RuntimeError, ValueError):
+        return Issue(path, f"no such file in the project: {relative!r}")
+    if not stat.S_ISREG(info.st_mode):
+        return Issue(path, f"must be a regular file: {relative!r}")
+    if info.st_size == 0:
+        return Issue(path, f"is an empty file: {relative!r}")
+    if info.st_size > max_bytes:
+        return Issue(path, f"is larger than {max_bytes // 1024} KiB: {relative!r}")
+    return resolved
+
+
+def project_dir(root: Path, relative: str, path: str) -> Path | Issue:
+    """`relative` as a directory inside the project `root`, or the Issue at key `path`."""
+    problem = _project_path_problem(relative)
+    if problem:
+        return Issue(path, problem)
+    base = root.resolve()
+    try:
+        resolved = (base / relative).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return Issue(path, f"no such directory in the project: {relative!r}")
+    if not resolved.is_relative_to(base):
+        return Issue(path, "must stay inside the project directory (a link leads out of it)")
+    if not resolved.is_dir():
+        return Issue(path, f"no such directory in the project: {relative!r}")
+    return resolved
+
+
+def _project_path_problem(relative: str) -> str | None:
+    if not relative.strip():
+        return "must be a path relative to the project directory, not empty"
+    if any(ord(ch) < 32 for ch in relative):
+        return "must not hold control characters"
+    if PurePosixPath(relative).is_absolute() or PureWindowsPath(relative).is_absolute():
+        return "must be relative to the project directory, not absolute"
+    if ".." in PurePosixPath(relative.replace("\\", "/")).parts:
+        return "must stay inside the project directory (no `..`)"
+    return None
 
 
 def read_existing_kubeconfigs(fleet: FleetConfig, root: Path) -> dict[str, str]:
-    """Kubeconfig files of `source: existing` clusters, relative to the project root."""
+    """Kubeconfig files of `source: existing` clusters, inside the project root; unparsed."""
     found: dict[str, str] = {}
     issues: list[Issue] = []
     for i, cluster in enumerate(fleet.clusters):
         if cluster.existing is None or cluster.existing.kubeconfig_path is None:
             continue
-        path = root / cluster.existing.kubeconfig_path
+        key = key_path("clusters", i, "existing", "kubeconfigPath")
+        path = project_file(
+            root, cluster.existing.kubeconfig_path, key, max_bytes=MAX_KUBECONFIG_BYTES
+        )
+        if isinstance(path, Issue):
+            issues.append(path)
+            continue
         try:
-            found[cluster.name] = path.read_text()
+            with path.open("rb") as f:  # bounded: the file may have grown since it was checked
+                data = f.read(MAX_KUBECONFIG_BYTES + 1)
+            if len(data) > MAX_KUBECONFIG_BYTES:
+                issues.append(Issue(key, f"is larger than {MAX_KUBECONFIG_BYTES // 1024} KiB"))
+                continue
+            found[cluster.name] = data.decode("utf-8")
         except OSError as exc:
-            issues.append(
-                Issue(
-                    key_path("clusters", i, "existing", "kubeconfigPath"),
-                    f"cannot read {path}: {exc.strerror}",
-                )
-            )
+            issues.append(Issue(key, f"cannot read the file: {exc.strerror}"))
+        except UnicodeDecodeError:
+            issues.append(Issue(key, "is not a UTF-8 text file"))
     if issues:
         raise ConfigError(issues)
     return found
 
 
 def kueue_crd_dir(fleet: FleetConfig, root: Path) -> Path:
-    """Where `manifests-only` installs read the pinned Kueue CRDs from."""
+    """Where `manifests-only` installs read the pinned Kueue CRDs from (crdDir unchecked)."""
     version = fleet.kueue.version
     if fleet.kueue.crd_dir is not None:
         return root / fleet.kueue.crd_dir
@@ -160,11 +295,18 @@ def kueue_crd_files(fleet: FleetConfig, root: Path) -> list[str]:
     """The pinned Kueue CRD files, for `kueue.install: manifests-only` (else none).
 
     Paths, not parsed objects: the Kubernetes provider reads them (the workloads CRD alone is
-    1.4 MB, which costs seconds to parse and serialize in Python).
+    1.4 MB, which costs seconds to parse and serialize in Python). A `crdDir` must lie inside the
+    project and hold regular files only.
     """
     if fleet.kueue.install != "manifests-only":
         return []
-    directory = kueue_crd_dir(fleet, root)
+    if fleet.kueue.crd_dir is not None:
+        checked = project_dir(root, fleet.kueue.crd_dir, "kueue.crdDir")
+        if isinstance(checked, Issue):
+            raise ConfigError([checked])
+        directory = checked
+    else:
+        directory = kueue_crd_dir(fleet, root)
     files = sorted(directory.glob("kueue.x-k8s.io_*.yaml")) if directory.is_dir() else []
     if not files:
         raise ConfigError(
@@ -175,4 +317,13 @@ def kueue_crd_files(fleet: FleetConfig, root: Path) -> list[str]:
                 )
             ]
         )
+    if fleet.kueue.crd_dir is not None:
+        base = root.resolve()
+        checked_files = [
+            project_file(base, str(f.relative_to(base)), "kueue.crdDir", max_bytes=MAX_CRD_BYTES)
+            for f in files
+        ]
+        issues = [f for f in checked_files if isinstance(f, Issue)]
+        if issues:
+            raise ConfigError(issues)
     return [str(path) for path in files]

@@ -8,28 +8,32 @@ Keys are camelCase in YAML (`maxCount`) and snake_case in Python (`max_count`).
 from __future__ import annotations
 
 from ipaddress import IPv4Address, IPv4Network
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import BeforeValidator, Field
+from pydantic import Field
 
 from config.base import Model
 from config.karmada import KarmadaSettings
 from config.kueue import KueueObjects, KueueSettings
 from config.multikueue import MultiKueueSettings
 from config.types import (
+    Cidr,
     ClusterName,
     DnsLabel,
     DnsPrefix,
     EntraObjectId,
+    IpAddress,
     KubernetesVersion,
     LabelKey,
     LabelValue,
     Location,
     PoolName,
+    TagName,
+    TagValue,
     Taint,
     Zone,
 )
-from upstream.aks import NVIDIA_DEVICE_PLUGIN_CHART_VERSION
+from upstream.aks import MAX_TAGS, NVIDIA_DEVICE_PLUGIN_CHART_VERSION
 
 
 class VmSize(Model):
@@ -78,17 +82,6 @@ class PoolConfig(Model):
     def initial_count(self) -> int:
         """Node count at creation; the autoscaler owns it afterwards."""
         return self.min_count if self.count is None else self.count
-
-
-def _text_only(value: object) -> object:
-    # pydantic would read `true` or `5` as an address (0.0.0.1); YAML users mean a typo.
-    if not isinstance(value, str | IPv4Network | IPv4Address):
-        raise ValueError(f"must be written as a string such as '10.0.0.0/16', got {value!r}")
-    return value
-
-
-Cidr = Annotated[IPv4Network, BeforeValidator(_text_only)]
-IpAddress = Annotated[IPv4Address, BeforeValidator(_text_only)]
 
 
 class NetworkConfig(Model):
@@ -196,7 +189,7 @@ class ClusterConfig(Model):
     network: NetworkConfig = NetworkConfig()
     autoscaler_profile: AutoscalerProfile = AutoscalerProfile()
     queues: KueueObjects = KueueObjects()
-    tags: dict[str, str] = Field(default_factory=dict[str, str])
+    tags: dict[TagName, TagValue] = Field(default_factory=dict[str, str], max_length=MAX_TAGS)
     # Replaces the fleet's `access` for this cluster (whole, not merged).
     access: AccessConfig | None = None
     gpu: GpuSettings | None = None
@@ -218,7 +211,7 @@ class FleetConfig(Model):
     location: Location | None = None
     resource_group: str | None = Field(default=None, min_length=1, max_length=90)
     kubernetes_version: KubernetesVersion = "1.33"
-    tags: dict[str, str] = Field(default_factory=dict[str, str])
+    tags: dict[TagName, TagValue] = Field(default_factory=dict[str, str], max_length=MAX_TAGS)
     vm_sizes: dict[str, VmSize] = Field(default_factory=dict[str, VmSize])
     clusters: list[ClusterConfig] = Field(min_length=1, max_length=50)
     karmada: KarmadaSettings | None = None

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, BeforeValidator
 
 from upstream import aks, k8s
 
@@ -79,3 +80,28 @@ KubernetesVersion = Annotated[
 ]
 Zone = Literal["1", "2", "3"]
 EntraObjectId = Annotated[str, _pattern(aks.ENTRA_OBJECT_ID, "an Entra ID object id (a GUID)")]
+TagName = Annotated[str, _rule(aks.tag_name_problem)]
+TagValue = Annotated[str, _rule(aks.tag_value_problem)]
+
+
+# IPv4 (written as text in YAML).
+def _text_only(value: object) -> object:
+    # pydantic would read `true` or `5` as an address (0.0.0.1); YAML users mean a typo.
+    if not isinstance(value, str | IPv4Network | IPv4Address):
+        raise ValueError(f"must be written as a string such as '10.0.0.0/16', got {value!r}")
+    return value
+
+
+def _network(value: object) -> object:
+    # Strict models take instances only: parse the text here (ValueError says what is wrong).
+    value = _text_only(value)
+    return IPv4Network(value) if isinstance(value, str) else value
+
+
+def _address(value: object) -> object:
+    value = _text_only(value)
+    return IPv4Address(value) if isinstance(value, str) else value
+
+
+Cidr = Annotated[IPv4Network, BeforeValidator(_network)]
+IpAddress = Annotated[IPv4Address, BeforeValidator(_address)]

@@ -48,7 +48,7 @@ def empty(stack: str, *, exists: bool = True) -> Snapshot:
     }
 
 
-def snapshot(stack: str, root: Path | None = None) -> Snapshot:
+def snapshot(stack: str, root: Path | None = None, *, files: bool = True) -> Snapshot:
     """Load `Pulumi.<stack>.yaml` from `root` and return its plan keyed for comparison.
 
     An invalid stack gives `valid: False` and its errors (never an exception); a missing file gives
@@ -58,7 +58,7 @@ def snapshot(stack: str, root: Path | None = None) -> Snapshot:
     if not path.is_file():
         return empty(stack, exists=False)
     try:
-        fleet, warnings = load_from_file(stack, root=root)
+        fleet, warnings = load_from_file(stack, root=root, files=files)
     except ConfigError as err:
         out = empty(stack)
         out["valid"] = False

@@ -207,11 +207,11 @@ def test_file_loader_keeps_secrets_opaque(tmp_path: Path) -> None:
         "config:\n"
         "  aks-batch-fleet:fleet:\n"
         "    location: westeurope\n"
-        "    tags: {token: {secure: v1:AAAA}}\n"
+        "    kueue: {values: {webhook: {token: {secure: v1:AAAA}}}}\n"
         "    clusters: [{name: a, role: standalone}]\n"
     )
     fleet, _ = load_from_file("s", tmp_path)
-    assert fleet.tags == {"token": SECRET_PLACEHOLDER}
+    assert fleet.kueue.values == {"webhook": {"token": SECRET_PLACEHOLDER}}
 
 
 def test_file_loader_errors_name_the_file(tmp_path: Path) -> None:

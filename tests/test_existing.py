@@ -68,7 +68,7 @@ def test_existing_block_only_with_existing_source() -> None:
 
 def test_missing_kubeconfig_file_names_the_key(tmp_path: Path) -> None:
     fleet, _ = parse_fleet(RAW)
-    with pytest.raises(ConfigError, match=r"clusters\[0\]\.existing\.kubeconfigPath: cannot read"):
+    with pytest.raises(ConfigError, match=r"clusters\[0\]\.existing\.kubeconfigPath: no such file"):
         read_existing_kubeconfigs(fleet, tmp_path)
     (tmp_path / "kube").mkdir()
     (tmp_path / "kube" / "manager.yaml").write_text("doc")

@@ -44,6 +44,9 @@ def test_helm_install_reads_nothing() -> None:
 
 
 def test_missing_crds_name_the_key(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"kueue\.crdDir: no such directory .*nothing"):
+        kueue_crd_files(manifests_only("nothing"), tmp_path)
+    (tmp_path / "nothing").mkdir()
     with pytest.raises(ConfigError, match=r"kueue\.crdDir: no Kueue CRDs in .*nothing"):
         kueue_crd_files(manifests_only("nothing"), tmp_path)
 

@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from preflight import diagram
-from preflight.diff import compare, render_markdown, render_text
+from preflight.diff import compare, render_markdown, render_text, stack_at_ref
 from preflight.snapshot import Snapshot, empty, snapshot
-from tests.conftest import ROOT, copy_preflight_sources
+from tests.conftest import FAKE_KUBECONFIG, ROOT, copy_preflight_sources
 
 Fleet = dict[str, Any]
 
@@ -471,3 +471,19 @@ def test_subject_gaining_a_binding_and_unknown_plan_tables(dev: Snapshot) -> Non
     ]
     assert flags(diff) == [(key, "widens access")]
     assert section(diff, "Other plan tables") == ["Future table: cluster=worker-1, thing=1"]
+
+
+def test_stack_at_ref_with_a_kubeconfig_file(tmp_path: Path) -> None:
+    """Only the stack file is taken from the ref: the files its keys name are not there, and
+    the base side of the diff must not turn invalid for it."""
+    (tmp_path / "kube").mkdir()
+    (tmp_path / "kube" / "a.yaml").write_text(FAKE_KUBECONFIG.format(name="a"))
+    existing = {"kubeconfigPath": "kube/a.yaml"}
+    cluster = {"name": "a", "role": "standalone", "source": "existing", "existing": existing}
+    document = {"config": {"aks-batch-fleet:fleet": {"clusters": [cluster]}}}
+    (tmp_path / "Pulumi.e.yaml").write_text(yaml.safe_dump(document))
+    git(tmp_path, "init", "-q", "-b", "main")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-qm", "base")
+    assert snapshot("e", root=tmp_path)["valid"] is True  # the file is checked where it exists
+    assert stack_at_ref("e", "main", root=tmp_path)["valid"] is True

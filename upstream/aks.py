@@ -35,6 +35,35 @@ ENTRA_OBJECT_ID: Final = re.compile(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9
 # carry the driver, but a node advertises `nvidia.com/gpu` only with the plugin.
 NVIDIA_DEVICE_PLUGIN_CHART_VERSION: Final = "0.17.1"
 
+# Azure tags (learn.microsoft.com: tag-resources, "Limitations"): at most 50 name/value pairs on a
+# resource, names up to 512 characters (without < > % & \ ? /, and not starting with the prefixes
+# Azure keeps for itself), values up to 256. ARM refuses others (InvalidTagNameCharacters).
+MAX_TAGS: Final = 50
+MAX_TAG_NAME: Final = 512
+MAX_TAG_VALUE: Final = 256
+TAG_NAME_FORBIDDEN: Final = frozenset("<>%&\\?/")
+TAG_NAME_RESERVED_PREFIXES: Final = ("microsoft", "azure", "windows")
+
+
+def tag_name_problem(name: str) -> str | None:
+    """Why Azure refuses `name` as a tag name, or None."""
+    if not name or len(name) > MAX_TAG_NAME:
+        return f"a tag name has 1 to {MAX_TAG_NAME} characters"
+    bad = sorted(TAG_NAME_FORBIDDEN.intersection(name))
+    if bad:
+        return f"a tag name cannot contain {' '.join(bad)}"
+    if name.lower().startswith(TAG_NAME_RESERVED_PREFIXES):
+        return f"tag names starting with {', '.join(TAG_NAME_RESERVED_PREFIXES)} are Azure's"
+    return None
+
+
+def tag_value_problem(value: str) -> str | None:
+    """Why Azure refuses `value` as a tag value, or None."""
+    if len(value) > MAX_TAG_VALUE:
+        return f"a tag value has at most {MAX_TAG_VALUE} characters"
+    return None
+
+
 # Labels and taints AKS sets on nodes itself.
 # AKS rejects custom node labels under these prefixes, and sets `agentpool` itself.
 RESERVED_LABEL_PREFIXES: Final = ("kubernetes.azure.com/", "kubernetes.io/", "k8s.io/")
