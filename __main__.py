@@ -13,6 +13,7 @@ from config.loader import (
     FULL_KEY,
     kueue_crd_files,
     read_existing_kubeconfigs,
+    read_karmada_kubeconfig,
     with_default_location,
 )
 
@@ -27,6 +28,7 @@ try:
         with_default_location(raw, location), source=f"stack {pulumi.get_stack()}"
     )
     kubeconfig_files = read_existing_kubeconfigs(fleet_config, ROOT)
+    karmada_file = read_karmada_kubeconfig(fleet_config, ROOT)
     crd_files = kueue_crd_files(fleet_config, ROOT)
 except ConfigError as err:
     # A clean, complete message and no resources: nothing is registered before this point.
@@ -44,6 +46,14 @@ for cluster in fleet_config.clusters:
         key = cluster.existing.kubeconfig_secret
         existing[cluster.name] = pulumi.Config().require_secret(key)
 
+# An existing Karmada control plane (`karmada.source: existing`): its kubeconfig, likewise.
+karmada_kubeconfig: pulumi.Input[str] | None = None
+karmada_source = fleet_config.karmada.existing if fleet_config.karmada else None
+if karmada_file is not None:
+    karmada_kubeconfig = pulumi.Output.secret(karmada_file)
+elif karmada_source is not None and karmada_source.kubeconfig_secret:
+    karmada_kubeconfig = pulumi.Config().require_secret(karmada_source.kubeconfig_secret)
+
 fleet = Fleet(
     c.PROJECT,
     FleetArgs(
@@ -51,6 +61,7 @@ fleet = Fleet(
         stack=pulumi.get_stack(),
         existing_kubeconfigs=existing,
         kueue_crd_files=crd_files,
+        karmada_kubeconfig=karmada_kubeconfig,
     ),
 )
 
@@ -69,5 +80,7 @@ pulumi.export(
         for n, k in fleet.kueues.items()
     },
 )
-if fleet.karmada is not None:
+# Only for a control plane the stack installs: an existing one's kubeconfig is the user's already,
+# and exporting it would copy an admin credential into the stack's outputs.
+if fleet.karmada is not None and fleet.karmada.release is not None:
     pulumi.export(c.OUT_KARMADA_KUBECONFIG, fleet.karmada.karmada_kubeconfig)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from config.karmada import ApplicationConfig, SubsetConfig
+from config.karmada import ApplicationConfig, FailoverConfig, SubsetConfig
 from upstream.aks import VIRTUAL_NODE_LABELS, VIRTUAL_NODE_TOLERATION
 
 POLICY_API: Final = "policy.karmada.io/v1alpha1"
@@ -23,6 +23,15 @@ TEMPLATE_KEYS: Final = {
     "advancedStatefulSet": "advancedStatefulSetTemplate",
 }
 APP_LABEL: Final = "app.kubernetes.io/name"
+# Pulumi property paths of a UnitedDeployment's subset placement. Kruise's webhook refuses an
+# update that changes them for an existing subset (uniteddeployment_validation.go: "may not be
+# changed in an update"); the Karmada API server has no such webhook and accepts it, so every
+# member would refuse the Work while `pulumi up` reports success. Changing them replaces the
+# UnitedDeployment instead.
+SUBSET_PLACEMENT_PATHS: Final = (
+    "spec.topology.subsets[*].nodeSelectorTerm",
+    "spec.topology.subsets[*].tolerations",
+)
 
 
 def _subset(subset: SubsetConfig) -> dict[str, Any]:
@@ -103,14 +112,41 @@ def united_deployment(app: ApplicationConfig) -> dict[str, Any]:
     }
 
 
-def propagation_policy(app: ApplicationConfig) -> dict[str, Any]:
-    """Divided + Weighted with static weights; selector in the policy's own namespace."""
+def failover_spec(failover: FailoverConfig) -> dict[str, Any] | None:
+    """The policy's `failover` block, or None when failover is off."""
+    if not failover.enabled:
+        return None
+    out: dict[str, Any] = {"cluster": {"purgeMode": failover.purge_mode}}
+    application = failover.application
+    if application is not None:
+        block: dict[str, Any] = {
+            "decisionConditions": {"tolerationSeconds": application.toleration_seconds},
+            "purgeMode": application.purge_mode,
+        }
+        if application.grace_period_seconds is not None:
+            block["gracePeriodSeconds"] = application.grace_period_seconds
+        out["application"] = block
+    return out
+
+
+def propagation_policy(app: ApplicationConfig, failover: FailoverConfig) -> dict[str, Any]:
+    """Divided + Weighted with static weights; selector in the policy's own namespace.
+
+    `propagateDeps`: the ConfigMaps, Secrets, ServiceAccount and PVCs the pod template refers to
+    (our GetDependencies script) follow the UnitedDeployment to its members, and move with it on
+    failover.
+    """
     weights = app.propagation.weights
+    spec: dict[str, Any] = {"propagateDeps": True}
+    failover_block = failover_spec(failover)
+    if failover_block is not None:
+        spec["failover"] = failover_block
     return {
         "apiVersion": POLICY_API,
         "kind": "PropagationPolicy",
         "metadata": {"name": app.name, "namespace": app.namespace},
-        "spec": {
+        "spec": spec
+        | {
             "resourceSelectors": [
                 {
                     "apiVersion": KRUISE_API,

@@ -33,6 +33,8 @@ class FleetArgs:
     )
     # The pinned Kueue CRD files when `kueue.install` is `manifests-only`.
     kueue_crd_files: Sequence[str] = ()
+    # `karmada.source: existing`: the Karmada API server's kubeconfig.
+    karmada_kubeconfig: pulumi.Input[str] | None = None
 
 
 class Fleet(pulumi.ComponentResource):
@@ -115,7 +117,12 @@ class Fleet(pulumi.ComponentResource):
         if cfg.karmada is not None:
             self.karmada = Karmada(
                 f"{name}-karmada",
-                KarmadaArgs(fleet=cfg, clusters=self.clusters, tags=tags),
+                KarmadaArgs(
+                    fleet=cfg,
+                    clusters=self.clusters,
+                    tags=tags,
+                    existing_kubeconfig=args.karmada_kubeconfig,
+                ),
                 pulumi.ResourceOptions(parent=self),
             )
         self.kubeconfigs = pulumi.Output.secret(

@@ -147,6 +147,19 @@ def read_existing_kubeconfigs(fleet: FleetConfig, root: Path) -> dict[str, str]:
     return found
 
 
+def read_karmada_kubeconfig(fleet: FleetConfig, root: Path) -> str | None:
+    """The kubeconfig file of an existing Karmada control plane (`karmada.existing`), if any."""
+    source = fleet.karmada.existing if fleet.karmada is not None else None
+    if source is None or source.kubeconfig_path is None:
+        return None
+    path = root / source.kubeconfig_path
+    try:
+        return path.read_text()
+    except OSError as exc:
+        issue = Issue("karmada.existing.kubeconfigPath", f"cannot read {path}: {exc.strerror}")
+        raise ConfigError([issue]) from None
+
+
 def kueue_crd_dir(fleet: FleetConfig, root: Path) -> Path:
     """Where `manifests-only` installs read the pinned Kueue CRDs from."""
     version = fleet.kueue.version

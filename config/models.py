@@ -8,19 +8,21 @@ Keys are camelCase in YAML (`maxCount`) and snake_case in Python (`max_count`).
 from __future__ import annotations
 
 from ipaddress import IPv4Address, IPv4Network
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import BeforeValidator, Field
+from pydantic import Field
 
 from config.base import Model
 from config.karmada import KarmadaSettings
 from config.kueue import KueueObjects, KueueSettings
 from config.multikueue import MultiKueueSettings
 from config.types import (
+    Cidr,
     ClusterName,
     DnsLabel,
     DnsPrefix,
     EntraObjectId,
+    IpAddress,
     KubernetesVersion,
     LabelKey,
     LabelValue,
@@ -78,17 +80,6 @@ class PoolConfig(Model):
     def initial_count(self) -> int:
         """Node count at creation; the autoscaler owns it afterwards."""
         return self.min_count if self.count is None else self.count
-
-
-def _text_only(value: object) -> object:
-    # pydantic would read `true` or `5` as an address (0.0.0.1); YAML users mean a typo.
-    if not isinstance(value, str | IPv4Network | IPv4Address):
-        raise ValueError(f"must be written as a string such as '10.0.0.0/16', got {value!r}")
-    return value
-
-
-Cidr = Annotated[IPv4Network, BeforeValidator(_text_only)]
-IpAddress = Annotated[IPv4Address, BeforeValidator(_text_only)]
 
 
 class NetworkConfig(Model):

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, BeforeValidator
 
 from upstream import aks, k8s
 
@@ -79,3 +80,14 @@ KubernetesVersion = Annotated[
 ]
 Zone = Literal["1", "2", "3"]
 EntraObjectId = Annotated[str, _pattern(aks.ENTRA_OBJECT_ID, "an Entra ID object id (a GUID)")]
+
+
+def _text_only(value: object) -> object:
+    # pydantic would read `true` or `5` as an address (0.0.0.1); YAML users mean a typo.
+    if not isinstance(value, str | IPv4Network | IPv4Address):
+        raise ValueError(f"must be written as a string such as '10.0.0.0/16', got {value!r}")
+    return value
+
+
+Cidr = Annotated[IPv4Network, BeforeValidator(_text_only)]
+IpAddress = Annotated[IPv4Address, BeforeValidator(_text_only)]
