@@ -13,11 +13,13 @@ import copy
 from typing import Any
 
 import pytest
+import yaml
 
 from builders import applications as apps
 from builders import karmada as kb
 from checks.stack import load_from_file, parse_fleet
 from config.models import FleetConfig
+from tests.conftest import ROOT
 from tests.test_karmada_config import BASE, errors_for
 
 Rules = list[dict[str, list[str]]]
@@ -331,3 +333,25 @@ def test_policy_failover_requires_dependencies_to_move_too() -> None:
     )["spec"]
     assert spec["propagateDeps"] is True
     assert "application" in spec["failover"]
+
+
+def test_the_prod_example_fits_the_prod_stack() -> None:
+    """examples/karmada-prod.yaml on Pulumi.prod.yaml: internal, restricted, HA, failover."""
+    example = yaml.safe_load((ROOT / "examples" / "karmada-prod.yaml").read_text())
+    doc = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())
+    raw = doc["config"]["aks-batch-fleet:fleet"]
+    raw["location"] = doc["config"]["azure-native:location"]
+    raw["clusters"][0]["network"] = example["managerNetwork"]
+    raw["karmada"] = example["karmada"]
+    fleet = fleet_of(raw)
+    (release,) = kb.karmada_releases(fleet)
+    values = release.values
+    assert values["apiServer"]["serviceAnnotations"] == {
+        "service.beta.kubernetes.io/azure-load-balancer-internal": "true",
+        "service.beta.kubernetes.io/azure-load-balancer-ipv4": "10.16.0.10",
+        "service.beta.kubernetes.io/azure-allowed-ip-ranges": "10.16.0.0/16",
+    }
+    assert values["etcd"]["internal"]["replicaCount"] == 3
+    assert all(values[c]["replicaCount"] == 2 for c in kb.COMPONENTS)
+    assert values["controllerManager"]["featureGates"] == {"PropagateDeps": True, "Failover": True}
+    assert "failover" in policy_of(raw)["spec"]
