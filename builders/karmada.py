@@ -54,10 +54,15 @@ WRITE: Final = [*READ, "create", "update", "patch", "delete"]
 # - execution and work status: create/update/delete and watch each propagated kind: the
 #   namespaces the namespace-sync controller propagates, the UnitedDeployments, and what
 #   GetDependencies returns for them (ConfigMaps, Secrets, ServiceAccounts, PVCs);
-# - unified auth: always syncs ClusterRole/ClusterRoleBinding `karmada-impersonator` (empty
-#   rules while no Karmada RBAC grants cluster/proxy). No `escalate`/`bind`: with them the
-#   credential could grant itself anything through that role.
+# - unified auth: always syncs ClusterRole/ClusterRoleBinding `karmada-impersonator`, whose
+#   rules let the impersonator account impersonate every subject Karmada RBAC grants
+#   `clusters/proxy`. The chart grants it to User `system:admin` (cluster-proxy-admin), so the
+#   role holds `impersonate users/system:admin`, and creating a role needs its permissions (or
+#   `escalate`). The credential gets exactly that, not `escalate`/`bind`, with which it could
+#   grant itself anything through that role. A user bound to nothing in the member (AKS binds
+#   no User system:admin), impersonated alone, can do nothing.
 IMPERSONATOR_ROLE: Final = "karmada-impersonator"
+CHART_PROXY_USERS: Final = ("system:admin",)
 PROPAGATED_RESOURCES: Final[dict[str, tuple[str, ...]]] = {
     "": ("namespaces", "configmaps", "secrets", "serviceaccounts", "persistentvolumeclaims"),
     "apps.kruise.io": ("uniteddeployments",),
@@ -78,6 +83,12 @@ SCOPED_RULES: Final[list[dict[str, list[str]]]] = [
         "resources": ["clusterroles", "clusterrolebindings"],
         "resourceNames": [IMPERSONATOR_ROLE],
         "verbs": ["get", "update", "patch", "delete"],
+    },
+    {
+        "apiGroups": [""],
+        "resources": ["users"],
+        "resourceNames": list(CHART_PROXY_USERS),
+        "verbs": ["impersonate"],
     },
     {
         "nonResourceURLs": [

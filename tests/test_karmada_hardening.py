@@ -269,6 +269,9 @@ NEEDED: list[tuple[str, str, str, str | None]] = [
         for v in ("get", "update", "patch", "delete")
         for r in ("clusterroles", "clusterrolebindings")
     ),
+    # The impersonator role unified auth writes for the chart's cluster-proxy-admin binding:
+    # creating it needs the permission it grants.
+    ("impersonate", "", "users", "system:admin"),
 ]
 NEEDED_URLS = ("/readyz", "/healthz", "/version", "/api", "/apis", "/apis/apps.kruise.io/v1alpha1")
 # Kinds this stack never propagates, and the verbs that would make the credential cluster admin.
@@ -283,6 +286,9 @@ UNRELATED: list[tuple[str, str, str, str | None]] = [
     ("escalate", "rbac.authorization.k8s.io", "clusterroles", "karmada-impersonator"),
     ("bind", "rbac.authorization.k8s.io", "clusterroles", "cluster-admin"),
     ("impersonate", "", "users", None),
+    ("impersonate", "", "users", "kubernetes-admin"),
+    ("impersonate", "", "groups", "system:masters"),
+    ("impersonate", "", "serviceaccounts", "kruise-manager"),
     ("create", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", None),
 ]
 
