@@ -173,7 +173,8 @@ def _schedulable_nodes(cluster: ClusterConfig) -> int:
 
 
 def check_karmada_control_plane(fleet: FleetConfig) -> Iterator[Issue]:
-    """Internal etcd members each need their own node (the chart's required anti-affinity)."""
+    """etcd members and API server replicas each need their own node (the chart's values.yaml
+    gives both a required pod anti-affinity on kubernetes.io/hostname)."""
     settings = fleet.karmada
     if settings is None or settings.source == "existing":
         return
@@ -181,12 +182,16 @@ def check_karmada_control_plane(fleet: FleetConfig) -> Iterator[Issue]:
     if host is None or host.source != "aks":
         return
     nodes = _schedulable_nodes(host)
-    if settings.etcd.replicas > nodes:
-        yield Issue(
-            "karmada.etcd.replicas",
-            f"{settings.etcd.replicas} etcd members need as many nodes on {host.name!r} (one "
-            f"per node); its system pool and untainted pools have {nodes} at their minimum",
-        )
+    for path, count, what in (
+        ("karmada.etcd.replicas", settings.etcd.replicas, "etcd members"),
+        ("karmada.controlPlane.replicas", settings.control_plane.replicas, "API server replicas"),
+    ):
+        if count > nodes:
+            yield Issue(
+                path,
+                f"{count} {what} need as many nodes on {host.name!r} (one per node); its "
+                f"system pool and untainted pools have {nodes} at their minimum",
+            )
 
 
 def check_karmada_failover(fleet: FleetConfig) -> Iterator[Issue]:

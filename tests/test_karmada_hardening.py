@@ -215,6 +215,21 @@ def test_etcd_members_need_a_node_each_on_the_host() -> None:
     assert any("karmada.etcd.replicas: Input should be 1, 3 or 5" in e for e in errors), errors
 
 
+def test_api_server_replicas_need_a_node_each_on_the_host() -> None:
+    raw = with_karmada(controlPlane={"replicas": 3})  # BASE's manager: 2 system nodes
+    (error,) = errors_for(raw)
+    assert error.startswith(
+        "karmada.controlPlane.replicas: 3 API server replicas need as many nodes on 'manager'"
+    )
+    raw["clusters"][0]["systemPool"] = {
+        "count": 3,
+        "autoscaling": True,
+        "minCount": 3,
+        "maxCount": 5,
+    }
+    assert parse_fleet(raw)[0].karmada is not None
+
+
 # --- member access (issue 12 item 5; the real-tier proof is separate) -------------------------
 
 
@@ -361,3 +376,28 @@ def test_the_prod_example_fits_the_prod_stack() -> None:
     assert all(values[c]["replicaCount"] == 2 for c in kb.COMPONENTS)
     assert values["controllerManager"]["featureGates"] == {"PropagateDeps": True, "Failover": True}
     assert "failover" in policy_of(raw)["spec"]
+
+
+# The objects the karmada chart (v1.18.2) itself applies to the Karmada API server through its
+# static-resource and pre-install jobs (templates/_karmada_*.tpl): the stack must create none of
+# them, or the first `pulumi up` fails with AlreadyExists (pulumi-kubernetes >= 4.29).
+CHART_STATIC_OBJECTS = {
+    ("Namespace", "karmada-system"),
+    ("Namespace", "karmada-cluster"),
+    ("ClusterRole", "karmada-view"),
+    ("ClusterRole", "karmada-edit"),
+    ("ClusterRole", "karmada-cluster-proxy-admin"),
+    ("ClusterRoleBinding", "karmada-cluster-proxy-admin"),
+    ("ConfigMap", "cluster-info"),
+    ("MutatingWebhookConfiguration", "mutating-config"),
+    ("ValidatingWebhookConfiguration", "validating-config"),
+    ("APIService", "v1alpha1.cluster.karmada.io"),
+}
+
+
+@pytest.mark.parametrize("stack", ["dev"])
+def test_the_committed_stack_renders_nothing_the_chart_makes(stack: str) -> None:
+    fleet = load_from_file(stack)[0]
+    on_karmada = {(m.kind, m.name) for m in kb.render_karmada(fleet) if m.target == "karmada"}
+    assert on_karmada, "dev renders Karmada objects"
+    assert on_karmada & CHART_STATIC_OBJECTS == set()
