@@ -112,6 +112,39 @@ def united_deployment(app: ApplicationConfig) -> dict[str, Any]:
     }
 
 
+# Karmada v1.18.2 (pkg/apis/cluster/v1alpha1/well_known_constants.go): the cluster controller
+# taints a NotReady cluster with this key NoSchedule; our ClusterTaintPolicy adds it NoExecute.
+NOT_READY_TAINT: Final = "cluster.karmada.io/not-ready"
+TAINT_POLICY_API: Final = POLICY_API
+FAILOVER_TAINT_POLICY: Final = "fleet-member-not-ready"
+
+
+def cluster_taint_policy(members: list[str]) -> dict[str, Any]:
+    """The ClusterTaintPolicy that taints a member NoExecute while it is not Ready.
+
+    Since v1.14 Karmada adds no NoExecute taint itself ("taint cluster by conditions" is explicit);
+    the taint manager then evicts from a tainted member what does not tolerate it (with
+    `--enable-no-execute-taint-eviction`). Shape: pkg/apis/policy/v1alpha1/clustertaint_types.go.
+    The chart registers no validating webhook for it, so `--allow-no-execute-taint-policy` (a
+    karmada-webhook flag the chart cannot set) is not needed.
+    """
+    return {
+        "apiVersion": TAINT_POLICY_API,
+        "kind": "ClusterTaintPolicy",
+        "metadata": {"name": FAILOVER_TAINT_POLICY},
+        "spec": {
+            "targetClusters": {"clusterNames": sorted(members)},
+            "addOnConditions": [
+                {"conditionType": "Ready", "operator": "NotIn", "statusValues": ["True"]}
+            ],
+            "removeOnConditions": [
+                {"conditionType": "Ready", "operator": "In", "statusValues": ["True"]}
+            ],
+            "taints": [{"key": NOT_READY_TAINT, "effect": "NoExecute"}],
+        },
+    }
+
+
 def failover_spec(failover: FailoverConfig) -> dict[str, Any] | None:
     """The policy's `failover` block, or None when failover is off."""
     if not failover.enabled:
@@ -139,8 +172,18 @@ def propagation_policy(app: ApplicationConfig, failover: FailoverConfig) -> dict
     weights = app.propagation.weights
     spec: dict[str, Any] = {"propagateDeps": True}
     failover_block = failover_spec(failover)
+    placement: dict[str, Any] = {}
     if failover_block is not None:
         spec["failover"] = failover_block
+        # A short NotReady spell (an API server upgrade) does not move anything.
+        placement["clusterTolerations"] = [
+            {
+                "key": NOT_READY_TAINT,
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": failover.toleration_seconds,
+            }
+        ]
     return {
         "apiVersion": POLICY_API,
         "kind": "PropagationPolicy",
@@ -168,7 +211,8 @@ def propagation_policy(app: ApplicationConfig, failover: FailoverConfig) -> dict
                         ]
                     },
                 },
-            },
+            }
+            | placement,
         },
     }
 

@@ -20,7 +20,12 @@ from typing import Any, Final, cast
 
 import yaml
 
-from builders.applications import application_namespaces, propagation_policy, united_deployment
+from builders.applications import (
+    application_namespaces,
+    cluster_taint_policy,
+    propagation_policy,
+    united_deployment,
+)
 from builders.interpreter import united_deployment_interpreter
 from builders.kruise import critical_addons_toleration, kruise_release
 from builders.manifest import KARMADA_TARGET, HelmRelease, Manifest
@@ -260,6 +265,12 @@ def karmada_values(fleet: FleetConfig, *, address: str, resource_group: str) -> 
         "PropagateDeps": True,
         "Failover": settings.failover.enabled,
     }
+    if settings.failover.enabled:
+        # Off by default: without it the taint manager never evicts from a NoExecute-tainted
+        # member (cmd/controller-manager/app/options/cluster_failover.go).
+        values["controllerManager"]["extraCommandArgs"] = {
+            "enable-no-execute-taint-eviction": "true"
+        }
     values["apiServer"] |= {
         "serviceType": "LoadBalancer",
         "serviceAnnotations": service_annotations(
@@ -493,6 +504,8 @@ def render_karmada(fleet: FleetConfig) -> list[Manifest]:
             ),
         ]
     out.append(Manifest(KARMADA_TARGET, united_deployment_interpreter()))
+    if fleet.karmada.failover.enabled:
+        out.append(Manifest(KARMADA_TARGET, cluster_taint_policy(member_names(fleet))))
     apps = fleet.karmada.applications
     out += [Manifest(KARMADA_TARGET, ns) for ns in application_namespaces(apps)]
     for app in apps:

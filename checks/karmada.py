@@ -65,7 +65,10 @@ def check_karmada_source(fleet: FleetConfig) -> Iterator[Issue]:
         yield Issue(
             "karmada.failover.enabled",
             "the existing control plane's karmada-controller-manager needs "
-            "--feature-gates=Failover=true (off by default); this stack cannot set it",
+            "--feature-gates=Failover=true and --enable-no-execute-taint-eviction=true (both off "
+            "by default), and on a karmada-webhook that validates ClusterTaintPolicies (upstream "
+            "artifacts/deploy, local-up) --allow-no-execute-taint-policy; this stack cannot set "
+            "them",
             "warning",
         )
 

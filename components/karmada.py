@@ -129,6 +129,14 @@ class Karmada(pulumi.ComponentResource):
         self.interpreter = kube_object(
             f"{name}-ud-interpreter", united_deployment_interpreter(), on_karmada
         )
+        # Cluster failover: members are tainted NoExecute while not Ready (ClusterTaintPolicy).
+        self.taint_policy: pulumi.Resource | None = None
+        if settings.failover.enabled:
+            self.taint_policy = kube_object(
+                f"{name}-failover-taints",
+                apps.cluster_taint_policy(member_names(fleet)),
+                on_karmada,
+            )
         namespaces = {
             ns["metadata"]["name"]: kube_object(
                 f"{name}-ns-{ns['metadata']['name']}", ns, on_karmada

@@ -150,11 +150,15 @@ class ApplicationFailover(Model):
 class FailoverConfig(Model):
     """Karmada failover: the `Failover` gate on the controller-manager and a policy block.
 
-    Cluster failover: a member that stays NotReady is tainted NoExecute and its replicas are
-    rescheduled onto the other weighted members; `purgeMode` says when the old ones go.
+    Cluster failover: a member that stays NotReady is tainted NoExecute (a ClusterTaintPolicy)
+    and, after `tolerationSeconds`, its replicas are rescheduled onto the other weighted members;
+    `purgeMode` says when the old ones go.
     """
 
     enabled: bool = False
+    # How long a NotReady member keeps its share before it is moved (the policies' toleration of
+    # the NoExecute taint; without one, eviction starts as soon as the taint is added).
+    toleration_seconds: int = Field(default=300, ge=0)
     purge_mode: Literal["Directly", "Gracefully"] = "Gracefully"
     application: ApplicationFailover | None = None
 

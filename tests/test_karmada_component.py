@@ -298,6 +298,27 @@ def test_kruise_on_aks_members_has_the_aks_webhook_selectors(public: Built) -> N
         assert kruise.inputs["values"]["webhookConfiguration"] == {"aksIntegration": True}
 
 
+def test_failover_registers_what_it_renders() -> None:
+    raw = copy.deepcopy(BASE)
+    raw["karmada"]["failover"] = {"enabled": True}
+    graph, _ = build(raw)
+    provider = karmada_provider(graph)
+    registered = {
+        (r.type.rsplit(":", 1)[-1], r.inputs["metadata"]["name"])
+        for r in graph.resources
+        if r.custom and r.provider.startswith(provider.urn)
+    }
+    rendered = {
+        (m.kind, m.name) for m in kb.render_karmada(parse_fleet(raw)[0]) if m.target == "karmada"
+    }
+    assert ("ClusterTaintPolicy", "fleet-member-not-ready") in registered
+    assert registered == rendered
+    release = graph.one(RELEASE, "fleet-karmada-release")
+    assert release.inputs["values"]["controllerManager"]["extraCommandArgs"] == {
+        "enable-no-execute-taint-eviction": "true"
+    }
+
+
 def test_interpreter_is_the_lua_customization(public: Built) -> None:
     graph, _ = public
     ric = graph.one(RIC, "fleet-karmada-ud-interpreter")

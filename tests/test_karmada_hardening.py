@@ -134,8 +134,47 @@ def test_kruise_aks_integration_on_aks_members_only_unless_configured() -> None:
 
 
 def test_failover_is_off_by_default() -> None:
-    assert values_of(BASE)["controllerManager"]["featureGates"]["Failover"] is False
+    values = values_of(BASE)["controllerManager"]
+    assert values["featureGates"]["Failover"] is False
+    assert "extraCommandArgs" not in values
     assert "failover" not in policy_of(BASE)["spec"]
+    assert "clusterTolerations" not in policy_of(BASE)["spec"]["placement"]
+    kinds = {m.kind for m in kb.render_karmada(fleet_of(BASE))}
+    assert "ClusterTaintPolicy" not in kinds
+
+
+def test_cluster_failover_taints_not_ready_members_and_evicts_after_the_toleration() -> None:
+    """Karmada v1.18.2 moves nothing off a NotReady member by itself: the Failover gate, the
+    controller-manager's --enable-no-execute-taint-eviction, a ClusterTaintPolicy adding a
+    NoExecute taint, and (so that a short outage moves nothing) a toleration in the policy."""
+    raw = with_karmada(failover={"enabled": True, "tolerationSeconds": 120})
+    manager = values_of(raw)["controllerManager"]
+    assert manager["extraCommandArgs"] == {"enable-no-execute-taint-eviction": "true"}
+    (taints,) = [m for m in kb.render_karmada(fleet_of(raw)) if m.kind == "ClusterTaintPolicy"]
+    assert taints.target == "karmada"
+    assert taints.obj == {
+        "apiVersion": "policy.karmada.io/v1alpha1",
+        "kind": "ClusterTaintPolicy",
+        "metadata": {"name": "fleet-member-not-ready"},
+        "spec": {
+            "targetClusters": {"clusterNames": ["worker-1", "worker-2"]},
+            "addOnConditions": [
+                {"conditionType": "Ready", "operator": "NotIn", "statusValues": ["True"]}
+            ],
+            "removeOnConditions": [
+                {"conditionType": "Ready", "operator": "In", "statusValues": ["True"]}
+            ],
+            "taints": [{"key": "cluster.karmada.io/not-ready", "effect": "NoExecute"}],
+        },
+    }
+    assert policy_of(raw)["spec"]["placement"]["clusterTolerations"] == [
+        {
+            "key": "cluster.karmada.io/not-ready",
+            "operator": "Exists",
+            "effect": "NoExecute",
+            "tolerationSeconds": 120,
+        }
+    ]
 
 
 def test_failover_turns_on_the_gate_and_the_policy_block() -> None:
