@@ -64,8 +64,8 @@ WRITE: Final = [*READ, "create", "update", "patch", "delete"]
 #   `clusters/proxy`. The chart grants it to User `system:admin` (cluster-proxy-admin), so the
 #   role holds `impersonate users/system:admin`, and creating a role needs its permissions (or
 #   `escalate`). The credential gets exactly that, not `escalate`/`bind`, with which it could
-#   grant itself anything through that role. A user bound to nothing in the member (AKS binds
-#   no User system:admin), impersonated alone, can do nothing.
+#   grant itself anything through that role. Kubernetes' bootstrap RBAC binds nothing to User
+#   system:admin, so unless a member binds that user, impersonating it alone grants nothing.
 IMPERSONATOR_ROLE: Final = "karmada-impersonator"
 CHART_PROXY_USERS: Final = ("system:admin",)
 PROPAGATED_RESOURCES: Final[dict[str, tuple[str, ...]]] = {
