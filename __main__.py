@@ -93,6 +93,13 @@ try:
             if cl.existing is not None and cl.existing.kubeconfig_secret
         ]
     )
+    # An existing Karmada control plane (`karmada.source: existing`): its kubeconfig, likewise.
+    karmada_kubeconfig: pulumi.Input[str] | None = None
+    karmada_source = fleet_config.karmada.existing if fleet_config.karmada else None
+    if files.karmada_kubeconfig is not None:
+        karmada_kubeconfig = pulumi.Output.secret(files.karmada_kubeconfig)
+    elif karmada_source is not None and karmada_source.kubeconfig_secret:
+        karmada_kubeconfig = pulumi.Config().require_secret(karmada_source.kubeconfig_secret)
 except ConfigError as err:
     # A clean, complete message and no resources: nothing is registered before this point.
     raise pulumi.RunError(str(err)) from None
@@ -107,6 +114,7 @@ fleet = Fleet(
         existing_kubeconfigs=existing,
         kueue_crd_files=files.crd_files,
         kueue_values_secret=secret_chart_values(secrets),
+        karmada_kubeconfig=karmada_kubeconfig,
     ),
 )
 
@@ -125,5 +133,7 @@ pulumi.export(
         for n, k in fleet.kueues.items()
     },
 )
-if fleet.karmada is not None:
+# Only for a control plane the stack installs: an existing one's kubeconfig is the user's already,
+# and exporting it would copy an admin credential into the stack's outputs.
+if fleet.karmada is not None and fleet.karmada.release is not None:
     pulumi.export(c.OUT_KARMADA_KUBECONFIG, fleet.karmada.karmada_kubeconfig)

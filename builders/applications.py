@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from config.karmada import ApplicationConfig, SubsetConfig
+from config.karmada import ApplicationConfig, FailoverConfig, SubsetConfig
 from upstream.aks import VIRTUAL_NODE_LABELS, VIRTUAL_NODE_TOLERATION
 
 POLICY_API: Final = "policy.karmada.io/v1alpha1"
@@ -23,6 +23,15 @@ TEMPLATE_KEYS: Final = {
     "advancedStatefulSet": "advancedStatefulSetTemplate",
 }
 APP_LABEL: Final = "app.kubernetes.io/name"
+# Pulumi property paths of a UnitedDeployment's subset placement. Kruise's webhook refuses an
+# update that changes them for an existing subset (uniteddeployment_validation.go: "may not be
+# changed in an update"); the Karmada API server has no such webhook and accepts it, so every
+# member would refuse the Work while `pulumi up` reports success. Changing them replaces the
+# UnitedDeployment instead.
+SUBSET_PLACEMENT_PATHS: Final = (
+    "spec.topology.subsets[*].nodeSelectorTerm",
+    "spec.topology.subsets[*].tolerations",
+)
 
 
 def _subset(subset: SubsetConfig) -> dict[str, Any]:
@@ -103,14 +112,84 @@ def united_deployment(app: ApplicationConfig) -> dict[str, Any]:
     }
 
 
-def propagation_policy(app: ApplicationConfig) -> dict[str, Any]:
-    """Divided + Weighted with static weights; selector in the policy's own namespace."""
+# Karmada v1.18.2 (pkg/apis/cluster/v1alpha1/well_known_constants.go): the cluster controller
+# taints a NotReady cluster with this key NoSchedule; our ClusterTaintPolicy adds it NoExecute.
+NOT_READY_TAINT: Final = "cluster.karmada.io/not-ready"
+TAINT_POLICY_API: Final = POLICY_API
+FAILOVER_TAINT_POLICY: Final = "fleet-member-not-ready"
+
+
+def cluster_taint_policy(members: list[str]) -> dict[str, Any]:
+    """The ClusterTaintPolicy that taints a member NoExecute while it is not Ready.
+
+    Since v1.14 Karmada adds no NoExecute taint itself ("taint cluster by conditions" is explicit);
+    the taint manager then evicts from a tainted member what does not tolerate it (with
+    `--enable-no-execute-taint-eviction`). Shape: pkg/apis/policy/v1alpha1/clustertaint_types.go.
+    The chart registers no validating webhook for it, so `--allow-no-execute-taint-policy` (a
+    karmada-webhook flag the chart cannot set) is not needed.
+    """
+    return {
+        "apiVersion": TAINT_POLICY_API,
+        "kind": "ClusterTaintPolicy",
+        "metadata": {"name": FAILOVER_TAINT_POLICY},
+        "spec": {
+            "targetClusters": {"clusterNames": sorted(members)},
+            "addOnConditions": [
+                {"conditionType": "Ready", "operator": "NotIn", "statusValues": ["True"]}
+            ],
+            "removeOnConditions": [
+                {"conditionType": "Ready", "operator": "In", "statusValues": ["True"]}
+            ],
+            "taints": [{"key": NOT_READY_TAINT, "effect": "NoExecute"}],
+        },
+    }
+
+
+def failover_spec(failover: FailoverConfig) -> dict[str, Any] | None:
+    """The policy's `failover` block, or None when failover is off."""
+    if not failover.enabled:
+        return None
+    out: dict[str, Any] = {"cluster": {"purgeMode": failover.purge_mode}}
+    application = failover.application
+    if application is not None:
+        block: dict[str, Any] = {
+            "decisionConditions": {"tolerationSeconds": application.toleration_seconds},
+            "purgeMode": application.purge_mode,
+        }
+        if application.grace_period_seconds is not None:
+            block["gracePeriodSeconds"] = application.grace_period_seconds
+        out["application"] = block
+    return out
+
+
+def propagation_policy(app: ApplicationConfig, failover: FailoverConfig) -> dict[str, Any]:
+    """Divided + Weighted with static weights; selector in the policy's own namespace.
+
+    `propagateDeps`: the ConfigMaps, Secrets, ServiceAccount and PVCs the pod template refers to
+    (our GetDependencies script) follow the UnitedDeployment to its members, and move with it on
+    failover.
+    """
     weights = app.propagation.weights
+    spec: dict[str, Any] = {"propagateDeps": True}
+    failover_block = failover_spec(failover)
+    placement: dict[str, Any] = {}
+    if failover_block is not None:
+        spec["failover"] = failover_block
+        # A short NotReady spell (an API server upgrade) does not move anything.
+        placement["clusterTolerations"] = [
+            {
+                "key": NOT_READY_TAINT,
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": failover.toleration_seconds,
+            }
+        ]
     return {
         "apiVersion": POLICY_API,
         "kind": "PropagationPolicy",
         "metadata": {"name": app.name, "namespace": app.namespace},
-        "spec": {
+        "spec": spec
+        | {
             "resourceSelectors": [
                 {
                     "apiVersion": KRUISE_API,
@@ -132,7 +211,8 @@ def propagation_policy(app: ApplicationConfig) -> dict[str, Any]:
                         ]
                     },
                 },
-            },
+            }
+            | placement,
         },
     }
 

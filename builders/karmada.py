@@ -20,7 +20,12 @@ from typing import Any, Final, cast
 
 import yaml
 
-from builders.applications import application_namespaces, propagation_policy, united_deployment
+from builders.applications import (
+    application_namespaces,
+    cluster_taint_policy,
+    propagation_policy,
+    united_deployment,
+)
 from builders.interpreter import united_deployment_interpreter
 from builders.kruise import critical_addons_toleration, kruise_release
 from builders.manifest import KARMADA_TARGET, HelmRelease, Manifest
@@ -39,12 +44,78 @@ CLUSTER_API: Final = "cluster.karmada.io/v1alpha1"
 CLUSTER_NAMESPACE: Final = "karmada-cluster"  # karmadactl join --cluster-namespace default
 SYSTEM_LABELS: Final = {"karmada.io/system": "true"}
 IMPERSONATOR: Final = "karmada-impersonator"  # names.GenerateServiceAccountName("impersonator")
-# util.ClusterPolicyRules: what the push-mode controllers may do in a member. Upstream grants
-# this (they create any workload kind); "least privilege as upstream" means exactly this, no more.
-MEMBER_RULES: Final[list[dict[str, list[str]]]] = [
+# util.ClusterPolicyRules: what `karmadactl join` grants (memberAccess: wildcard, the default):
+# any kind can be propagated, and a Karmada compromise is admin on every member.
+WILDCARD_RULES: Final[list[dict[str, list[str]]]] = [
     {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
     {"nonResourceURLs": ["*"], "verbs": ["get"]},
 ]
+READ: Final = ["get", "list", "watch"]
+WRITE: Final = [*READ, "create", "update", "patch", "delete"]
+# memberAccess: scoped. What the push-mode controllers of Karmada v1.18.2 do in a member for the
+# kinds this stack propagates (not yet proven by a real control plane: README "Member access"):
+# - cluster status: /readyz, /healthz and discovery (nonResourceURLs), nodes and pods
+#   (resource summary), all through informers (list/watch);
+# - execution and work status: create/update/delete and watch each propagated kind: the
+#   namespaces the namespace-sync controller propagates, the UnitedDeployments, and what
+#   GetDependencies returns for them (ConfigMaps, Secrets, ServiceAccounts, PVCs);
+# - unified auth: always syncs ClusterRole/ClusterRoleBinding `karmada-impersonator`, whose
+#   rules let the impersonator account impersonate every subject Karmada RBAC grants
+#   `clusters/proxy`. The chart grants it to User `system:admin` (cluster-proxy-admin), so the
+#   role holds `impersonate users/system:admin`, and creating a role needs its permissions (or
+#   `escalate`). The credential gets exactly that, not `escalate`/`bind`, with which it could
+#   grant itself anything through that role. Kubernetes' bootstrap RBAC binds nothing to User
+#   system:admin, so unless a member binds that user, impersonating it alone grants nothing.
+IMPERSONATOR_ROLE: Final = "karmada-impersonator"
+CHART_PROXY_USERS: Final = ("system:admin",)
+PROPAGATED_RESOURCES: Final[dict[str, tuple[str, ...]]] = {
+    "": ("namespaces", "configmaps", "secrets", "serviceaccounts", "persistentvolumeclaims"),
+    "apps.kruise.io": ("uniteddeployments",),
+}
+SCOPED_RULES: Final[list[dict[str, list[str]]]] = [
+    *(
+        {"apiGroups": [group], "resources": list(resources), "verbs": list(WRITE)}
+        for group, resources in PROPAGATED_RESOURCES.items()
+    ),
+    {"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": list(READ)},
+    {
+        "apiGroups": ["rbac.authorization.k8s.io"],
+        "resources": ["clusterroles", "clusterrolebindings"],
+        "verbs": ["list", "watch", "create"],
+    },
+    {
+        "apiGroups": ["rbac.authorization.k8s.io"],
+        "resources": ["clusterroles", "clusterrolebindings"],
+        "resourceNames": [IMPERSONATOR_ROLE],
+        "verbs": ["get", "update", "patch", "delete"],
+    },
+    {
+        "apiGroups": [""],
+        "resources": ["users"],
+        "resourceNames": list(CHART_PROXY_USERS),
+        "verbs": ["impersonate"],
+    },
+    {
+        "nonResourceURLs": [
+            "/readyz",
+            "/healthz",
+            "/livez",
+            "/version",
+            "/api",
+            "/api/*",
+            "/apis",
+            "/apis/*",
+        ],
+        "verbs": ["get"],
+    },
+]
+
+
+def member_rules(settings: KarmadaSettings) -> list[dict[str, list[str]]]:
+    """The member ClusterRole's rules for the configured `memberAccess`."""
+    rules = SCOPED_RULES if settings.member_access == "scoped" else WILDCARD_RULES
+    return [{k: list(v) for k, v in rule.items()} for rule in rules]
+
 
 # charts/karmada/values.yaml certs.auto.hosts (rendered with tpl by the chart).
 CHART_CERT_HOSTS: Final = (
@@ -60,6 +131,9 @@ PIP_NAME_ANNOTATION: Final = "service.beta.kubernetes.io/azure-pip-name"
 PIP_GROUP_ANNOTATION: Final = "service.beta.kubernetes.io/azure-load-balancer-resource-group"
 INTERNAL_ANNOTATION: Final = "service.beta.kubernetes.io/azure-load-balancer-internal"
 IPV4_ANNOTATION: Final = "service.beta.kubernetes.io/azure-load-balancer-ipv4"
+# NSG source ranges for the Service (cloud-provider-azure >= 1.27; the chart's Service has no
+# loadBalancerSourceRanges value, only serviceAnnotations).
+ALLOWED_RANGES_ANNOTATION: Final = "service.beta.kubernetes.io/azure-allowed-ip-ranges"
 HOOK_JOBS: Final = (
     "preInstallJob",
     "preUpdateJob",
@@ -140,12 +214,17 @@ def internal_address(settings: KarmadaSettings) -> str | None:
 def service_annotations(
     settings: KarmadaSettings, *, pip_name: str, address: str, resource_group: str
 ) -> dict[str, str]:
-    """Bind the API server's LoadBalancer Service to the static address."""
-    if settings.api_server.exposure == "internal":
-        return {INTERNAL_ANNOTATION: "true", IPV4_ANNOTATION: address}
-    # The IP lives in the AKS node resource group, which the cluster identity already manages:
-    # no extra role assignment. The group annotation says so explicitly.
-    return {PIP_NAME_ANNOTATION: pip_name, PIP_GROUP_ANNOTATION: resource_group}
+    """Bind the API server's LoadBalancer Service to the static address, from allowed sources."""
+    api = settings.api_server
+    if api.exposure == "internal":
+        out = {INTERNAL_ANNOTATION: "true", IPV4_ANNOTATION: address}
+    else:
+        # The IP lives in the AKS node resource group, which the cluster identity already
+        # manages: no extra role assignment. The group annotation says so explicitly.
+        out = {PIP_NAME_ANNOTATION: pip_name, PIP_GROUP_ANNOTATION: resource_group}
+    if api.allowed_source_ranges:
+        out[ALLOWED_RANGES_ANNOTATION] = ",".join(str(r) for r in api.allowed_source_ranges)
+    return out
 
 
 def cert_hosts(fleet: FleetConfig, address: str) -> list[str]:
@@ -161,7 +240,11 @@ def karmada_values(fleet: FleetConfig, *, address: str, resource_group: str) -> 
     """Values of the karmada chart (host mode) for the host cluster."""
     settings = settings_of(fleet)
     tolerations = [critical_addons_toleration()]
-    etcd: dict[str, Any] = {"storageType": settings.etcd.storage, "tolerations": tolerations}
+    etcd: dict[str, Any] = {
+        "replicaCount": settings.etcd.replicas,
+        "storageType": settings.etcd.storage,
+        "tolerations": tolerations,
+    }
     if settings.etcd.storage == "pvc":
         etcd["pvc"] = {"storageClass": settings.etcd.storage_class, "size": settings.etcd.size}
     values: dict[str, Any] = {
@@ -169,8 +252,25 @@ def karmada_values(fleet: FleetConfig, *, address: str, resource_group: str) -> 
         "certs": {"mode": "auto", "auto": {"hosts": cert_hosts(fleet, address)}},
         "etcd": {"mode": "internal", "internal": etcd},
     }
+    replicas = settings.control_plane.replicas
     for component in COMPONENTS:
-        values[component] = {"tolerations": tolerations}
+        values[component] = {"tolerations": tolerations, "replicaCount": replicas}
+        if replicas > 1:
+            # The chart renders a PodDisruptionBudget per component only when this is non-empty.
+            values[component]["podDisruptionBudget"] = {"maxUnavailable": 1}
+    # The chart passes PropagateDeps=false, overriding the binary default: without it the
+    # dependencies distributor never runs and GetDependencies is dead code. Failover is off in
+    # the binary (Beta) and only on when configured.
+    values["controllerManager"]["featureGates"] = {
+        "PropagateDeps": True,
+        "Failover": settings.failover.enabled,
+    }
+    if settings.failover.enabled:
+        # Off by default: without it the taint manager never evicts from a NoExecute-tainted
+        # member (cmd/controller-manager/app/options/cluster_failover.go).
+        values["controllerManager"]["extraCommandArgs"] = {
+            "enable-no-execute-taint-eviction": "true"
+        }
     values["apiServer"] |= {
         "serviceType": "LoadBalancer",
         "serviceAnnotations": service_annotations(
@@ -199,7 +299,7 @@ def karmada_release(fleet: FleetConfig, *, address: str, resource_group: str) ->
 
 def karmada_releases(fleet: FleetConfig) -> list[HelmRelease]:
     """The Karmada release for offline rendering (a public address is known only after deploy)."""
-    if fleet.karmada is None:
+    if fleet.karmada is None or fleet.karmada.source == "existing":
         return []
     address = internal_address(fleet.karmada) or ADDRESS_PLACEHOLDER
     return [karmada_release(fleet, address=address, resource_group=NODE_GROUP_PLACEHOLDER)]
@@ -209,7 +309,16 @@ def kruise_releases(fleet: FleetConfig) -> list[HelmRelease]:
     """One pinned Kruise release per Karmada member."""
     if fleet.karmada is None:
         return []
-    return [kruise_release(name, fleet.karmada.kruise) for name in member_names(fleet)]
+    return [
+        kruise_release(name, fleet.karmada.kruise, on_aks=on_aks(fleet, name))
+        for name in member_names(fleet)
+    ]
+
+
+def on_aks(fleet: FleetConfig, member: str) -> bool:
+    """Whether a member is an AKS cluster this stack creates (existing ones may be anything)."""
+    cluster = fleet.cluster(member)
+    return cluster is not None and cluster.source == "aks"
 
 
 def rewrite_kubeconfig_server(kubeconfig: str, server: str) -> str:
@@ -253,7 +362,7 @@ def _token_secret(service_account: str) -> dict[str, Any]:
     }
 
 
-def member_objects(cluster: str) -> list[Manifest]:
+def member_objects(cluster: str, rules: list[dict[str, list[str]]]) -> list[Manifest]:
     """In the member, in apply order: namespace, two service accounts with token Secrets, RBAC.
 
     A token Secret needs its account (the token controller fills it only for an existing one).
@@ -289,7 +398,7 @@ def member_objects(cluster: str) -> list[Manifest]:
                 "apiVersion": "rbac.authorization.k8s.io/v1",
                 "kind": "ClusterRole",
                 "metadata": _meta(role),
-                "rules": [dict(rule) for rule in MEMBER_RULES],
+                "rules": rules,
             },
         ),
         Manifest(
@@ -310,11 +419,6 @@ def member_objects(cluster: str) -> list[Manifest]:
             (f"ClusterRole/{role}",),
         ),
     ]
-
-
-def cluster_namespace() -> dict[str, Any]:
-    """On the Karmada API server: where member credentials live."""
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(CLUSTER_NAMESPACE)}
 
 
 def credential_secret(cluster: str, *, token: str, ca_bundle: str) -> dict[str, Any]:
@@ -377,13 +481,16 @@ def render_karmada(fleet: FleetConfig) -> list[Manifest]:
 
     Not included: the Kruise CRDs, applied from the pinned Kruise release by URL
     (builders.kruise.karmada_crd_urls), and Helm releases (karmada_releases, kruise_releases).
+    Nor the `karmada-cluster` Namespace on the Karmada API server: the chart's static-resource
+    job (or `karmadactl init`) makes it, and creating it again fails with AlreadyExists.
     """
     if fleet.karmada is None:
         return []
-    out = [Manifest(KARMADA_TARGET, cluster_namespace())]
+    out: list[Manifest] = []
+    rules = member_rules(fleet.karmada)
     for cluster in member_clusters(fleet):
         name = cluster.name
-        out += member_objects(name)
+        out += member_objects(name, rules)
         out += [
             Manifest(KARMADA_TARGET, credential_secret(name, token=REDACTED, ca_bundle=REDACTED)),
             Manifest(KARMADA_TARGET, impersonator_secret(name, token=REDACTED)),
@@ -397,9 +504,11 @@ def render_karmada(fleet: FleetConfig) -> list[Manifest]:
             ),
         ]
     out.append(Manifest(KARMADA_TARGET, united_deployment_interpreter()))
+    if fleet.karmada.failover.enabled:
+        out.append(Manifest(KARMADA_TARGET, cluster_taint_policy(member_names(fleet))))
     apps = fleet.karmada.applications
     out += [Manifest(KARMADA_TARGET, ns) for ns in application_namespaces(apps)]
     for app in apps:
-        out.append(Manifest(KARMADA_TARGET, propagation_policy(app)))
+        out.append(Manifest(KARMADA_TARGET, propagation_policy(app, fleet.karmada.failover)))
         out.append(Manifest(KARMADA_TARGET, united_deployment(app)))
     return out

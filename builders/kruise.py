@@ -82,10 +82,16 @@ def daemon_affinity() -> dict[str, Any]:
     }
 
 
-def kruise_values(settings: KruiseSettings) -> dict[str, Any]:
+def kruise_values(settings: KruiseSettings, *, on_aks: bool) -> dict[str, Any]:
     """Values for the pinned `kruise` chart on one member cluster."""
+    aks = settings.aks_integration if settings.aks_integration is not None else on_aks
     return {
         "installation": {"namespace": NAMESPACE, "createNamespace": True},
+        # Chart 1.9.0: on AKS, exclude namespaces labelled control-plane=true or
+        # kubernetes.azure.com/managedby=aks from every webhook. Otherwise the pod webhook
+        # (failurePolicy Fail) also gates AKS's own namespaces, and AKS's admissions enforcer
+        # rewrites the selectors (drift from the release).
+        "webhookConfiguration": {"aksIntegration": aks},
         "featureGates": feature_gates(settings.feature_gates),
         "manager": {
             "replicas": settings.manager_replicas,
@@ -95,14 +101,14 @@ def kruise_values(settings: KruiseSettings) -> dict[str, Any]:
     }
 
 
-def kruise_release(member: str, settings: KruiseSettings) -> HelmRelease:
+def kruise_release(member: str, settings: KruiseSettings, *, on_aks: bool) -> HelmRelease:
     return HelmRelease(
         target=member,
         release=RELEASE,
         chart=CHART,
         version=settings.chart_version,
         namespace=RELEASE_NAMESPACE,
-        values=kruise_values(settings),
+        values=kruise_values(settings, on_aks=on_aks),
         repo=REPO,
     )
 

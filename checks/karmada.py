@@ -34,13 +34,54 @@ def _cluster(fleet: FleetConfig, name: str) -> ClusterConfig | None:
     return next((c for c in fleet.clusters if c.name == name), None)
 
 
+# Keys that configure the installed control plane: meaningless for an existing one.
+CHART_ONLY_KEYS: Final = ("host", "chart_version", "api_server", "etcd", "control_plane")
+
+
+def check_karmada_source(fleet: FleetConfig) -> Iterator[Issue]:
+    """`source: existing` takes exactly one kubeconfig and none of the chart's keys."""
+    settings = fleet.karmada
+    if settings is None:
+        return
+    if settings.source == "chart":
+        if settings.existing is not None:
+            yield Issue("karmada.existing", "only with source: existing")
+        return
+    e = settings.existing
+    if e is None or (e.kubeconfig_path is None) == (e.kubeconfig_secret is None):
+        yield Issue(
+            "karmada.existing",
+            "source: existing needs exactly one of kubeconfigPath (a file) or kubeconfigSecret "
+            "(a secret stack config key holding the Karmada API server's kubeconfig)",
+        )
+    for key in CHART_ONLY_KEYS:
+        if key in settings.model_fields_set:
+            alias = type(settings).model_fields[key].alias or key
+            yield Issue(
+                f"karmada.{alias}",
+                "only with source: chart (this stack does not install an existing control plane)",
+            )
+    if settings.failover.enabled:
+        yield Issue(
+            "karmada.failover.enabled",
+            "the existing control plane's karmada-controller-manager needs "
+            "--feature-gates=Failover=true and --enable-no-execute-taint-eviction=true (both off "
+            "by default), and on a karmada-webhook that validates ClusterTaintPolicies (upstream "
+            "artifacts/deploy, local-up) --allow-no-execute-taint-policy; this stack cannot set "
+            "them",
+            "warning",
+        )
+
+
 def check_karmada_clusters(fleet: FleetConfig) -> Iterator[Issue]:
     """Host and members name clusters of this stack; members are workers/standalone clusters."""
     settings = fleet.karmada
     if settings is None:
         return
     host = host_name(fleet)
-    if settings.host is not None and _cluster(fleet, settings.host) is None:
+    if settings.source == "existing":
+        pass  # no host: check_karmada_source
+    elif settings.host is not None and _cluster(fleet, settings.host) is None:
         yield Issue("karmada.host", f"no cluster named {settings.host!r} in clusters")
     elif host is None:
         yield Issue(
@@ -84,13 +125,20 @@ def check_karmada_clusters(fleet: FleetConfig) -> Iterator[Issue]:
 def check_karmada_api_server(fleet: FleetConfig) -> Iterator[Issue]:
     """Exposure settings that fit together, with an internal address known before install."""
     settings = fleet.karmada
-    if settings is None:
+    if settings is None or settings.source == "existing":
         return
     api = settings.api_server
     base = "karmada.apiServer"
     if api.exposure == "public":
         if api.internal_ip is not None:
             yield Issue(f"{base}.internalIp", "only with exposure: internal")
+        if api.allowed_source_ranges is None:
+            yield Issue(
+                f"{base}.allowedSourceRanges",
+                "required with exposure: public: the CIDRs that may reach port 5443 (the Pulumi "
+                "runner's and admins' egress); its kubeconfig is cluster admin. Use "
+                "exposure: internal, or ['0.0.0.0/0'] to open it to the Internet on purpose",
+            )
         return
     if api.dns_label is not None:
         yield Issue(f"{base}.dnsLabel", "only with exposure: public (a public IP's DNS name)")
@@ -118,6 +166,50 @@ def check_karmada_api_server(fleet: FleetConfig) -> Iterator[Issue]:
                 f"{api.internal_ip} must be a usable address of {host.name!r}'s node subnet "
                 f"{subnet} (Azure reserves the first four and the last)",
             )
+
+
+def _schedulable_nodes(cluster: ClusterConfig) -> int:
+    """Nodes the control plane may use at the pools' minimum: system pool and untainted pools."""
+    system = cluster.system_pool
+    count = system.min_count if system.autoscaling and system.min_count else system.count
+    return count + sum(p.min_count for p in cluster.pools if not p.taints)
+
+
+def check_karmada_control_plane(fleet: FleetConfig) -> Iterator[Issue]:
+    """etcd members and API server replicas each need their own node (the chart's values.yaml
+    gives both a required pod anti-affinity on kubernetes.io/hostname)."""
+    settings = fleet.karmada
+    if settings is None or settings.source == "existing":
+        return
+    host = _cluster(fleet, host_name(fleet) or "")
+    if host is None or host.source != "aks":
+        return
+    nodes = _schedulable_nodes(host)
+    for path, count, what in (
+        ("karmada.etcd.replicas", settings.etcd.replicas, "etcd members"),
+        ("karmada.controlPlane.replicas", settings.control_plane.replicas, "API server replicas"),
+    ):
+        if count > nodes:
+            yield Issue(
+                path,
+                f"{count} {what} need as many nodes on {host.name!r} (one per node); its "
+                f"system pool and untainted pools have {nodes} at their minimum",
+            )
+
+
+def check_karmada_failover(fleet: FleetConfig) -> Iterator[Issue]:
+    settings = fleet.karmada
+    if settings is None:
+        return
+    failover = settings.failover
+    if failover.application is not None and not failover.enabled:
+        yield Issue("karmada.failover.application", "only with failover.enabled: true")
+    app = failover.application
+    if app is not None and app.grace_period_seconds is not None and app.purge_mode != "Gracefully":
+        yield Issue(
+            "karmada.failover.application.gracePeriodSeconds",
+            "only with purgeMode: Gracefully (how long the old copy waits for the new one)",
+        )
 
 
 def check_kruise(fleet: FleetConfig) -> Iterator[Issue]:
@@ -221,8 +313,11 @@ def check_karmada_applications(fleet: FleetConfig) -> Iterator[Issue]:
 
 
 KARMADA_CHECKS: tuple[Check, ...] = (
+    check_karmada_source,
     check_karmada_clusters,
     check_karmada_api_server,
+    check_karmada_control_plane,
+    check_karmada_failover,
     check_kruise,
     check_karmada_applications,
 )

@@ -9,7 +9,14 @@ from typing import Any
 from builders.kubeconfig import KubeconfigError, server_of
 from checks import validate
 from config.errors import ConfigError, Issue, errors_of, key_path
-from config.loader import kueue_crd_files, parse_model, read_existing_kubeconfigs, read_stack_file
+from config.loader import (
+    KARMADA_KUBECONFIG_KEY,
+    kueue_crd_files,
+    parse_model,
+    read_existing_kubeconfigs,
+    read_karmada_kubeconfig,
+    read_stack_file,
+)
 from config.models import FleetConfig
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -21,6 +28,8 @@ class StackFiles:
 
     kubeconfigs: dict[str, str] = field(default_factory=dict[str, str])
     crd_files: list[str] = field(default_factory=list[str])
+    # `karmada.source: existing` with `kubeconfigPath`: the Karmada API server's kubeconfig.
+    karmada_kubeconfig: str | None = None
 
 
 def parse_fleet(raw: Any, *, source: str = "") -> tuple[FleetConfig, list[Issue]]:
@@ -58,13 +67,22 @@ def read_files(fleet: FleetConfig, root: Path, *, source: str = "") -> StackFile
             at = key_path("clusters", i, "existing", "kubeconfigPath")
             found = kubeconfig_issue(kubeconfigs[cluster.name], cluster.existing.context, at)
             issues += [found] if found else []
+    karmada: str | None = None
+    try:
+        karmada = read_karmada_kubeconfig(fleet, root)
+    except ConfigError as err:
+        issues += err.issues
+    existing = fleet.karmada.existing if fleet.karmada is not None else None
+    if karmada is not None and existing is not None:
+        found = kubeconfig_issue(karmada, existing.context, KARMADA_KUBECONFIG_KEY)
+        issues += [found] if found else []
     try:
         crd_files = kueue_crd_files(fleet, root)
     except ConfigError as err:
         issues += err.issues
     if issues:
         raise ConfigError(issues, source)
-    return StackFiles(kubeconfigs=kubeconfigs, crd_files=crd_files)
+    return StackFiles(kubeconfigs=kubeconfigs, crd_files=crd_files, karmada_kubeconfig=karmada)
 
 
 def load_from_file(

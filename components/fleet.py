@@ -35,6 +35,8 @@ class FleetArgs:
     kueue_crd_files: Sequence[str] = ()
     # `kueue.values` holds a `secure:` value: the chart values go to Helm as a Pulumi secret.
     kueue_values_secret: bool = False
+    # `karmada.source: existing`: the Karmada API server's kubeconfig.
+    karmada_kubeconfig: pulumi.Input[str] | None = None
 
 
 class Fleet(pulumi.ComponentResource):
@@ -118,7 +120,12 @@ class Fleet(pulumi.ComponentResource):
         if cfg.karmada is not None:
             self.karmada = Karmada(
                 f"{name}-karmada",
-                KarmadaArgs(fleet=cfg, clusters=self.clusters, tags=tags),
+                KarmadaArgs(
+                    fleet=cfg,
+                    clusters=self.clusters,
+                    tags=tags,
+                    existing_kubeconfig=args.karmada_kubeconfig,
+                ),
                 pulumi.ResourceOptions(parent=self),
             )
         self.kubeconfigs = pulumi.Output.secret(

@@ -1,5 +1,6 @@
 """Karmada: control plane on the host, members registered in push mode, applications propagated.
 
+With `karmada.source: existing` steps 1-3 are one: a provider from the given kubeconfig.
 Order, each step waiting for the one before:
 1. the API server address: a static public IP in the host's AKS node resource group (or the
    configured internal address), so it is in the certificate SANs at the first install;
@@ -25,10 +26,12 @@ from builders import applications as apps
 from builders import karmada as kb
 from builders.interpreter import united_deployment_interpreter
 from builders.kruise import karmada_crd_urls, kruise_release
+from builders.kubeconfig import host_of, server_of
 from components.aks import AksCluster
 from components.existing import ExistingCluster
 from components.kruise import Kruise, KruiseArgs
 from components.kube import apply_manifests, kube_object
+from config.karmada import KubeconfigSource
 from config.models import FleetConfig
 from config.resolve import member_names
 from constants import TYPE_PREFIX, WAIT_FOR
@@ -41,6 +44,8 @@ class KarmadaArgs:
     fleet: FleetConfig
     clusters: Mapping[str, AksCluster | ExistingCluster]
     tags: dict[str, str] = field(default_factory=dict[str, str])
+    # `karmada.source: existing`: the Karmada API server's kubeconfig (file or secret config key).
+    existing_kubeconfig: pulumi.Input[str] | None = None
 
 
 def _data(data: Mapping[str, str] | None, key: str) -> str:
@@ -53,11 +58,12 @@ def _kubeconfig(data: Mapping[str, str] | None, address: str) -> str:
 
 
 class Karmada(pulumi.ComponentResource):
-    """Karmada host-mode control plane, push-mode members with Kruise, and the applications."""
+    """Karmada control plane (the chart, or an existing one), push-mode members with Kruise, and
+    the applications."""
 
     address: pulumi.Output[str]
     public_ip: network.PublicIPAddress | None
-    release: k8s.helm.v3.Release
+    release: k8s.helm.v3.Release | None
     karmada_kubeconfig: pulumi.Output[str]
     provider: k8s.Provider
     kruise: dict[str, Kruise]
@@ -72,6 +78,145 @@ class Karmada(pulumi.ComponentResource):
         super().__init__(f"{TYPE_PREFIX}:Karmada", name, None, opts)
         fleet = args.fleet
         settings = kb.settings_of(fleet)
+        self.public_ip = None
+        if settings.source == "existing":
+            if args.existing_kubeconfig is None:
+                # Config validation requires a kubeconfig source; __main__ reads it.
+                raise ValueError("karmada.source existing needs its kubeconfig")
+            self.release = None
+            self._existing(name, args.existing_kubeconfig, settings.existing)
+            control_plane: list[pulumi.Resource] = []
+        else:
+            self.release = self._chart(name, args)
+            # The `karmada-cluster` Namespace on the Karmada API server is the chart's (its
+            # static-resource hook job makes it, as `karmadactl init` does): the credential
+            # Secrets go into it once the release is done; the program never creates it.
+            control_plane = [self.release]
+        on_karmada = pulumi.ResourceOptions(parent=self, provider=self.provider)
+
+        # 4. Members.
+        rules = kb.member_rules(settings)
+        self.kruise = {}
+        self.members = {}
+        for member in member_names(fleet):
+            self.kruise[member] = Kruise(
+                f"{name}-{member}-kruise",
+                KruiseArgs(
+                    release=kruise_release(
+                        member, settings.kruise, on_aks=kb.on_aks(fleet, member)
+                    ),
+                    provider=args.clusters[member].provider,
+                ),
+                pulumi.ResourceOptions(parent=self),
+            )
+            member_cfg = fleet.cluster(member)
+            region = kb.region_of(fleet, member_cfg) if member_cfg else None
+            self.members[member] = self._register(
+                name,
+                member=member,
+                cluster=args.clusters[member],
+                control_plane=control_plane,
+                rules=rules,
+                region=region,
+            )
+
+        # 5. Kruise CRDs only (no controllers, no webhooks), the interpreter, the applications.
+        self.crds = k8s.yaml.v2.ConfigGroup(
+            f"{name}-kruise-crds",
+            files=karmada_crd_urls(settings.kruise),
+            opts=on_karmada,
+        )
+        self.interpreter = kube_object(
+            f"{name}-ud-interpreter", united_deployment_interpreter(), on_karmada
+        )
+        # Cluster failover: members are tainted NoExecute while not Ready (ClusterTaintPolicy).
+        self.taint_policy: pulumi.Resource | None = None
+        if settings.failover.enabled:
+            self.taint_policy = kube_object(
+                f"{name}-failover-taints",
+                apps.cluster_taint_policy(member_names(fleet)),
+                on_karmada,
+            )
+        namespaces = {
+            ns["metadata"]["name"]: kube_object(
+                f"{name}-ns-{ns['metadata']['name']}", ns, on_karmada
+            )
+            for ns in apps.application_namespaces(settings.applications)
+        }
+        self.applications = {}
+        for app in settings.applications:
+            key = f"{app.namespace}-{app.name}"
+            in_namespace = [namespaces[app.namespace]] if app.namespace in namespaces else []
+            policy = kube_object(
+                f"{name}-{key}-pp",
+                apps.propagation_policy(app, settings.failover),
+                pulumi.ResourceOptions.merge(
+                    on_karmada, pulumi.ResourceOptions(depends_on=in_namespace)
+                ),
+            )
+            # After the CRD, the interpreter (replicas are read by our script from the first
+            # schedule), Ready members (the scheduler skips clusters whose API list lacks the
+            # kind) and its policy (so it is scheduled as soon as it exists).
+            # A subset on virtual nodes also waits for the members' ACI connector grants:
+            # without them its pods sit in ProviderFailed until RBAC catches up.
+            grants = [
+                grant
+                for member in self.members
+                if any(s.virtual_nodes for s in app.subsets)
+                and isinstance(cluster := args.clusters[member], AksCluster)
+                and (grant := cluster.virtual_node_grant) is not None
+            ]
+            after: Sequence[pulumi.Resource] = [
+                self.crds,
+                self.interpreter,
+                *self.members.values(),
+                policy,
+                *in_namespace,
+                *grants,
+            ]
+            # A changed subset placement replaces the UnitedDeployment (same name, so delete
+            # first): Kruise refuses it as an update in every member (apps.SUBSET_PLACEMENT_PATHS).
+            self.applications[key] = kube_object(
+                f"{name}-{key}-ud",
+                apps.united_deployment(app),
+                pulumi.ResourceOptions.merge(
+                    on_karmada,
+                    pulumi.ResourceOptions(
+                        depends_on=after,
+                        replace_on_changes=list(apps.SUBSET_PLACEMENT_PATHS),
+                        delete_before_replace=True,
+                    ),
+                ),
+            )
+
+        self.register_outputs(
+            {"address": self.address, "karmadaKubeconfig": self.karmada_kubeconfig}
+        )
+
+    def _existing(
+        self, name: str, kubeconfig: pulumi.Input[str], source: KubeconfigSource | None
+    ) -> None:
+        """A Karmada API server this stack does not install: its kubeconfig, as given."""
+        context = source.context if source else None
+        self.karmada_kubeconfig = pulumi.Output.secret(kubeconfig)
+        # The server is not a credential: unsecret it so it can appear in outputs and logs.
+        self.address = pulumi.Output.unsecret(
+            self.karmada_kubeconfig.apply(lambda doc: host_of(server_of(doc, context)))
+        )
+        self.provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=self.karmada_kubeconfig,
+            context=context,
+            cluster_identifier="karmada-existing",
+            enable_server_side_apply=True,
+            delete_unreachable=False,  # not ours: never forget its objects silently
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    def _chart(self, name: str, args: KarmadaArgs) -> k8s.helm.v3.Release:
+        """Steps 1-3: the address, the chart on the host, the provider from its kubeconfig."""
+        fleet = args.fleet
+        settings = kb.settings_of(fleet)
         host_cfg = kb.host_cluster(fleet)
         host = args.clusters[host_cfg.name]
         if not isinstance(host, AksCluster):
@@ -79,7 +224,6 @@ class Karmada(pulumi.ComponentResource):
             raise TypeError(f"the Karmada host {host_cfg.name!r} must be an AKS cluster")
 
         # 1. The address, before the chart: its certificate is generated once, at install.
-        self.public_ip = None
         internal = kb.internal_address(settings)
         if internal is not None:
             self.address = pulumi.Output.from_input(internal)
@@ -108,7 +252,7 @@ class Karmada(pulumi.ComponentResource):
         values = pulumi.Output.all(self.address, group).apply(
             lambda v: kb.karmada_values(fleet, address=v[0], resource_group=v[1])
         )
-        self.release = k8s.helm.v3.Release(
+        release = k8s.helm.v3.Release(
             f"{name}-release",
             name=kb.RELEASE,
             chart=kb.CHART,
@@ -125,13 +269,11 @@ class Karmada(pulumi.ComponentResource):
         # tracked release object: read it once the release is done. An id derived from the
         # release's status stays unknown in a preview that creates the release, so the read is
         # not attempted against a Secret that does not exist yet.
-        secret_id = self.release.status.apply(lambda _: f"{kb.NAMESPACE}/{kb.KUBECONFIG_SECRET}")
+        secret_id = release.status.apply(lambda _: f"{kb.NAMESPACE}/{kb.KUBECONFIG_SECRET}")
         chart_kubeconfig = k8s.core.v1.Secret.get(
             f"{name}-chart-kubeconfig",
             secret_id,
-            opts=pulumi.ResourceOptions(
-                parent=self, provider=host.provider, depends_on=[self.release]
-            ),
+            opts=pulumi.ResourceOptions(parent=self, provider=host.provider, depends_on=[release]),
         )
         self.karmada_kubeconfig = pulumi.Output.secret(
             pulumi.Output.all(chart_kubeconfig.data, self.address).apply(
@@ -146,95 +288,22 @@ class Karmada(pulumi.ComponentResource):
             delete_unreachable=True,
             opts=pulumi.ResourceOptions(parent=self),
         )
-        on_karmada = pulumi.ResourceOptions(parent=self, provider=self.provider)
-
-        # 4. Members.
-        namespace = kube_object(f"{name}-cluster-ns", kb.cluster_namespace(), on_karmada)
-        self.kruise = {}
-        self.members = {}
-        for member in member_names(fleet):
-            self.kruise[member] = Kruise(
-                f"{name}-{member}-kruise",
-                KruiseArgs(
-                    release=kruise_release(member, settings.kruise),
-                    provider=args.clusters[member].provider,
-                ),
-                pulumi.ResourceOptions(parent=self),
-            )
-            member_cfg = fleet.cluster(member)
-            region = kb.region_of(fleet, member_cfg) if member_cfg else None
-            self.members[member] = self._register(
-                name, member, args.clusters[member], namespace, region
-            )
-
-        # 5. Kruise CRDs only (no controllers, no webhooks), the interpreter, the applications.
-        self.crds = k8s.yaml.v2.ConfigGroup(
-            f"{name}-kruise-crds",
-            files=karmada_crd_urls(settings.kruise),
-            opts=on_karmada,
-        )
-        self.interpreter = kube_object(
-            f"{name}-ud-interpreter", united_deployment_interpreter(), on_karmada
-        )
-        namespaces = {
-            ns["metadata"]["name"]: kube_object(
-                f"{name}-ns-{ns['metadata']['name']}", ns, on_karmada
-            )
-            for ns in apps.application_namespaces(settings.applications)
-        }
-        self.applications = {}
-        for app in settings.applications:
-            key = f"{app.namespace}-{app.name}"
-            in_namespace = [namespaces[app.namespace]] if app.namespace in namespaces else []
-            policy = kube_object(
-                f"{name}-{key}-pp",
-                apps.propagation_policy(app),
-                pulumi.ResourceOptions.merge(
-                    on_karmada, pulumi.ResourceOptions(depends_on=in_namespace)
-                ),
-            )
-            # After the CRD, the interpreter (replicas are read by our script from the first
-            # schedule), Ready members (the scheduler skips clusters whose API list lacks the
-            # kind) and its policy (so it is scheduled as soon as it exists).
-            # A subset on virtual nodes also waits for the members' ACI connector grants:
-            # without them its pods sit in ProviderFailed until RBAC catches up.
-            grants = [
-                grant
-                for member in self.members
-                if any(s.virtual_nodes for s in app.subsets)
-                and isinstance(cluster := args.clusters[member], AksCluster)
-                and (grant := cluster.virtual_node_grant) is not None
-            ]
-            after: Sequence[pulumi.Resource] = [
-                self.crds,
-                self.interpreter,
-                *self.members.values(),
-                policy,
-                *in_namespace,
-                *grants,
-            ]
-            self.applications[key] = kube_object(
-                f"{name}-{key}-ud",
-                apps.united_deployment(app),
-                pulumi.ResourceOptions.merge(on_karmada, pulumi.ResourceOptions(depends_on=after)),
-            )
-
-        self.register_outputs(
-            {"address": self.address, "karmadaKubeconfig": self.karmada_kubeconfig}
-        )
+        return release
 
     def _register(
         self,
         name: str,
+        *,
         member: str,
         cluster: AksCluster | ExistingCluster,
-        namespace: pulumi.Resource,
+        control_plane: Sequence[pulumi.Resource],
+        rules: list[dict[str, list[str]]],
         region: str | None,
     ) -> pulumi.Resource:
         """What `karmadactl join` does for one member; returns its Karmada Cluster object."""
         on_member = pulumi.ResourceOptions(parent=self, provider=cluster.provider)
         made = apply_manifests(
-            kb.member_objects(member),
+            kb.member_objects(member, rules),
             on_member,
             name_of=lambda m: f"{name}-{member}-{m.kind.lower()}-{m.name.replace(':', '-')}",
         )
@@ -244,7 +313,7 @@ class Karmada(pulumi.ComponentResource):
         assert isinstance(impersonator, k8s.core.v1.Secret)
 
         on_karmada = pulumi.ResourceOptions(
-            parent=self, provider=self.provider, depends_on=[namespace]
+            parent=self, provider=self.provider, depends_on=list(control_plane)
         )
         credentials = k8s.core.v1.Secret(
             f"{name}-{member}-credentials",

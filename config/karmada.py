@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, StrictInt
 
 from config.base import Model
-from config.types import DnsLabel, IpAddress, Quantity
+from config.types import Cidr, DnsLabel, IpAddress, Quantity
 from upstream.karmada import DEFAULT_KARMADA_CHART_VERSION, DEFAULT_KRUISE_CHART_VERSION
 
 
@@ -111,6 +111,10 @@ class ApiServerConfig(Model):
     """How the Pulumi runner reaches the Karmada API server (port 5443 on a LoadBalancer)."""
 
     exposure: Literal["public", "internal"] = "public"
+    # Source CIDRs the load balancer admits (an NSG rule made by cloud-provider-azure). Required
+    # with public exposure: the exported kubeconfig is system:masters, so an open port is an
+    # admin endpoint on the Internet; `0.0.0.0/0` opens it on purpose.
+    allowed_source_ranges: list[Cidr] | None = Field(default=None, min_length=1)
     # internal: a free address in the host cluster's node subnet, fixed before the first install.
     internal_ip: IpAddress | None = None
     # public: `<dnsLabel>.<location>.cloudapp.azure.com` on the static IP, also a certificate SAN.
@@ -120,9 +124,50 @@ class ApiServerConfig(Model):
 class EtcdConfig(Model):
     """Karmada's internal etcd. `pvc` survives node replacement; `hostPath` (chart default) not."""
 
+    # The chart's etcd StatefulSet has a required pod anti-affinity per node: 3 members need 3
+    # nodes the control plane may run on. An even count adds no fault tolerance.
+    replicas: Literal[1, 3, 5] = 1
     storage: Literal["pvc", "hostPath"] = "pvc"
     storage_class: str = "managed-csi"
     size: Quantity = "8Gi"
+
+
+class ControlPlaneConfig(Model):
+    """Replicas of every Karmada component; above 1 each also gets a PodDisruptionBudget."""
+
+    replicas: int = Field(default=1, ge=1, le=5)
+
+
+class ApplicationFailover(Model):
+    """`failover.application`: move an application off a member where it stays unhealthy."""
+
+    toleration_seconds: int = Field(default=300, ge=0)
+    purge_mode: Literal["Directly", "Gracefully", "Never"] = "Gracefully"
+    grace_period_seconds: int | None = Field(default=None, ge=1)
+
+
+class FailoverConfig(Model):
+    """Karmada failover: the `Failover` gate on the controller-manager and a policy block.
+
+    Cluster failover: a member that stays NotReady is tainted NoExecute (a ClusterTaintPolicy)
+    and, after `tolerationSeconds`, its replicas are rescheduled onto the other weighted members;
+    `purgeMode` says when the old ones go.
+    """
+
+    enabled: bool = False
+    # How long a NotReady member keeps its share before it is moved (the policies' toleration of
+    # the NoExecute taint; without one, eviction starts as soon as the taint is added).
+    toleration_seconds: int = Field(default=300, ge=0)
+    purge_mode: Literal["Directly", "Gracefully"] = "Gracefully"
+    application: ApplicationFailover | None = None
+
+
+class KubeconfigSource(Model):
+    """An existing Karmada API server: its kubeconfig from a file or a secret stack config key."""
+
+    kubeconfig_path: str | None = None
+    kubeconfig_secret: str | None = Field(default=None, pattern=r"^[A-Za-z][A-Za-z0-9_.-]*$")
+    context: str | None = None
 
 
 class KruiseSettings(Model):
@@ -134,11 +179,23 @@ class KruiseSettings(Model):
     # Merged over the chart default (ImagePullJobGate=true) into its comma-separated string.
     feature_gates: dict[str, bool] = Field(default_factory=dict[str, bool])
     manager_replicas: int = Field(default=2, ge=1, le=10)
+    # `webhookConfiguration.aksIntegration` (chart >= 1.9.0): keeps Kruise's webhooks off AKS's
+    # managed namespaces. Unset: on for members this stack creates on AKS, off for existing ones.
+    aks_integration: bool | None = None
+
+
+MemberAccess = Literal["wildcard", "scoped"]
 
 
 class KarmadaSettings(Model):
-    """Karmada control plane (host mode) on one cluster, its members, and the applications."""
+    """Karmada control plane (host mode) on one cluster, its members, and the applications.
 
+    `source: existing` uses a Karmada control plane the stack does not install (no chart, no
+    address, no host): only registration, CRDs, interpreter, policies and applications.
+    """
+
+    source: Literal["chart", "existing"] = "chart"
+    existing: KubeconfigSource | None = None
     host: str | None = None
     members: list[str] | None = None
     chart_version: str = Field(
@@ -146,5 +203,10 @@ class KarmadaSettings(Model):
     )
     api_server: ApiServerConfig = ApiServerConfig()
     etcd: EtcdConfig = EtcdConfig()
+    control_plane: ControlPlaneConfig = ControlPlaneConfig()
+    failover: FailoverConfig = FailoverConfig()
+    # What the member credential may do: `wildcard` is `karmadactl join`'s */*/* (any kind can be
+    # propagated); `scoped` covers only the kinds this stack propagates (builders.karmada).
+    member_access: MemberAccess = "wildcard"
     kruise: KruiseSettings = KruiseSettings()
     applications: list[ApplicationConfig] = Field(default_factory=list[ApplicationConfig])

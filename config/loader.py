@@ -252,6 +252,24 @@ def _project_path_problem(relative: str) -> str | None:
     return None
 
 
+def _read_kubeconfig(root: Path, relative: str, key: str) -> str | Issue:
+    """One kubeconfig file inside the project root, bounded; unparsed."""
+    path = project_file(root, relative, key, max_bytes=MAX_KUBECONFIG_BYTES)
+    if isinstance(path, Issue):
+        return path
+    try:
+        with path.open("rb") as f:  # bounded: the file may have grown since it was checked
+            data = f.read(MAX_KUBECONFIG_BYTES + 1)
+    except OSError as exc:
+        return Issue(key, f"cannot read the file: {exc.strerror}")
+    if len(data) > MAX_KUBECONFIG_BYTES:
+        return Issue(key, f"is larger than {MAX_KUBECONFIG_BYTES // 1024} KiB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return Issue(key, "is not a UTF-8 text file")
+
+
 def read_existing_kubeconfigs(fleet: FleetConfig, root: Path) -> dict[str, str]:
     """Kubeconfig files of `source: existing` clusters, inside the project root; unparsed."""
     found: dict[str, str] = {}
@@ -260,26 +278,28 @@ def read_existing_kubeconfigs(fleet: FleetConfig, root: Path) -> dict[str, str]:
         if cluster.existing is None or cluster.existing.kubeconfig_path is None:
             continue
         key = key_path("clusters", i, "existing", "kubeconfigPath")
-        path = project_file(
-            root, cluster.existing.kubeconfig_path, key, max_bytes=MAX_KUBECONFIG_BYTES
-        )
-        if isinstance(path, Issue):
-            issues.append(path)
-            continue
-        try:
-            with path.open("rb") as f:  # bounded: the file may have grown since it was checked
-                data = f.read(MAX_KUBECONFIG_BYTES + 1)
-            if len(data) > MAX_KUBECONFIG_BYTES:
-                issues.append(Issue(key, f"is larger than {MAX_KUBECONFIG_BYTES // 1024} KiB"))
-                continue
-            found[cluster.name] = data.decode("utf-8")
-        except OSError as exc:
-            issues.append(Issue(key, f"cannot read the file: {exc.strerror}"))
-        except UnicodeDecodeError:
-            issues.append(Issue(key, "is not a UTF-8 text file"))
+        document = _read_kubeconfig(root, cluster.existing.kubeconfig_path, key)
+        if isinstance(document, Issue):
+            issues.append(document)
+        else:
+            found[cluster.name] = document
     if issues:
         raise ConfigError(issues)
     return found
+
+
+KARMADA_KUBECONFIG_KEY = "karmada.existing.kubeconfigPath"
+
+
+def read_karmada_kubeconfig(fleet: FleetConfig, root: Path) -> str | None:
+    """The kubeconfig file of an existing Karmada control plane (`karmada.existing`), if any."""
+    source = fleet.karmada.existing if fleet.karmada is not None else None
+    if source is None or source.kubeconfig_path is None:
+        return None
+    document = _read_kubeconfig(root, source.kubeconfig_path, KARMADA_KUBECONFIG_KEY)
+    if isinstance(document, Issue):
+        raise ConfigError([document])
+    return document
 
 
 def kueue_crd_dir(fleet: FleetConfig, root: Path) -> Path:

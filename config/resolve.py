@@ -136,9 +136,9 @@ def custom_shapes(fleet: FleetConfig) -> dict[str, VmShape]:
 
 
 def host_name(fleet: FleetConfig) -> str | None:
-    """The Karmada host: configured, else the manager, else the only cluster."""
+    """The Karmada host: configured, else the manager, else the only cluster (none if existing)."""
     settings = fleet.karmada
-    if settings is None:
+    if settings is None or settings.source == "existing":
         return None
     if settings.host is not None:
         return settings.host

@@ -81,6 +81,8 @@ class Registered:
     ignore_changes: list[str]
     additional_secret_outputs: list[str]
     custom: bool
+    replace_on_changes: list[str] = field(default_factory=list[str])
+    delete_before_replace: bool = False
 
 
 # The input that carries a resource's Azure name (the provider auto-names it when absent).
@@ -217,6 +219,8 @@ class StrictMonitor(pulumi_mocks.MockMonitor):
                 ignore_changes=list(request.ignoreChanges),
                 additional_secret_outputs=list(request.additionalSecretOutputs),
                 custom=request.custom,
+                replace_on_changes=list(request.replaceOnChanges),
+                delete_before_replace=request.deleteBeforeReplace,
             )
         return super().RegisterResource(request)
 

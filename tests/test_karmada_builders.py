@@ -101,6 +101,12 @@ def every_variant() -> list[FleetConfig]:
             {"name": "virtual", "replicas": "50%", "virtualNodes": True},
             {"name": "rest", "virtualNodes": False},
         ]
+        if kind == "cloneSet":
+            raw["karmada"]["failover"] = {
+                "enabled": True,
+                "purgeMode": "Directly",
+                "application": {"tolerationSeconds": 120, "gracePeriodSeconds": 600},
+            }
         fleets.append(fleet_of(raw))
     return fleets
 
@@ -126,7 +132,8 @@ def test_every_custom_resource_validates_against_the_pinned_schemas() -> None:
 
 def test_schema_check_catches_a_misspelt_enum() -> None:
     """The seed's comment says `Duplicate`; the CRD enum is `Duplicated` (notes 8.1)."""
-    policy = apps.propagation_policy(kb.settings_of(dev()).applications[0])
+    settings = kb.settings_of(dev())
+    policy = apps.propagation_policy(settings.applications[0], settings.failover)
     policy["spec"]["placement"]["replicaScheduling"]["replicaSchedulingType"] = "Duplicate"
     errors = crdschema.validate(policy, *KARMADA).errors
     assert any("replicaSchedulingType" in e for e in errors), errors
@@ -227,15 +234,16 @@ def test_application_namespaces_are_created_once_on_karmada_only() -> None:
     raw["karmada"]["applications"] += [second, third]
     manifests = kb.render_karmada(fleet_of(raw))
     namespaces = [m for m in of_kind(manifests, "Namespace") if m.target == KARMADA_TARGET]
-    # `default` exists everywhere; others are synced to every member by Karmada itself.
-    assert sorted(m.name for m in namespaces) == ["karmada-cluster", "sample"]
+    # `default` exists everywhere; others are synced to every member by Karmada itself. Not
+    # `karmada-cluster`: the chart makes it (issue 12: creating it failed with AlreadyExists).
+    assert sorted(m.name for m in namespaces) == ["sample"]
 
 
 # --- member registration ----------------------------------------------------------------------
 
 
 def test_member_objects_are_what_karmadactl_join_creates() -> None:
-    manifests = kb.member_objects("worker-1")
+    manifests = kb.member_objects("worker-1", kb.member_rules(kb.settings_of(dev())))
     assert {m.target for m in manifests} == {"worker-1"}
     objs = {(m.kind, m.name): m.obj for m in manifests}
     # Each object names what must exist first: the namespace, a token's account, a role.
@@ -336,7 +344,7 @@ def test_rewrite_kubeconfig_server() -> None:
 
 def test_karmada_values_public() -> None:
     raw = copy.deepcopy(BASE)
-    raw["karmada"]["apiServer"] = {"dnsLabel": "fleet-karmada"}
+    raw["karmada"]["apiServer"] |= {"dnsLabel": "fleet-karmada"}
     fleet = fleet_of(raw)
     values = kb.karmada_values(fleet, address="20.1.2.3", resource_group="MC_rg_manager_we")
     assert values["installMode"] == "host"
@@ -352,10 +360,12 @@ def test_karmada_values_public() -> None:
     assert api["serviceAnnotations"] == {
         "service.beta.kubernetes.io/azure-pip-name": "manager-karmada-apiserver",
         "service.beta.kubernetes.io/azure-load-balancer-resource-group": "MC_rg_manager_we",
+        "service.beta.kubernetes.io/azure-allowed-ip-ranges": "203.0.113.0/24",
     }
     assert values["etcd"] == {
         "mode": "internal",
         "internal": {
+            "replicaCount": 1,
             "storageType": "pvc",
             "pvc": {"storageClass": "managed-csi", "size": "8Gi"},
             "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
@@ -411,14 +421,19 @@ def test_kruise_values() -> None:
     settings = KruiseSettings.model_validate(
         {"featureGates": {"PodWebhook": False, "ImagePullJobGate": True}, "managerReplicas": 3}
     )
-    values = kr.kruise_values(settings)
+    values = kr.kruise_values(settings, on_aks=True)
     assert values["featureGates"] == "ImagePullJobGate=true,PodWebhook=false"
     assert values["manager"]["replicas"] == 3
     assert values["manager"]["tolerations"] == [{"key": "CriticalAddonsOnly", "operator": "Exists"}]
     # The chart default gate survives a config that sets other gates.
     other = KruiseSettings.model_validate({"featureGates": {"KruiseDaemon": True}})
-    assert kr.kruise_values(other)["featureGates"] == "ImagePullJobGate=true,KruiseDaemon=true"
-    assert kr.kruise_values(KruiseSettings())["featureGates"] == "ImagePullJobGate=true"
+    assert (
+        kr.kruise_values(other, on_aks=True)["featureGates"]
+        == "ImagePullJobGate=true,KruiseDaemon=true"
+    )
+    assert (
+        kr.kruise_values(KruiseSettings(), on_aks=True)["featureGates"] == "ImagePullJobGate=true"
+    )
 
 
 def test_kruise_daemon_stays_off_virtual_nodes() -> None:
@@ -431,7 +446,7 @@ def test_kruise_daemon_stays_off_virtual_nodes() -> None:
     required `type NotIn [virtual-kubelet]`. We set that same value explicitly, so a chart whose
     default differs cannot put the daemon (hostNetwork, CRI socket) on ACI.
     """
-    affinity = kr.kruise_values(KruiseSettings())["daemon"]["affinity"]
+    affinity = kr.kruise_values(KruiseSettings(), on_aks=True)["daemon"]["affinity"]
     assert affinity == kr.CHART_DAEMON_AFFINITY
     (term,) = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"
@@ -450,7 +465,7 @@ def test_kruise_makes_its_own_labelled_namespace() -> None:
     (failurePolicy Fail) skips; a `--create-namespace` namespace would not, and kruise-manager's
     own pods would wait on the webhook they serve. So the chart creates it, and the release
     record goes to `default`, as upstream's README installs it."""
-    release = kr.kruise_release("worker-1", KruiseSettings())
+    release = kr.kruise_release("worker-1", KruiseSettings(), on_aks=True)
     assert release.values["installation"] == {"namespace": "kruise-system", "createNamespace": True}
     assert release.namespace == "default"
 

@@ -12,6 +12,7 @@ import yaml
 from builders import applications as apps
 from builders import karmada as kb
 from checks.stack import parse_fleet
+from config.karmada import FailoverConfig
 from tests.conftest import Graph, Registered, built_stack, is_secret, mocked_engine, resolve
 from tests.conftest import run_program as run
 from tests.test_karmada_config import BASE
@@ -47,7 +48,7 @@ def build(raw: dict[str, Any]) -> Built:
 @pytest.fixture(scope="module")
 def public() -> Built:
     raw = copy.deepcopy(BASE)
-    raw["karmada"]["apiServer"] = {"dnsLabel": "fleet-karmada"}
+    raw["karmada"]["apiServer"] |= {"dnsLabel": "fleet-karmada"}
     return build(raw)
 
 
@@ -114,6 +115,7 @@ def test_karmada_release_on_the_host_with_the_address_in_sans_and_service(public
         "service.beta.kubernetes.io/azure-load-balancer-resource-group": (
             "MC_rg_manager_westeurope"
         ),
+        "service.beta.kubernetes.io/azure-allowed-ip-ranges": "203.0.113.0/24",
     }
 
 
@@ -175,7 +177,7 @@ def test_karmada_objects_on_the_karmada_provider(public: Built) -> None:
     for r in on_karmada:
         counts[r.type] = counts.get(r.type, 0) + 1
     assert counts == {
-        "kubernetes:core/v1:Namespace": 2,  # karmada-cluster, sample
+        "kubernetes:core/v1:Namespace": 1,  # sample (karmada-cluster is the chart's)
         SECRET: 4,  # credentials and impersonator Secret per member
         CLUSTER: 2,
         RIC: 1,
@@ -248,7 +250,73 @@ def test_united_deployment_after_crds_members_interpreter_and_policy(public: Bui
     assert namespace.urn in policy.dependencies
     # What is applied is what the builders render (and the schema tests validate).
     (app,) = kb.settings_of(parse_fleet(BASE)[0]).applications
-    assert policy.inputs["spec"] == apps.propagation_policy(app)["spec"]
+    assert policy.inputs["spec"] == apps.propagation_policy(app, FailoverConfig())["spec"]
+
+
+def test_nothing_on_karmada_is_one_of_the_charts_static_objects(public: Built) -> None:
+    """The chart's static-resource job makes karmada-system and karmada-cluster on the Karmada
+    API server; pulumi-kubernetes >= 4.29 creates client-side, so creating either again fails
+    with AlreadyExists and every member registration waits behind it (issue 12)."""
+    graph, _ = public
+    provider = karmada_provider(graph)
+    on_karmada = [r for r in graph.resources if r.custom and r.provider.startswith(provider.urn)]
+    namespaces = {r.inputs["metadata"]["name"] for r in on_karmada if r.type.endswith(":Namespace")}
+    assert namespaces.isdisjoint({"karmada-system", "karmada-cluster"}), namespaces
+    # The credential Secrets go into the chart's namespace once the release is done.
+    release = graph.one(RELEASE, "fleet-karmada-release")
+    for member in ("worker-1", "worker-2"):
+        for suffix in ("credentials", "impersonator"):
+            secret = graph.one(SECRET, f"fleet-karmada-{member}-{suffix}")
+            assert secret.inputs["metadata"]["namespace"] == "karmada-cluster"
+            assert release.urn in secret.dependencies
+
+
+def test_a_subset_placement_change_replaces_the_united_deployment(public: Built) -> None:
+    """Kruise's webhook refuses an in-place change of a subset's nodeSelectorTerm/tolerations in
+    every member while the Karmada API server accepts it: Pulumi replaces the UD instead."""
+    graph, _ = public
+    ud = graph.one(UD, "fleet-karmada-sample-sample-ud-ud")
+    assert sorted(ud.replace_on_changes) == [
+        "spec.topology.subsets[*].nodeSelectorTerm",
+        "spec.topology.subsets[*].tolerations",
+    ]
+    # Same name on both sides of the replacement: the old one must go first.
+    assert ud.delete_before_replace is True
+    # The paths name real inputs of the UD (a typo would silently never match).
+    (subset_a, subset_b) = ud.inputs["spec"]["topology"]["subsets"]
+    assert "nodeSelectorTerm" in subset_a
+    assert {"nodeSelectorTerm", "tolerations"} <= set(subset_b)
+    # The policy is updated in place: nothing in it is immutable.
+    policy = graph.one(PP, "fleet-karmada-sample-sample-ud-pp")
+    assert policy.replace_on_changes == []
+
+
+def test_kruise_on_aks_members_has_the_aks_webhook_selectors(public: Built) -> None:
+    graph, _ = public
+    for member in ("worker-1", "worker-2"):
+        kruise = named(graph, RELEASE, f"{member}-kruise-release")
+        assert kruise.inputs["values"]["webhookConfiguration"] == {"aksIntegration": True}
+
+
+def test_failover_registers_what_it_renders() -> None:
+    raw = copy.deepcopy(BASE)
+    raw["karmada"]["failover"] = {"enabled": True}
+    graph, _ = build(raw)
+    provider = karmada_provider(graph)
+    registered = {
+        (r.type.rsplit(":", 1)[-1], r.inputs["metadata"]["name"])
+        for r in graph.resources
+        if r.custom and r.provider.startswith(provider.urn)
+    }
+    rendered = {
+        (m.kind, m.name) for m in kb.render_karmada(parse_fleet(raw)[0]) if m.target == "karmada"
+    }
+    assert ("ClusterTaintPolicy", "fleet-member-not-ready") in registered
+    assert registered == rendered
+    release = graph.one(RELEASE, "fleet-karmada-release")
+    assert release.inputs["values"]["controllerManager"]["extraCommandArgs"] == {
+        "enable-no-execute-taint-eviction": "true"
+    }
 
 
 def test_interpreter_is_the_lua_customization(public: Built) -> None:

@@ -24,6 +24,8 @@ APP: dict[str, Any] = {
     "propagation": {"weights": {"worker-1": 1, "worker-2": 2}},
 }
 
+RUNNER = "203.0.113.0/24"  # the Pulumi runner's egress (a documentation range)
+
 BASE: dict[str, Any] = {
     "location": "westeurope",
     "clusters": [
@@ -31,7 +33,7 @@ BASE: dict[str, Any] = {
         {"name": "worker-1", "role": "worker", "virtualNodes": {"enabled": True}},
         {"name": "worker-2", "role": "worker", "virtualNodes": {"enabled": True}},
     ],
-    "karmada": {"applications": [APP]},
+    "karmada": {"apiServer": {"allowedSourceRanges": [RUNNER]}, "applications": [APP]},
 }
 
 
@@ -87,6 +89,7 @@ def test_single_cluster_hosts_and_joins_itself() -> None:
         "location": "westeurope",
         "clusters": [{"name": "solo", "role": "standalone", "virtualNodes": {"enabled": True}}],
         "karmada": {
+            "apiServer": {"allowedSourceRanges": [RUNNER]},
             "applications": [{**APP, "propagation": {"weights": {"solo": 1}}}],
         },
     }
