@@ -20,7 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import ipaddress
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -77,12 +77,14 @@ def service_account(namespace: str = KUEUE_NAMESPACE) -> dict[str, Any]:
     }
 
 
-def cluster_role(version: str, frameworks: Iterable[str]) -> dict[str, Any]:
+def cluster_role(
+    version: str, frameworks: Iterable[str], feature_gates: Mapping[str, bool] | None = None
+) -> dict[str, Any]:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",
         "metadata": _meta(CLUSTER_ROLE),
-        "rules": [rule.to_obj() for rule in worker_rules(version, frameworks)],
+        "rules": [rule.to_obj() for rule in worker_rules(version, frameworks, feature_gates)],
     }
 
 
@@ -123,12 +125,16 @@ def token_secret(rotation: int, namespace: str = KUEUE_NAMESPACE) -> dict[str, A
 
 
 def worker_objects(
-    version: str, frameworks: Iterable[str], rotation: int, namespace: str = KUEUE_NAMESPACE
+    version: str,
+    frameworks: Iterable[str],
+    rotation: int,
+    namespace: str = KUEUE_NAMESPACE,
+    feature_gates: Mapping[str, bool] | None = None,
 ) -> list[dict[str, Any]]:
     """Everything one worker needs, in creation order (the Secret needs the account first)."""
     return [
         service_account(namespace),
-        cluster_role(version, frameworks),
+        cluster_role(version, frameworks, feature_gates),
         cluster_role_binding(namespace),
         token_secret(rotation, namespace),
     ]
@@ -328,7 +334,9 @@ def render_multikueue(fleet: FleetConfig) -> list[Manifest]:
             continue
         rotation = rotation_of(fleet, name)
         version, frameworks = fleet.kueue.version, fleet.kueue.frameworks
-        out += [Manifest(name, o) for o in worker_objects(version, frameworks, rotation)]
+        gates = fleet.kueue.feature_gates
+        objects = worker_objects(version, frameworks, rotation, feature_gates=gates)
+        out += [Manifest(name, o) for o in objects]
         doc = redacted_kubeconfig(k8s_name(name), placeholder_server(cluster, fleet.location))
         links.append((name, encode(doc), rotation))
     timeout = fleet.multi_kueue.connect_timeout_seconds

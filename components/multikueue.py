@@ -47,6 +47,7 @@ class MultiKueueWorkerAccessArgs:
     kueue_version: str
     frameworks: Sequence[str]
     rotation: int = 0
+    feature_gates: Mapping[str, bool] = field(default_factory=dict[str, bool])
     namespace: str = KUEUE_NAMESPACE
     # The worker's Kueue Helm release: it creates the namespace.
     depends_on: Sequence[pulumi.Resource] = field(default_factory=list[pulumi.Resource])
@@ -70,7 +71,9 @@ class MultiKueueWorkerAccess(pulumi.ComponentResource):
         after_kueue = _options(self, args.provider, args.depends_on)
         account = kube_object(f"{name}-sa", mk.service_account(ns), after_kueue)
         role = kube_object(
-            f"{name}-role", mk.cluster_role(args.kueue_version, args.frameworks), after_kueue
+            f"{name}-role",
+            mk.cluster_role(args.kueue_version, args.frameworks, args.feature_gates),
+            after_kueue,
         )
         kube_object(
             f"{name}-binding",
@@ -200,6 +203,7 @@ class MultiKueue(pulumi.ComponentResource):
                     kueue_version=fleet.kueue.version,
                     frameworks=fleet.kueue.frameworks,
                     rotation=rotation,
+                    feature_gates=fleet.kueue.feature_gates,
                     depends_on=[args.kueue_releases[worker]],
                 ),
                 child,
