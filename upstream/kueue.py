@@ -42,6 +42,26 @@ FRAMEWORKS = (
     "trainer.kubeflow.org/trainjob",
     "workload.codeflare.dev/appwrapper",
 )
+# The CRD each non-core framework's kind comes from (`<plural>.<group>`, as `kubectl get crd`
+# shows it). Kueue defers a local integration whose CRD is absent, but MultiKueue's watch of it
+# on a worker fails (multikueuecluster.go, establishWatcher), so the worker never becomes Active.
+# batch/job, pod, deployment and statefulset are built-in kinds.
+FRAMEWORK_CRDS: Final[dict[str, str]] = {
+    "jobset.x-k8s.io/jobset": "jobsets.jobset.x-k8s.io",
+    "kubeflow.org/jaxjob": "jaxjobs.kubeflow.org",
+    "kubeflow.org/mpijob": "mpijobs.kubeflow.org",
+    "kubeflow.org/paddlejob": "paddlejobs.kubeflow.org",
+    "kubeflow.org/pytorchjob": "pytorchjobs.kubeflow.org",
+    "kubeflow.org/tfjob": "tfjobs.kubeflow.org",
+    "kubeflow.org/xgboostjob": "xgboostjobs.kubeflow.org",
+    "leaderworkerset.x-k8s.io/leaderworkerset": "leaderworkersets.leaderworkerset.x-k8s.io",
+    "ray.io/raycluster": "rayclusters.ray.io",
+    "ray.io/rayjob": "rayjobs.ray.io",
+    "ray.io/rayservice": "rayservices.ray.io",
+    "sparkoperator.k8s.io/sparkapplication": "sparkapplications.sparkoperator.k8s.io",
+    "trainer.kubeflow.org/trainjob": "trainjobs.trainer.kubeflow.org",
+    "workload.codeflare.dev/appwrapper": "appwrappers.workload.codeflare.dev",
+}
 # Frameworks that refuse to start unless an alpha gate is on (sparkapplication_controller.go).
 FRAMEWORK_GATES = {"sparkoperator.k8s.io/sparkapplication": "SparkApplicationIntegration"}
 
