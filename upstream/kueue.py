@@ -158,8 +158,11 @@ REMOVED_GATES = {
 }
 # Helm values the typed settings own: setting them twice is how Kueue ends up not starting.
 OWNED_VALUES = {
-    "managerConfig": "built from kueue.frameworks / kueue.multiKueue",
+    "managerConfig": "built from kueue.frameworks / kueue.multiKueue / kueue.configuration",
     "controllerManager.featureGates": "use kueue.featureGates",
+    "controllerManager.replicas": "use kueue.replicas",
+    "controllerManager.podDisruptionBudget": "set with kueue.replicas >= 2",
+    "controllerManager.topologySpreadConstraints": "set with kueue.replicas >= 2",
     "fullnameOverride": "object names such as kueue-controller-manager derive from the release",
     "nameOverride": "object names such as kueue-controller-manager derive from the release",
 }
@@ -181,6 +184,12 @@ RESERVED_NAMESPACES: Final = (
 KUEUE_CHART: Final = "oci://registry.k8s.io/kueue/charts/kueue"
 KUEUE_RELEASE: Final = "kueue"
 KUEUE_NAMESPACE: Final = "kueue-system"
+# The controller pods' labels (the chart's kueue.selectorLabels for release `kueue`).
+KUEUE_SELECTOR_LABELS: Final = {
+    "app.kubernetes.io/name": "kueue",
+    "app.kubernetes.io/instance": KUEUE_RELEASE,
+    "control-plane": "controller-manager",
+}
 KUEUE_API: Final = "kueue.x-k8s.io/v1beta2"
 KUEUE_GROUP: Final = "kueue.x-k8s.io"
 CONFIG_API: Final = "config.kueue.x-k8s.io/v1beta2"
