@@ -13,7 +13,7 @@ from pulumi_azure_native import authorization, containerservice, network
 
 from builders import aks as shapes
 from config.models import ClusterConfig
-from constants import ROLE_NETWORK_CONTRIBUTOR, TYPE_PREFIX
+from constants import KUBERNETES_PROVIDER_VERSION, ROLE_NETWORK_CONTRIBUTOR, TYPE_PREFIX
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -156,7 +156,7 @@ class AksCluster(pulumi.ComponentResource):
             cluster_identifier=cfg.name,
             enable_server_side_apply=True,
             delete_unreachable=True,
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self, version=KUBERNETES_PROVIDER_VERSION),
         )
         self.cluster_name = mc.name
         self.fqdn = mc.fqdn

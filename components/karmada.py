@@ -30,7 +30,7 @@ from components.kruise import Kruise, KruiseArgs
 from components.kube import apply_manifests, kube_object
 from config.models import FleetConfig
 from config.resolve import member_names
-from constants import TYPE_PREFIX, WAIT_FOR
+from constants import KUBERNETES_PROVIDER_VERSION, TYPE_PREFIX, WAIT_FOR
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -143,7 +143,7 @@ class Karmada(pulumi.ComponentResource):
             cluster_identifier=f"karmada-{host_cfg.name}",
             enable_server_side_apply=True,
             delete_unreachable=True,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, version=KUBERNETES_PROVIDER_VERSION),
         )
         on_karmada = pulumi.ResourceOptions(parent=self, provider=self.provider)
 

@@ -81,6 +81,8 @@ class Registered:
     ignore_changes: list[str]
     additional_secret_outputs: list[str]
     custom: bool
+    # The `version` option the SDK sent: for a provider, the plugin version the engine loads.
+    version: str = ""
 
 
 # The input that carries a resource's Azure name (the provider auto-names it when absent).
@@ -180,6 +182,7 @@ class StrictMonitor(pulumi_mocks.MockMonitor):
                 ignore_changes=list(request.ignoreChanges),
                 additional_secret_outputs=list(request.additionalSecretOutputs),
                 custom=request.custom,
+                version=request.version,
             )
         return super().RegisterResource(request)
 
