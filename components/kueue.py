@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +34,10 @@ class KueueArgs:
     objects: Sequence[Manifest] = ()
     # The pinned CRD files, for `install: manifests-only` (found by the composition root).
     crd_files: Sequence[str] = ()
+    # Called once `ready` exists, before the objects: resources made elsewhere that an object
+    # (by Manifest.key) must wait for, e.g. the MultiKueueClusters the manager's MultiKueue
+    # AdmissionChecks judge, which themselves need this cluster's release.
+    also_after: Callable[[pulumi.Resource], Mapping[str, Sequence[pulumi.Resource]]] | None = None
 
 
 def _metadata(m: Manifest) -> dict[str, Any]:
@@ -72,6 +76,7 @@ class Kueue(pulumi.ComponentResource):
             name_of=lambda m: f"{name}-{m.kind.lower()}-{m.key.split('/', 1)[1]}",
             after=[self.ready],
             metadata=_metadata,
+            also_after=args.also_after(self.ready) if args.also_after else None,
         )
         self.cluster_queues = [cq.name for cq in cluster.queues.cluster_queues]
         self.local_queues = [f"{lq.namespace}/{lq.name}" for lq in cluster.queues.local_queues]

@@ -254,3 +254,23 @@ def test_cluster_queue_workers_errors_name_their_key(
     raw["multiKueue"]["clusterQueueWorkers"].update(workers)
     found = errors_for(raw)
     assert any(e.startswith(expected) for e in found), found
+
+
+def test_each_multikueue_check_waits_for_its_own_workers_clusters(prod_graph: Graph) -> None:
+    # A MultiKueue AdmissionCheck is Active only once one of its MultiKueueClusters is: its
+    # condition wait must not start before they exist (review L1).
+    clusters = {
+        r.inputs["metadata"]["name"]: r.urn
+        for r in prod_graph.of_type("kubernetes:kueue.x-k8s.io/v1beta2:MultiKueueCluster")
+    }
+    checks = {
+        r.inputs["metadata"]["name"]: set(r.dependencies)
+        for r in prod_graph.of_type("kubernetes:kueue.x-k8s.io/v1beta2:AdmissionCheck")
+        if r.inputs["spec"]["controllerName"] == "kueue.x-k8s.io/multikueue"
+    }
+    assert {
+        name: {w for w, urn in clusters.items() if urn in deps} for name, deps in checks.items()
+    } == {
+        "multikueue-team-a": {"worker-1", "worker-2", "worker-3"},
+        "multikueue-team-a-gpu": {"worker-4"},
+    }
