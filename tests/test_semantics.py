@@ -7,9 +7,11 @@ dispatch team-a's CPU and GPU work to the workers its comments name.
 from __future__ import annotations
 
 import copy
+import runpy
 from collections.abc import Callable
 from typing import Any
 
+import pulumi
 import pytest
 
 from builders.fleet import render_fleet
@@ -17,7 +19,7 @@ from checks.stack import load_from_file, parse_fleet
 from config.errors import ConfigError
 from config.loader import read_stack_file
 from config.resolve import dispatch_sets, mirrored_queues
-from tests.conftest import Graph, built_stack
+from tests.conftest import ROOT, Graph, built_stack, run_program, set_stack_config
 
 Raw = dict[str, Any]
 
@@ -274,3 +276,16 @@ def test_each_multikueue_check_waits_for_its_own_workers_clusters(prod_graph: Gr
         "multikueue-team-a": {"worker-1", "worker-2", "worker-3"},
         "multikueue-team-a-gpu": {"worker-4"},
     }
+
+
+@pytest.mark.parametrize(("defect", "message"), DEFECTS, ids=lambda d: getattr(d, "__name__", ""))
+def test_the_program_refuses_each_prod_defect_before_any_resource(
+    graph: Graph, defect: Callable[[Raw], None], message: str
+) -> None:
+    raw, _ = read_stack_file("prod")
+    defect(raw)
+    set_stack_config(raw)
+    with pytest.raises(pulumi.RunError) as err:
+        run_program(lambda: runpy.run_path(str(ROOT / "__main__.py")))
+    assert message in str(err.value)
+    assert graph.resources == []
