@@ -117,7 +117,9 @@ def check_kueue_configuration(fleet: FleetConfig) -> Iterator[Issue]:
                 path, "ignored: kueue.featureGates.DisableWaitForPodsReady is true", "warning"
             )
         if not any(cl.role != "manager" for cl in fleet.clusters):
-            yield Issue(path, "applies to workers and standalone clusters; this stack has none")
+            yield Issue(
+                path, "applies to workers and standalone clusters; this stack has none", "warning"
+            )
     fair = c.fair_sharing
     if fair is not None and list(fair.preemption_strategies) not in FAIR_SHARING_STRATEGIES:
         yield Issue(

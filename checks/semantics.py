@@ -121,17 +121,8 @@ def check_gates_cover_cpu_work(fleet: FleetConfig) -> Iterator[Issue]:
                     if fq.name not in gated:
                         continue
                     yield Issue(
-                        key_path(
-                            "clusters",
-                            i,
-                            "queues",
-                            "clusterQueues",
-                            j,
-                            "resourceGroups",
-                            k,
-                            "flavors",
-                            m,
-                        ),
+                        f"{key_path('clusters', i, 'queues', 'clusterQueues', j)}"
+                        f".resourceGroups[{k}].flavors[{m}]",
                         f"flavor {fq.name!r} is behind gate {gate.name!r}, which manages only "
                         f"{', '.join(gate.managed_resources)}, but ClusterQueue {cq.name!r} also "
                         f"covers {', '.join(unmanaged)} on it: a CPU-only workload passes the gate "
