@@ -15,7 +15,7 @@ from components.kube import apply_manifests
 from config.kueue import KueueSettings
 from config.models import ClusterConfig
 from constants import TYPE_PREFIX, WAIT_FOR
-from upstream.kueue import KUEUE_NAMESPACE
+from upstream.kueue import KUEUE_NAMESPACE, PROVISIONING_CONTROLLER
 
 # Kueue reports Active=False (e.g. FlavorNotFound, AdmissionCheckInactive, or a queue with both a
 # MultiKueue and a ProvisioningRequest check): `pulumi up` must fail then, not look green.
@@ -40,10 +40,24 @@ class KueueArgs:
     also_after: Callable[[pulumi.Resource], Mapping[str, Sequence[pulumi.Resource]]] | None = None
 
 
+# A provisioning AdmissionCheck's status is written only when its value changes (v0.19.2,
+# admissioncheck_reconciler.go), so after an in-place spec change (a gate's configName) its
+# condition keeps the old observedGeneration and `condition=Active`, which requires it current,
+# never holds. The provider's JSONPath wait looks only at a top-level status.observedGeneration,
+# which an AdmissionCheck has none of (pulumi-kubernetes 4.25.0, await/condition/jsonpath.go).
+ACTIVE_STATUS = 'jsonpath={.status.conditions[?(@.type=="Active")].status}=True'
+
+
+def _wait_for(m: Manifest) -> str:
+    if m.kind == "AdmissionCheck" and m.obj["spec"]["controllerName"] == PROVISIONING_CONTROLLER:
+        return ACTIVE_STATUS
+    return "condition=Active"
+
+
 def _metadata(m: Manifest) -> dict[str, Any]:
     meta = dict(m.obj["metadata"])
     if m.kind in READY_WHEN_ACTIVE:
-        meta["annotations"] = {**meta.get("annotations", {}), WAIT_FOR: "condition=Active"}
+        meta["annotations"] = {**meta.get("annotations", {}), WAIT_FOR: _wait_for(m)}
     return meta
 
 
