@@ -39,6 +39,14 @@ WAIT_FOR: Final = "pulumi.com/waitFor"
 # pulumi-kubernetes: how long create/update waits for that (default 10 minutes), in seconds.
 TIMEOUT_SECONDS: Final = "pulumi.com/timeoutSeconds"
 
-# The project's MultiKueue objects on the manager: one AdmissionCheck, one MultiKueueConfig.
+# The kubernetes provider plugin every cluster's Provider runs: the version the real tier tests
+# (scripts/build-real-tier-tools builds it: the module proxy serves only that commit), not the
+# 4.34.2 the locked Python SDK would ask for. The SDK's generated resources take a provider's
+# `version` option over their own default, so this is the plugin `pulumi up` loads. Changing it
+# means running the real tier against the new provider (README "Pins").
+KUBERNETES_PROVIDER_VERSION: Final = "4.25.0"
+
+# The project's MultiKueue objects on the manager: the default AdmissionCheck and MultiKueueConfig
+# (a queue with its own workers gets `multikueue-<queue>`).
 MULTIKUEUE_ADMISSION_CHECK: Final = "multikueue"
 MULTIKUEUE_CONFIG: Final = "multikueue"

@@ -19,6 +19,7 @@ from builders.manifest import HelmRelease, Manifest
 from config.kueue import (
     ClusterQueueConfig,
     FlavorConfig,
+    KueueConfiguration,
     KueueObjects,
     KueueSettings,
     LocalQueueConfig,
@@ -26,6 +27,7 @@ from config.kueue import (
     ProvisioningGate,
     TeamNamespace,
     Toleration,
+    WaitForPodsReady,
 )
 from config.models import ClusterConfig, FleetConfig, PoolConfig
 from config.resolve import gate_flavors
@@ -41,6 +43,7 @@ from upstream.kueue import (
     KUEUE_GROUP,
     KUEUE_NAMESPACE,
     KUEUE_RELEASE,
+    KUEUE_SELECTOR_LABELS,
     PROVISIONING_CONTROLLER,
 )
 
@@ -52,6 +55,50 @@ AdmissionChecks = Mapping[str, Sequence[str]]
 # Helm
 
 
+def _fields(**values: Any) -> dict[str, Any]:
+    """The set values only, so Kueue's defaults apply to the rest."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _wait_for_pods_ready(w: WaitForPodsReady) -> dict[str, Any]:
+    r = w.requeuing_strategy
+    requeuing = None
+    if r is not None:
+        requeuing = _fields(
+            timestamp=r.timestamp,
+            backoffLimitCount=r.backoff_limit_count,
+            backoffBaseSeconds=r.backoff_base_seconds,
+            backoffMaxSeconds=r.backoff_max_seconds,
+        )
+    return _fields(
+        timeout=w.timeout,
+        blockAdmission=w.block_admission,
+        recoveryTimeout=w.recovery_timeout,
+        requeuingStrategy=requeuing,
+    )
+
+
+def _production_settings(c: KueueConfiguration, cluster: ClusterConfig) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    # The manager of a MultiKueue fleet runs no pods of the jobs it dispatches: a PodsReady
+    # timeout there would evict workloads that run fine on a worker.
+    if c.wait_for_pods_ready is not None and cluster.role != "manager":
+        out["waitForPodsReady"] = _wait_for_pods_ready(c.wait_for_pods_ready)
+    retention = c.object_retention_policies
+    if retention is not None:
+        w = retention.workloads
+        out["objectRetentionPolicies"] = _fields(
+            workloads=None
+            if w is None
+            else _fields(
+                afterFinished=w.after_finished, afterDeactivatedByKueue=w.after_deactivated_by_kueue
+            )
+        )
+    if c.fair_sharing is not None:
+        out["fairSharing"] = {"preemptionStrategies": list(c.fair_sharing.preemption_strategies)}
+    return out
+
+
 def manager_config(settings: KueueSettings, cluster: ClusterConfig) -> dict[str, Any]:
     """Kueue's `Configuration` for one cluster: chart defaults, our frameworks, MultiKueue."""
     config: dict[str, Any] = {
@@ -59,18 +106,45 @@ def manager_config(settings: KueueSettings, cluster: ClusterConfig) -> dict[str,
         "kind": "Configuration",
         **CHART_MANAGER_CONFIG[settings.version],
         "integrations": {"frameworks": list(settings.frameworks)},
+        **_production_settings(settings.configuration, cluster),
     }
     mk = settings.multi_kueue
-    multi: dict[str, Any] = {
-        "gcInterval": mk.gc_interval,
-        "origin": mk.origin,
-        "workerLostTimeout": mk.worker_lost_timeout,
-        "dispatcherName": DISPATCHERS[mk.dispatcher] if mk.dispatcher else None,
-    }
-    multi = {k: v for k, v in multi.items() if v is not None}
+    incremental = mk.incremental_dispatcher_config
+    multi = _fields(
+        gcInterval=mk.gc_interval,
+        origin=mk.origin,
+        workerLostTimeout=mk.worker_lost_timeout,
+        dispatcherName=DISPATCHERS[mk.dispatcher] if mk.dispatcher else None,
+        incrementalDispatcherConfig=None
+        if incremental is None
+        else {"stepSize": incremental.step_size},
+    )
     if cluster.role == "manager" and multi:
         config["multiKueue"] = multi
     return config
+
+
+def _high_availability(replicas: int, cluster: ClusterConfig) -> dict[str, Any]:
+    """Replicas, and with 2+ a PodDisruptionBudget and a spread (chart keys at both tags)."""
+    if replicas < 2:
+        return {}
+    keys = ["kubernetes.io/hostname"]
+    if cluster.system_pool.zones:
+        keys.append("topology.kubernetes.io/zone")
+    return {
+        "replicas": replicas,
+        "podDisruptionBudget": {"enabled": True, "minAvailable": 1},
+        # ScheduleAnyway: a smaller system pool still runs every replica.
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": key,
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": dict(KUEUE_SELECTOR_LABELS)},
+            }
+            for key in keys
+        ],
+    }
 
 
 def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
@@ -99,6 +173,7 @@ def helm_values(settings: KueueSettings, cluster: ClusterConfig) -> dict[str, An
             "tolerations": [dict(CRITICAL_ADDONS_TOLERATION)]
             if system.only_critical_addons
             else [],
+            **_high_availability(settings.replicas, cluster),
         },
         "managerConfig": {
             "controllerManagerConfigYaml": yaml.safe_dump(

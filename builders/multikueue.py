@@ -20,7 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import ipaddress
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -28,7 +28,7 @@ import yaml
 
 from builders.manifest import Manifest
 from config.models import ClusterConfig, FleetConfig
-from config.resolve import enabled_workers, rotation_of
+from config.resolve import dispatch_sets, enabled_workers, rotation_of
 from constants import (
     MULTIKUEUE_ADMISSION_CHECK,
     MULTIKUEUE_CONFIG,
@@ -77,12 +77,14 @@ def service_account(namespace: str = KUEUE_NAMESPACE) -> dict[str, Any]:
     }
 
 
-def cluster_role(version: str, frameworks: Iterable[str]) -> dict[str, Any]:
+def cluster_role(
+    version: str, frameworks: Iterable[str], feature_gates: Mapping[str, bool] | None = None
+) -> dict[str, Any]:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",
         "metadata": _meta(CLUSTER_ROLE),
-        "rules": [rule.to_obj() for rule in worker_rules(version, frameworks)],
+        "rules": [rule.to_obj() for rule in worker_rules(version, frameworks, feature_gates)],
     }
 
 
@@ -123,12 +125,16 @@ def token_secret(rotation: int, namespace: str = KUEUE_NAMESPACE) -> dict[str, A
 
 
 def worker_objects(
-    version: str, frameworks: Iterable[str], rotation: int, namespace: str = KUEUE_NAMESPACE
+    version: str,
+    frameworks: Iterable[str],
+    rotation: int,
+    namespace: str = KUEUE_NAMESPACE,
+    feature_gates: Mapping[str, bool] | None = None,
 ) -> list[dict[str, Any]]:
     """Everything one worker needs, in creation order (the Secret needs the account first)."""
     return [
         service_account(namespace),
-        cluster_role(version, frameworks),
+        cluster_role(version, frameworks, feature_gates),
         cluster_role_binding(namespace),
         token_secret(rotation, namespace),
     ]
@@ -288,17 +294,20 @@ def manager_objects(
     workers: Sequence[tuple[str, Any, int]],
     namespace: str = KUEUE_NAMESPACE,
     connect_timeout: int = DEFAULT_CONNECT_TIMEOUT,
+    dispatch_sets: Mapping[str, Sequence[str]] | None = None,
 ) -> list[dict[str, Any]]:
     """(worker, encoded kubeconfig, rotation) per worker -> the manager's objects, in order.
 
-    The AdmissionCheck is not among them: it is created with the manager's queues, which name it
-    (builders.fleet), so that destroy deletes those queues first.
+    One MultiKueueConfig per dispatch set (`config.resolve.dispatch_sets`; default: one listing
+    every worker). The AdmissionChecks are not among them: they are created with the manager's
+    queues, which name them (builders.fleet), so that destroy deletes those queues first.
     """
     out: list[dict[str, Any]] = []
     for worker, encoded, rotation in workers:
         out.append(kubeconfig_secret(worker, encoded, rotation, namespace))
         out.append(multikueue_cluster(worker, rotation, connect_timeout))
-    out.append(multikueue_config([w for w, _, _ in workers]))
+    sets = dispatch_sets or {MULTIKUEUE_CONFIG: [w for w, _, _ in workers]}
+    out += [multikueue_config(members, name) for name, members in sets.items()]
     return out
 
 
@@ -328,9 +337,12 @@ def render_multikueue(fleet: FleetConfig) -> list[Manifest]:
             continue
         rotation = rotation_of(fleet, name)
         version, frameworks = fleet.kueue.version, fleet.kueue.frameworks
-        out += [Manifest(name, o) for o in worker_objects(version, frameworks, rotation)]
+        gates = fleet.kueue.feature_gates
+        objects = worker_objects(version, frameworks, rotation, feature_gates=gates)
+        out += [Manifest(name, o) for o in objects]
         doc = redacted_kubeconfig(k8s_name(name), placeholder_server(cluster, fleet.location))
         links.append((name, encode(doc), rotation))
     timeout = fleet.multi_kueue.connect_timeout_seconds
-    out += [Manifest(manager.name, o) for o in manager_objects(links, connect_timeout=timeout)]
+    objects = manager_objects(links, connect_timeout=timeout, dispatch_sets=dispatch_sets(fleet))
+    out += [Manifest(manager.name, o) for o in objects]
     return out

@@ -14,6 +14,7 @@ from checks.fleet import FLEET_CHECKS
 from checks.karmada import KARMADA_CHECKS
 from checks.kueue import KUEUE_CHECKS
 from checks.multikueue import MULTIKUEUE_CHECKS
+from checks.semantics import SEMANTIC_CHECKS
 from config.errors import Issue
 from config.models import FleetConfig
 
@@ -25,6 +26,7 @@ CHECKS: tuple[Check, ...] = (
     check_capacity,
     *MULTIKUEUE_CHECKS,
     check_manager_quota,
+    *SEMANTIC_CHECKS,
 )
 
 

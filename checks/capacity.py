@@ -17,7 +17,7 @@ from checks.common import Check
 from config.errors import Issue, key_path
 from config.kueue import ClusterQueueConfig, KueueObjects, ResourceQuota
 from config.models import ClusterConfig, FleetConfig, PoolConfig
-from config.resolve import custom_shapes, dispatching_queues, enabled_workers, worker_queue_for
+from config.resolve import custom_shapes, dispatch_workers, dispatching_queues, worker_queue_for
 from upstream.aks import DEFAULT_MAX_PODS, PoolCapacity, lookup_vm, pool_capacity
 from upstream.k8s import format_quantity, quantity_value
 
@@ -272,7 +272,7 @@ def manager_quotas(fleet: FleetConfig) -> list[ManagerQuota]:
         declared = _totals(cq)
         target = worker_queue_for(fleet, name)
         per_resource: dict[str, dict[str, Decimal]] = {}
-        for worker_name in enabled_workers(fleet):
+        for worker_name in dispatch_workers(fleet, name):
             worker = fleet.cluster(worker_name)
             wcq = worker.queues.cluster_queue(target) if worker is not None else None
             for resource, amount in (_totals(wcq) if wcq is not None else {}).items():

@@ -16,7 +16,7 @@ from config.errors import Issue, key_path
 from config.kueue import ClusterQueueConfig, MultiKueueManagerSettings
 from config.models import ClusterConfig, FleetConfig
 from upstream.aks import AGENTPOOL_LABELS
-from upstream.k8s import NAMESPACE_NAME_LABEL, quantity_value
+from upstream.k8s import NAMESPACE_NAME_LABEL, go_duration_seconds, quantity_value
 from upstream.kueue import (
     BATCH_JOB,
     FEATURE_GATES,
@@ -90,6 +90,74 @@ def check_kueue_settings(fleet: FleetConfig) -> Iterator[Issue]:
             "applies only to a cluster with role 'manager'; this stack has none",
             "warning",
         )
+
+
+# The preemptionStrategies lists Kueue's config validation accepts (pkg/config/validation.go,
+# validStrategySets, at both pinned tags).
+FAIR_SHARING_STRATEGIES = (
+    ["LessThanOrEqualToFinalShare"],
+    ["LessThanInitialShare"],
+    ["LessThanOrEqualToFinalShare", "LessThanInitialShare"],
+)
+# Kueue versions whose Configuration has multiKueue.incrementalDispatcherConfig.
+INCREMENTAL_CONFIG_VERSIONS = ("0.19.2",)
+
+
+def check_kueue_configuration(fleet: FleetConfig) -> Iterator[Issue]:
+    """The typed Configuration settings as Kueue's own config validation would judge them."""
+    s = fleet.kueue
+    c = s.configuration
+    wait = c.wait_for_pods_ready
+    if wait is not None:
+        path = "kueue.configuration.waitForPodsReady"
+        if go_duration_seconds(wait.timeout) == 0:
+            yield Issue(f"{path}.timeout", "must be more than 0 (Kueue refuses to start)")
+        if s.feature_gates.get("DisableWaitForPodsReady"):
+            yield Issue(
+                path, "ignored: kueue.featureGates.DisableWaitForPodsReady is true", "warning"
+            )
+        if not any(cl.role != "manager" for cl in fleet.clusters):
+            yield Issue(
+                path, "applies to workers and standalone clusters; this stack has none", "warning"
+            )
+    fair = c.fair_sharing
+    if fair is not None and list(fair.preemption_strategies) not in FAIR_SHARING_STRATEGIES:
+        yield Issue(
+            "kueue.configuration.fairSharing.preemptionStrategies",
+            "Kueue accepts only "
+            + "; ".join(", ".join(x) for x in FAIR_SHARING_STRATEGIES)
+            + " (in that order)",
+        )
+    mk = s.multi_kueue
+    if mk.incremental_dispatcher_config is not None:
+        path = "kueue.multiKueue.incrementalDispatcherConfig"
+        if mk.dispatcher != "Incremental":
+            yield Issue(
+                path, "needs kueue.multiKueue.dispatcher: Incremental (Kueue refuses it else)"
+            )
+        if s.version not in INCREMENTAL_CONFIG_VERSIONS:
+            yield Issue(
+                path,
+                f"Kueue {s.version} has no such setting (from "
+                f"{', '.join(INCREMENTAL_CONFIG_VERSIONS)}); it would be dropped silently",
+            )
+        elif s.feature_gates.get("MultiKueueIncrementalDispatcherConfig") is False:
+            yield Issue(
+                path,
+                "ignored: kueue.featureGates.MultiKueueIncrementalDispatcherConfig is false",
+                "warning",
+            )
+    if s.replicas >= 2:
+        for i, cl in enumerate(fleet.clusters):
+            pool = cl.system_pool
+            nodes = pool.max_count if pool.autoscaling and pool.max_count else pool.count
+            if nodes < 2:
+                yield Issue(
+                    key_path("clusters", i, "systemPool"),
+                    f"{nodes} node: Kueue's {s.replicas} replicas share it, so draining it still "
+                    "stops Kueue (and its fail-closed Job webhooks)",
+                    "warning",
+                )
 
 
 def check_queue_names(fleet: FleetConfig) -> Iterator[Issue]:
@@ -341,6 +409,7 @@ def check_gate_conflicts(
 
 KUEUE_CHECKS: tuple[Check, ...] = (
     check_kueue_settings,
+    check_kueue_configuration,
     check_queue_names,
     check_flavors,
     check_cluster_queues,

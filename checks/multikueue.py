@@ -17,12 +17,14 @@ from config.models import FleetConfig
 from config.multikueue import MAX_ROTATION
 from config.resolve import (
     allowed_unmirrored,
+    dispatch_check_name,
+    dispatch_workers,
     dispatching_queues,
     enabled_workers,
     mirrored_local_queues,
     worker_queue_for,
 )
-from upstream.k8s import NAMESPACE_NAME_LABEL
+from upstream.k8s import NAMESPACE_NAME_LABEL, dns_subdomain_problem
 from upstream.kueue import (
     GATE_REASON,
     MAX_WORKERS,
@@ -114,7 +116,11 @@ def check_multikueue_kueue(fleet: FleetConfig) -> Iterator[Issue]:
 
 
 def check_multikueue_queues(fleet: FleetConfig) -> Iterator[Issue]:
-    """Dispatching queues exist, carry no provisioning gate, and their LocalQueues mirror."""
+    """Dispatching queues exist, carry no provisioning gate, and their LocalQueues mirror.
+
+    A LocalQueue mirrors to the workers its ClusterQueue dispatches to
+    (`multiKueue.clusterQueueWorkers`, default: every worker).
+    """
     settings, manager = fleet.multi_kueue, fleet.manager
     if settings is None or manager is None:
         return
@@ -141,6 +147,26 @@ def check_multikueue_queues(fleet: FleetConfig) -> Iterator[Issue]:
                 f"multiKueue.workerClusterQueues.{key}",
                 f"{key!r} is not a dispatching manager ClusterQueue ({', '.join(dispatching)})",
             )
+    workers_all = enabled_workers(fleet)
+    for key, members in settings.cluster_queue_workers.items():
+        path = f"multiKueue.clusterQueueWorkers.{key}"
+        if key not in dispatching:
+            yield Issue(
+                path,
+                f"{key!r} is not a dispatching manager ClusterQueue ({', '.join(dispatching)})",
+            )
+        if not 1 <= len(members) <= MAX_WORKERS:
+            yield Issue(path, f"a MultiKueueConfig lists 1..{MAX_WORKERS} workers")
+        for n, member in enumerate(members):
+            if member not in workers_all:
+                yield Issue(
+                    f"{path}[{n}]",
+                    f"{member!r} is not a MultiKueue worker ({', '.join(workers_all) or 'none'})",
+                )
+        for dup in duplicates(members):
+            yield Issue(path, f"{dup!r} is listed more than once")
+        if problem := dns_subdomain_problem(dispatch_check_name(fleet, key)):
+            yield Issue(path, f"its MultiKueueConfig and AdmissionCheck name: {problem}")
     for u, entry in enumerate(settings.allow_unmirrored):
         if fleet.cluster(entry.cluster) is None:
             yield Issue(
@@ -163,7 +189,8 @@ def check_multikueue_queues(fleet: FleetConfig) -> Iterator[Issue]:
             continue
         target = worker_queue_for(fleet, lq.cluster_queue)
         ns = mq.namespace(lq.namespace)
-        for w in workers:
+        targets = set(dispatch_workers(fleet, lq.cluster_queue))
+        for w in (w for w in workers if w.name in targets):
             wcq = w.queues.cluster_queue(target)
             if wcq is None:
                 yield Issue(

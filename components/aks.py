@@ -15,7 +15,7 @@ from builders import aks as shapes
 from builders.kubeconfig import kubelogin_noninteractive
 from builders.manifest import HelmRelease
 from config.models import AccessConfig, ClusterConfig
-from constants import TAG_CLUSTER, TYPE_PREFIX
+from constants import KUBERNETES_PROVIDER_VERSION, TAG_CLUSTER, TYPE_PREFIX
 from upstream.aks import ROLE_CONTRIBUTOR, ROLE_NETWORK_CONTRIBUTOR
 
 
@@ -230,7 +230,11 @@ class AksCluster(pulumi.ComponentResource):
             enable_server_side_apply=True,
             delete_unreachable=True,
             # Nothing is applied in the cluster before the deploying identity may do it.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[deployer] if deployer else []),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=[deployer] if deployer else [],
+                version=KUBERNETES_PROVIDER_VERSION,
+            ),
         )
         self.device_plugin: k8s.helm.v3.Release | None = None
         if args.device_plugin is not None:

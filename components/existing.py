@@ -9,7 +9,7 @@ import pulumi_kubernetes as k8s
 
 from builders.kubeconfig import host_of, server_of
 from config.models import ClusterConfig
-from constants import TYPE_PREFIX
+from constants import KUBERNETES_PROVIDER_VERSION, TYPE_PREFIX
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,6 +51,6 @@ class ExistingCluster(pulumi.ComponentResource):
             cluster_identifier=cfg.name,
             enable_server_side_apply=True,
             delete_unreachable=False,  # we do not own this cluster: never forget it silently
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, version=KUBERNETES_PROVIDER_VERSION),
         )
         self.register_outputs({"apiServerUrl": self.api_server_url, "kubeconfig": self.kubeconfig})

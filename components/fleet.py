@@ -16,7 +16,7 @@ from components.karmada import Karmada, KarmadaArgs
 from components.kueue import Kueue, KueueArgs
 from components.multikueue import MultiKueue, MultiKueueArgs
 from config.models import FleetConfig
-from config.resolve import access_of, with_mirrored_queues
+from config.resolve import access_of, dispatch_sets, with_mirrored_queues
 from constants import PROJECT, TAG_MANAGED_BY, TAG_STACK, TYPE_PREFIX
 
 Cluster = AksCluster | ExistingCluster
@@ -87,8 +87,37 @@ class Fleet(pulumi.ComponentResource):
         # Kueue on every cluster, through that cluster's provider (same version fleet-wide), with
         # its queue objects as deployed (builders.fleet: the one composition preflight renders).
         objects = kueue_objects(cfg)
-        self.kueues: dict[str, Kueue] = {
-            c.name: Kueue(
+        deployed = with_mirrored_queues(cfg).clusters
+        manager = cfg.manager.name if cfg.manager is not None else None
+        # MultiKueue: least-privilege credentials on each worker, the manager's link to them.
+        # It needs every cluster's Kueue release, and the manager's MultiKueue AdmissionChecks
+        # wait for their MultiKueueClusters: a check is Active only once a cluster is, and its
+        # default 10-minute wait would otherwise start before the workers exist. So the manager's
+        # Kueue comes last and builds MultiKueue between its release and its objects.
+        self.multikueue: MultiKueue | None = None
+        kueues: dict[str, Kueue] = {}
+
+        def multikueue_first(manager_ready: pulumi.Resource) -> dict[str, list[pulumi.Resource]]:
+            releases = {n: k.ready for n, k in kueues.items()}
+            self.multikueue = MultiKueue(
+                f"{name}-multikueue",
+                MultiKueueArgs(
+                    fleet=cfg,
+                    providers={n: c.provider for n, c in self.clusters.items()},
+                    api_servers={n: c.api_server_url for n, c in self.clusters.items()},
+                    kueue_releases={**releases, **({manager: manager_ready} if manager else {})},
+                ),
+                pulumi.ResourceOptions(parent=self),
+            )
+            linked = self.multikueue.manager.clusters
+            return {
+                f"AdmissionCheck/{check}": [linked[w] for w in workers]
+                for check, workers in dispatch_sets(cfg).items()
+            }
+
+        dispatching = cfg.multi_kueue is not None and manager is not None
+        for c in sorted(deployed, key=lambda c: dispatching and c.name == manager):
+            kueues[c.name] = Kueue(
                 f"{name}-{c.name}-kueue",
                 KueueArgs(
                     cluster=c,
@@ -97,24 +126,11 @@ class Fleet(pulumi.ComponentResource):
                     objects=objects[c.name],
                     crd_files=args.kueue_crd_files,
                     secret_values=args.kueue_values_secret,
+                    also_after=multikueue_first if dispatching and c.name == manager else None,
                 ),
                 pulumi.ResourceOptions(parent=self),
             )
-            for c in with_mirrored_queues(cfg).clusters
-        }
-        # MultiKueue: least-privilege credentials on each worker, the manager's link to them.
-        self.multikueue: MultiKueue | None = None
-        if cfg.multi_kueue is not None:
-            self.multikueue = MultiKueue(
-                f"{name}-multikueue",
-                MultiKueueArgs(
-                    fleet=cfg,
-                    providers={n: c.provider for n, c in self.clusters.items()},
-                    api_servers={n: c.api_server_url for n, c in self.clusters.items()},
-                    kueue_releases={n: k.ready for n, k in self.kueues.items()},
-                ),
-                pulumi.ResourceOptions(parent=self),
-            )
+        self.kueues: dict[str, Kueue] = {c.name: kueues[c.name] for c in deployed}
         # Karmada on its host, Kruise and push-mode registration on its members, applications.
         self.karmada: Karmada | None = None
         if cfg.karmada is not None:

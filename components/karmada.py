@@ -34,7 +34,7 @@ from components.kube import apply_manifests, kube_object
 from config.karmada import KubeconfigSource
 from config.models import FleetConfig
 from config.resolve import member_names
-from constants import TYPE_PREFIX, WAIT_FOR
+from constants import KUBERNETES_PROVIDER_VERSION, TYPE_PREFIX, WAIT_FOR
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -286,7 +286,7 @@ class Karmada(pulumi.ComponentResource):
             cluster_identifier=f"karmada-{host_cfg.name}",
             enable_server_side_apply=True,
             delete_unreachable=True,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, version=KUBERNETES_PROVIDER_VERSION),
         )
         return release
 

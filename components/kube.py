@@ -52,15 +52,18 @@ def apply_manifests(
     name_of: Callable[[Manifest], str],
     after: Sequence[pulumi.Resource] = (),
     metadata: Callable[[Manifest], Mapping[str, Any]] | None = None,
+    also_after: Mapping[str, Sequence[pulumi.Resource]] | None = None,
 ) -> dict[str, pulumi.Resource]:
     """Each manifest as a resource (keyed by `Manifest.key`), after the objects it `needs`.
 
-    `after` is what every object waits for (a Helm release: CRDs and webhooks). On destroy the
-    engine reverses the order, so an object goes before what it names (Kueue's finalizers).
+    `after` is what every object waits for (a Helm release: CRDs and webhooks); `also_after`
+    adds resources made elsewhere that one object (by key) waits for. On destroy the engine
+    reverses the order, so an object goes before what it names (Kueue's finalizers).
     """
     made: dict[str, pulumi.Resource] = {}
+    extra = also_after or {}
     for m in manifests:
-        depends = [*after, *(made[k] for k in m.needs if k in made)]
+        depends = [*after, *extra.get(m.key, ()), *(made[k] for k in m.needs if k in made)]
         obj = m.obj if metadata is None else {**m.obj, "metadata": metadata(m)}
         child = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=depends))
         made[m.key] = kube_object(name_of(m), obj, child)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +15,7 @@ from components.kube import apply_manifests
 from config.kueue import KueueSettings
 from config.models import ClusterConfig
 from constants import TYPE_PREFIX, WAIT_FOR
-from upstream.kueue import KUEUE_NAMESPACE
+from upstream.kueue import KUEUE_NAMESPACE, PROVISIONING_CONTROLLER
 
 # Kueue reports Active=False (e.g. FlavorNotFound, AdmissionCheckInactive, or a queue with both a
 # MultiKueue and a ProvisioningRequest check): `pulumi up` must fail then, not look green.
@@ -36,12 +36,30 @@ class KueueArgs:
     crd_files: Sequence[str] = ()
     # The chart values hold a secret (from `kueue.values`): pass them as a Pulumi secret.
     secret_values: bool = False
+    # Called once `ready` exists, before the objects: resources made elsewhere that an object
+    # (by Manifest.key) must wait for, e.g. the MultiKueueClusters the manager's MultiKueue
+    # AdmissionChecks judge, which themselves need this cluster's release.
+    also_after: Callable[[pulumi.Resource], Mapping[str, Sequence[pulumi.Resource]]] | None = None
+
+
+# A provisioning AdmissionCheck's status is written only when its value changes (v0.19.2,
+# admissioncheck_reconciler.go), so after an in-place spec change (a gate's configName) its
+# condition keeps the old observedGeneration and `condition=Active`, which requires it current,
+# never holds. The provider's JSONPath wait looks only at a top-level status.observedGeneration,
+# which an AdmissionCheck has none of (pulumi-kubernetes 4.25.0, await/condition/jsonpath.go).
+ACTIVE_STATUS = 'jsonpath={.status.conditions[?(@.type=="Active")].status}=True'
+
+
+def _wait_for(m: Manifest) -> str:
+    if m.kind == "AdmissionCheck" and m.obj["spec"]["controllerName"] == PROVISIONING_CONTROLLER:
+        return ACTIVE_STATUS
+    return "condition=Active"
 
 
 def _metadata(m: Manifest) -> dict[str, Any]:
     meta = dict(m.obj["metadata"])
     if m.kind in READY_WHEN_ACTIVE:
-        meta["annotations"] = {**meta.get("annotations", {}), WAIT_FOR: "condition=Active"}
+        meta["annotations"] = {**meta.get("annotations", {}), WAIT_FOR: _wait_for(m)}
     return meta
 
 
@@ -74,6 +92,7 @@ class Kueue(pulumi.ComponentResource):
             name_of=lambda m: f"{name}-{m.kind.lower()}-{m.key.split('/', 1)[1]}",
             after=[self.ready],
             metadata=_metadata,
+            also_after=args.also_after(self.ready) if args.also_after else None,
         )
         self.cluster_queues = [cq.name for cq in cluster.queues.cluster_queues]
         self.local_queues = [f"{lq.namespace}/{lq.name}" for lq in cluster.queues.local_queues]

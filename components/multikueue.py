@@ -12,8 +12,8 @@ import pulumi_kubernetes as k8s
 from builders import multikueue as mk
 from components.kube import custom_resource, kube_object
 from config.models import FleetConfig
-from config.resolve import enabled_workers, rotation_of
-from constants import MULTIKUEUE_ADMISSION_CHECK, TYPE_PREFIX
+from config.resolve import dispatch_sets, enabled_workers, rotation_of
+from constants import MULTIKUEUE_ADMISSION_CHECK, MULTIKUEUE_CONFIG, TYPE_PREFIX
 from upstream.kueue import DEFAULT_CONNECT_TIMEOUT, KUEUE_NAMESPACE
 
 
@@ -47,6 +47,7 @@ class MultiKueueWorkerAccessArgs:
     kueue_version: str
     frameworks: Sequence[str]
     rotation: int = 0
+    feature_gates: Mapping[str, bool] = field(default_factory=dict[str, bool])
     namespace: str = KUEUE_NAMESPACE
     # The worker's Kueue Helm release: it creates the namespace.
     depends_on: Sequence[pulumi.Resource] = field(default_factory=list[pulumi.Resource])
@@ -70,7 +71,9 @@ class MultiKueueWorkerAccess(pulumi.ComponentResource):
         after_kueue = _options(self, args.provider, args.depends_on)
         account = kube_object(f"{name}-sa", mk.service_account(ns), after_kueue)
         role = kube_object(
-            f"{name}-role", mk.cluster_role(args.kueue_version, args.frameworks), after_kueue
+            f"{name}-role",
+            mk.cluster_role(args.kueue_version, args.frameworks, args.feature_gates),
+            after_kueue,
         )
         kube_object(
             f"{name}-binding",
@@ -115,14 +118,17 @@ class MultiKueueManagerArgs:
     connect_timeout: int = DEFAULT_CONNECT_TIMEOUT
     # The manager's Kueue Helm release: CRDs, webhooks and the namespace.
     depends_on: Sequence[pulumi.Resource] = field(default_factory=list[pulumi.Resource])
+    # MultiKueueConfig name -> its workers (config.resolve.dispatch_sets); default: one
+    # `multikueue` config listing every worker.
+    dispatch_sets: Mapping[str, Sequence[str]] | None = None
 
 
 class MultiKueueManager(pulumi.ComponentResource):
-    """Per worker a kubeconfig Secret and MultiKueueCluster; one MultiKueueConfig and check."""
+    """Per worker a kubeconfig Secret and MultiKueueCluster; a MultiKueueConfig per dispatch set."""
 
     kubeconfigs: pulumi.Output[dict[str, str]]
     admission_check_name: str
-    config: k8s.apiextensions.CustomResource
+    configs: dict[str, k8s.apiextensions.CustomResource]
     clusters: dict[str, k8s.apiextensions.CustomResource]
 
     def __init__(
@@ -151,11 +157,16 @@ class MultiKueueManager(pulumi.ComponentResource):
                 mk.multikueue_cluster(worker.name, worker.rotation, args.connect_timeout),
                 _options(self, args.provider, args.depends_on, secret),
             )
-        self.config = custom_resource(
-            f"{name}-config",
-            mk.multikueue_config([w.name for w in args.workers]),
-            after_kueue,
-        )
+        sets = args.dispatch_sets or {MULTIKUEUE_CONFIG: [w.name for w in args.workers]}
+        # The default set keeps its resource name, so adding a per-queue set replaces nothing.
+        self.configs = {
+            set_name: custom_resource(
+                f"{name}-config" if set_name == MULTIKUEUE_CONFIG else f"{name}-config-{set_name}",
+                mk.multikueue_config(members, set_name),
+                after_kueue,
+            )
+            for set_name, members in sets.items()
+        }
         # The AdmissionCheck itself is created with the manager's queues (builders.fleet): the
         # ClusterQueues that list it must depend on it, so that destroy deletes them first.
         # Otherwise Kueue's resource-in-use finalizer holds the check and destroy stalls.
@@ -200,6 +211,7 @@ class MultiKueue(pulumi.ComponentResource):
                     kueue_version=fleet.kueue.version,
                     frameworks=fleet.kueue.frameworks,
                     rotation=rotation,
+                    feature_gates=fleet.kueue.feature_gates,
                     depends_on=[args.kueue_releases[worker]],
                 ),
                 child,
@@ -221,6 +233,7 @@ class MultiKueue(pulumi.ComponentResource):
                 workers=links,
                 connect_timeout=fleet.multi_kueue.connect_timeout_seconds,
                 depends_on=[args.kueue_releases[manager.name]],
+                dispatch_sets=dispatch_sets(fleet),
             ),
             child,
         )

@@ -30,6 +30,13 @@ from upstream.kueue import BATCH_JOB, BEST_EFFORT_ATOMIC, DEFAULT_KUEUE_VERSION,
 # fleet.kueue: one Kueue install, the same on every cluster
 
 
+class IncrementalDispatcherConfig(Model):
+    """`multiKueue.incrementalDispatcherConfig` (Kueue 0.19+, with `dispatcher: Incremental`)."""
+
+    # Workers nominated per step (Kueue's default 3); 1 makes one worker at a time scale up.
+    step_size: int = Field(ge=1, lt=2**31)
+
+
 class MultiKueueManagerSettings(Model):
     """The manager's `multiKueue` controller settings; unset keys keep Kueue's defaults."""
 
@@ -37,6 +44,60 @@ class MultiKueueManagerSettings(Model):
     origin: LabelValue | None = None
     worker_lost_timeout: GoDuration | None = None
     dispatcher: Literal["AllAtOnce", "Incremental"] | None = None
+    incremental_dispatcher_config: IncrementalDispatcherConfig | None = None
+
+
+# Typed parts of Kueue's Configuration (config.kueue.x-k8s.io/v1beta2, apis/config/v1beta2/
+# configuration_types.go at the pinned tags): each field name is the Go struct's json name, so a
+# key never reaches Kueue misspelt (Kueue drops unknown fields silently).
+
+
+class PodsReadyRequeuing(Model):
+    """`waitForPodsReady.requeuingStrategy`: how an evicted workload is requeued."""
+
+    timestamp: Literal["Eviction", "Creation"] | None = None
+    backoff_limit_count: int | None = Field(default=None, ge=0, lt=2**31)
+    backoff_base_seconds: int | None = Field(default=None, ge=0, lt=2**31)
+    backoff_max_seconds: int | None = Field(default=None, ge=0, lt=2**31)
+
+
+class WaitForPodsReady(Model):
+    """All-or-nothing start: a workload whose pods are not all ready in `timeout` is evicted."""
+
+    timeout: GoDuration
+    block_admission: bool | None = None
+    recovery_timeout: GoDuration | None = None
+    requeuing_strategy: PodsReadyRequeuing | None = None
+
+
+class WorkloadRetention(Model):
+    """`objectRetentionPolicies.workloads`: when Kueue deletes finished/deactivated Workloads."""
+
+    after_finished: GoDuration | None = None
+    after_deactivated_by_kueue: GoDuration | None = None
+
+
+class ObjectRetentionPolicies(Model):
+    """`objectRetentionPolicies` (unset: Kueue deletes nothing)."""
+
+    workloads: WorkloadRetention | None = None
+
+
+class FairSharing(Model):
+    """`fairSharing`: its presence turns fair sharing on; Kueue accepts three strategy lists."""
+
+    preemption_strategies: list[Literal["LessThanOrEqualToFinalShare", "LessThanInitialShare"]] = (
+        Field(min_length=1, max_length=2)
+    )
+
+
+class KueueConfiguration(Model):
+    """Production settings of Kueue's Configuration, on top of the chart's document."""
+
+    # Workers and standalone clusters only: the manager runs no pods of dispatched jobs.
+    wait_for_pods_ready: WaitForPodsReady | None = None
+    object_retention_policies: ObjectRetentionPolicies | None = None
+    fair_sharing: FairSharing | None = None
 
 
 class KueueSettings(Model):
@@ -52,6 +113,10 @@ class KueueSettings(Model):
     frameworks: list[str] = Field(default_factory=lambda: [BATCH_JOB], max_length=32)
     feature_gates: dict[str, bool] = Field(default_factory=dict[str, bool])
     multi_kueue: MultiKueueManagerSettings = MultiKueueManagerSettings()
+    configuration: KueueConfiguration = KueueConfiguration()
+    # Controller replicas (leader election is on): 2+ also get a PodDisruptionBudget
+    # (minAvailable 1) and spread over nodes and zones, because Kueue's Job webhooks fail closed.
+    replicas: int = Field(default=1, ge=1, le=5)
     timeout_seconds: int = Field(default=600, ge=60, le=3600)
     # Escape hatch for chart values with no typed setting (merged last, owned keys rejected).
     values: dict[str, Any] = Field(default_factory=dict[str, Any])

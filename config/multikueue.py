@@ -45,6 +45,10 @@ class MultiKueueSettings(Model):
     )
     # Manager ClusterQueues that get the MultiKueue admission check. Default: all of them.
     cluster_queues: list[str] | None = None
+    # Manager ClusterQueue -> the workers it dispatches to (default: every worker), so GPU and
+    # CPU work can go to different workers; such a queue gets its own MultiKueueConfig and
+    # AdmissionCheck (`multikueue-<queue>`), and its LocalQueues mirror only to those workers.
+    cluster_queue_workers: dict[str, list[str]] = Field(default_factory=dict[str, list[str]])
     # Manager ClusterQueue -> the workers' ClusterQueue its mirrored LocalQueues point at.
     worker_cluster_queues: dict[str, str] = Field(default_factory=dict[str, str])
     allow_unmirrored: list[UnmirroredQueue] = Field(default_factory=list[UnmirroredQueue])

@@ -8,7 +8,7 @@ from __future__ import annotations
 from config.karmada import ApplicationConfig
 from config.kueue import ClusterQueueConfig, KueueObjects, LocalQueueConfig
 from config.models import AccessConfig, ClusterConfig, FleetConfig, GpuSettings, PoolConfig
-from constants import MULTIKUEUE_ADMISSION_CHECK
+from constants import MULTIKUEUE_ADMISSION_CHECK, MULTIKUEUE_CONFIG
 from upstream.aks import VmShape, lookup_vm
 from upstream.placement import SubsetSpec
 
@@ -50,6 +50,37 @@ def worker_queue_for(fleet: FleetConfig, manager_queue: str) -> str:
     return mapping.get(manager_queue, manager_queue)
 
 
+def dispatch_workers(fleet: FleetConfig, manager_queue: str) -> list[str]:
+    """The workers a dispatching manager ClusterQueue sends its workloads to."""
+    settings = fleet.multi_kueue
+    if settings is None:
+        return []
+    own = settings.cluster_queue_workers.get(manager_queue)
+    return list(own) if own is not None else enabled_workers(fleet)
+
+
+def dispatch_check_name(fleet: FleetConfig, manager_queue: str) -> str:
+    """The MultiKueue AdmissionCheck (and MultiKueueConfig) name a dispatching queue carries."""
+    settings = fleet.multi_kueue
+    if settings is not None and manager_queue in settings.cluster_queue_workers:
+        return f"{MULTIKUEUE_CONFIG}-{manager_queue}"
+    return MULTIKUEUE_ADMISSION_CHECK
+
+
+def dispatch_sets(fleet: FleetConfig) -> dict[str, list[str]]:
+    """AdmissionCheck/MultiKueueConfig name -> its workers, for every dispatching queue's set.
+
+    Queues without their own workers share the default set (every worker, `multikueue`), so a
+    stack without `clusterQueueWorkers` renders as before.
+    """
+    if fleet.multi_kueue is None or fleet.manager is None:
+        return {}
+    sets: dict[str, list[str]] = {}
+    for cq in dispatching_queues(fleet):
+        sets.setdefault(dispatch_check_name(fleet, cq), dispatch_workers(fleet, cq))
+    return sets or {MULTIKUEUE_CONFIG: enabled_workers(fleet)}
+
+
 def multikueue_checks(fleet: FleetConfig) -> dict[str, dict[str, list[str]]]:
     """`{manager: {ClusterQueue: [admission check]}}`: the MultiKueue check on dispatching queues.
 
@@ -59,7 +90,9 @@ def multikueue_checks(fleet: FleetConfig) -> dict[str, dict[str, list[str]]]:
     manager = fleet.manager
     if manager is None or fleet.multi_kueue is None:
         return {}
-    return {manager.name: {cq: [MULTIKUEUE_ADMISSION_CHECK] for cq in dispatching_queues(fleet)}}
+    return {
+        manager.name: {cq: [dispatch_check_name(fleet, cq)] for cq in dispatching_queues(fleet)}
+    }
 
 
 def allowed_unmirrored(fleet: FleetConfig, cluster: str, namespace: str, name: str) -> bool:
@@ -89,7 +122,11 @@ def mirrored_queues(fleet: FleetConfig, worker: ClusterConfig) -> KueueObjects:
     if manager is None or worker.name not in enabled_workers(fleet):
         return worker.queues
     own = worker.queues
-    mirrored = [lq for _, lq in mirrored_local_queues(fleet)]
+    mirrored = [
+        lq
+        for _, lq in mirrored_local_queues(fleet)
+        if worker.name in dispatch_workers(fleet, lq.cluster_queue)
+    ]
     namespaces = list(own.namespaces)
     for ns_name in dict.fromkeys(lq.namespace for lq in mirrored):
         source = manager.queues.namespace(ns_name)

@@ -83,6 +83,8 @@ class Registered:
     custom: bool
     replace_on_changes: list[str] = field(default_factory=list[str])
     delete_before_replace: bool = False
+    # The `version` option the SDK sent: for a provider, the plugin version the engine loads.
+    version: str = ""
 
 
 # The input that carries a resource's Azure name (the provider auto-names it when absent).
@@ -221,6 +223,7 @@ class StrictMonitor(pulumi_mocks.MockMonitor):
                 custom=request.custom,
                 replace_on_changes=list(request.replaceOnChanges),
                 delete_before_replace=request.deleteBeforeReplace,
+                version=request.version,
             )
         return super().RegisterResource(request)
 

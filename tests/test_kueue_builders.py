@@ -80,7 +80,8 @@ def test_values_follow_the_config() -> None:
         "frameworks": ["batch/job", "jobset.x-k8s.io/jobset"],
         "featureGates": {"TopologyAwareScheduling": False, "MultiKueueClusterProfile": True},
         "multiKueue": {"gcInterval": "2m", "dispatcher": "Incremental", "origin": "fleet-a"},
-        "values": {"controllerManager": {"replicas": 2}, "enablePrometheus": True},
+        "replicas": 2,
+        "values": {"enablePrometheus": True},
     }
     raw["clusters"][0]["systemPool"] = {"name": "sys", "onlyCriticalAddons": False}
     fleet = fleet_of(raw)

@@ -116,8 +116,14 @@ def test_queues_and_checks_must_become_active(solo: Graph) -> None:
         if not r.type.startswith("kubernetes:kueue.x-k8s.io/"):
             continue
         annotations = r.inputs["metadata"].get("annotations", {})
-        if kind_of(r) in ("ClusterQueue", "AdmissionCheck"):
+        if kind_of(r) == "ClusterQueue":
             assert annotations == {"pulumi.com/waitFor": "condition=Active"}, r.name
+        elif kind_of(r) == "AdmissionCheck":
+            # A provisioning check keeps a stale observedGeneration after an in-place spec change
+            # (Kueue writes its status only when the value changes), so `condition=Active` would
+            # never hold then: it waits on the status value alone.
+            wait = 'jsonpath={.status.conditions[?(@.type=="Active")].status}=True'
+            assert annotations == {"pulumi.com/waitFor": wait}, r.name
         else:
             assert "pulumi.com/waitFor" not in annotations, r.name
     lq = next(r for r in solo.resources if kind_of(r) == "LocalQueue")

@@ -87,11 +87,32 @@ SCRIPT_0_19_2: list[tuple[str, list[str], list[str], list[str]]] = [
 SCRIPT = {"v0.17.8": SCRIPT_0_17_8, "v0.19.2": SCRIPT_0_19_2}
 
 
-def expected_rules(version: str, frameworks: list[str]) -> list[dict[str, list[str]]]:
+QUOTA_AUTOMATION = "MultiKueueManagerQuotaAutomation"
+
+
+def project_rows(version: str) -> list[tuple[str, list[str], list[str], list[str]]]:
+    """The script's rows with the project's three deliberate differences (upstream.kueue)."""
+    out: list[tuple[str, list[str], list[str], list[str]]] = []
+    for script_fw, g, r, script_verbs in SCRIPT[version]:
+        fw, v = script_fw, script_verbs
+        if r == ["pods"]:
+            fw = "pod"  # only the pod adapter touches pods
+        elif r == ["clusterqueues", "localqueues"]:
+            fw = f"gate:{QUOTA_AUTOMATION}"  # read only with that alpha gate
+        elif r == ["jobs"] and version == "v0.19.2":
+            v = [*v, "update", "patch"]  # elastic Jobs are resized by a remote patch
+        out.append((fw, g, r, v))
+    return out
+
+
+def expected_rules(
+    version: str, frameworks: list[str], gates: tuple[str, ...] = ()
+) -> list[dict[str, list[str]]]:
+    enabled = {*frameworks, *(f"gate:{g}" for g in gates)}
     return [
         {"apiGroups": g, "resources": r, "verbs": v}
-        for fw, g, r, v in SCRIPT[version]
-        if fw == "" or fw in frameworks
+        for fw, g, r, v in project_rows(version)
+        if fw == "" or fw in enabled
     ]
 
 
@@ -108,8 +129,40 @@ def test_tables_have_the_scripts_rule_counts() -> None:
     # 27 rules in the v0.17.8 script, 30 in v0.19.2 (counted in the files at the tags).
     assert [len(SCRIPT_0_17_8), len(SCRIPT_0_19_2)] == [27, 30]
     for version in KUEUE_VERSIONS:
-        everything = sorted({fw for fw, *_ in SCRIPT[version] if fw})
-        assert len(mk.worker_rules(version, everything)) == len(SCRIPT[version])
+        everything = sorted({fw for fw, *_ in SCRIPT[version] if fw} | {"pod"})
+        rules = mk.worker_rules(version, everything, {QUOTA_AUTOMATION: True})
+        assert len(rules) == len(SCRIPT[version])
+
+
+@pytest.mark.parametrize("version", KUEUE_VERSIONS)
+def test_pods_only_with_the_pod_framework(version: str) -> None:
+    # Cluster-wide pod create would let the manager's credential run a pod as any ServiceAccount.
+    def pods(frameworks: list[str]) -> list[Any]:
+        return [r for r in mk.worker_rules(version, frameworks) if "pods" in r.resources]
+
+    assert pods(["batch/job"]) == []
+    assert pods(["batch/job", "ray.io/rayjob"]) == []
+    assert [r.verbs for r in pods(["batch/job", "pod"])] == [tuple(CDGLW)]
+
+
+def test_batch_jobs_can_be_patched_for_elastic_jobs() -> None:
+    jobs = [r for r in mk.worker_rules("0.19.2", ["batch/job"]) if r.resources == ("jobs",)]
+    assert [set(r.verbs) for r in jobs] == [{*CDGLW, "update", "patch"}]
+    # 0.17.8 has no elastic Jobs through MultiKueue: the script's verbs stay.
+    old = [r for r in mk.worker_rules("0.17.8", ["batch/job"]) if r.resources == ("jobs",)]
+    assert [list(r.verbs) for r in old] == [CDGLW]
+
+
+def test_queue_reads_only_with_quota_automation() -> None:
+    def reads(gates: dict[str, bool] | None) -> bool:
+        rules = mk.worker_rules("0.19.2", ["batch/job"], gates)
+        return any("clusterqueues" in r.resources for r in rules)
+
+    assert not reads(None)
+    assert not reads({QUOTA_AUTOMATION: False})
+    assert reads({QUOTA_AUTOMATION: True})
+    role = mk.cluster_role("0.19.2", ["batch/job"], {QUOTA_AUTOMATION: True})
+    assert role["rules"] == expected_rules("v0.19.2", ["batch/job"], (QUOTA_AUTOMATION,))
 
 
 @pytest.mark.parametrize("version", KUEUE_VERSIONS)
@@ -125,7 +178,7 @@ def test_cluster_role_is_the_scripts_rules_for_the_frameworks(
 @pytest.mark.parametrize("version", KUEUE_VERSIONS)
 def test_no_wildcards_and_no_secrets_anywhere(version: str) -> None:
     everything = sorted({fw for fw, *_ in SCRIPT[version] if fw})
-    for rule in mk.cluster_role(version, everything)["rules"]:
+    for rule in mk.cluster_role(version, [*everything, "pod"])["rules"]:
         for key in ("apiGroups", "resources", "verbs"):
             assert "*" not in rule[key]
         assert "secrets" not in rule["resources"]

@@ -155,17 +155,16 @@ def test_dispatch_set_and_worker_access_shrink(dev: Snapshot, tmp_path: Path) ->
 
 
 def test_new_framework_widens_worker_rbac_and_is_flagged(dev: Snapshot, tmp_path: Path) -> None:
-    def jobset(fleet: Fleet) -> None:
-        fleet["kueue"]["frameworks"].append("jobset.x-k8s.io/jobset")
+    def pods(fleet: Fleet) -> None:
+        fleet["kueue"]["frameworks"].append("pod")
 
-    head = edited(tmp_path, jobset)
+    head = edited(tmp_path, pods)
     diff = compare(dev, head)
     rbac = section(diff, "Access (RBAC rules)")
     assert len(rbac) == 2
-    # Exactly what the worker RBAC adds for the JobSet framework, nothing else.
+    # Exactly what the worker RBAC adds for the pod framework, nothing else.
     assert rbac[0] == (
-        "worker-1: ClusterRole multikueue-sa-role: + jobset.x-k8s.io/jobsets/status: get; "
-        "jobset.x-k8s.io/jobsets: create, delete, get, list, watch"
+        "worker-1: ClusterRole multikueue-sa-role: + core/pods: create, delete, get, list, watch"
     )
     assert flags(diff) == [
         ("worker-1: ClusterRole multikueue-sa-role", "widens access"),
@@ -431,7 +430,7 @@ def test_readme_example_is_what_the_command_prints(dev: Snapshot, tmp_path: Path
     """The README's example diff and picture stay the real output for its dev-stack change."""
 
     def change(fleet: Fleet) -> None:
-        fleet["kueue"]["frameworks"].append("jobset.x-k8s.io/jobset")
+        fleet["kueue"]["frameworks"].append("pod")
         cluster(fleet, "worker-1")["pools"][0]["maxCount"] = 8
         fleet["karmada"]["applications"][0]["propagation"]["weights"]["worker-1"] = 2
 

@@ -207,3 +207,10 @@ def toleration_for_taint(taint: str) -> dict[str, str]:
 
 # Go's time.ParseDuration as Kueue's config fields take it (no sign; units ns..h).
 GO_DURATION: Final = re.compile(r"^(?:0|(?:[0-9]+(?:\.[0-9]+)?(?:ns|us|µs|ms|s|m|h))+)$")
+_DURATION_PART: Final = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
+_DURATION_UNIT: Final = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
+
+
+def go_duration_seconds(value: str) -> float:
+    """Seconds in a duration GO_DURATION accepts ('0', '90s', '1h30m')."""
+    return sum(float(n) * _DURATION_UNIT[u] for n, u in _DURATION_PART.findall(value))

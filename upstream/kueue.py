@@ -7,7 +7,7 @@ adapters. Everything that judges or builds Kueue objects reads them from here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -42,6 +42,26 @@ FRAMEWORKS = (
     "trainer.kubeflow.org/trainjob",
     "workload.codeflare.dev/appwrapper",
 )
+# The CRD each non-core framework's kind comes from (`<plural>.<group>`, as `kubectl get crd`
+# shows it). Kueue defers a local integration whose CRD is absent, but MultiKueue's watch of it
+# on a worker fails (multikueuecluster.go, establishWatcher), so the worker never becomes Active.
+# batch/job, pod, deployment and statefulset are built-in kinds.
+FRAMEWORK_CRDS: Final[dict[str, str]] = {
+    "jobset.x-k8s.io/jobset": "jobsets.jobset.x-k8s.io",
+    "kubeflow.org/jaxjob": "jaxjobs.kubeflow.org",
+    "kubeflow.org/mpijob": "mpijobs.kubeflow.org",
+    "kubeflow.org/paddlejob": "paddlejobs.kubeflow.org",
+    "kubeflow.org/pytorchjob": "pytorchjobs.kubeflow.org",
+    "kubeflow.org/tfjob": "tfjobs.kubeflow.org",
+    "kubeflow.org/xgboostjob": "xgboostjobs.kubeflow.org",
+    "leaderworkerset.x-k8s.io/leaderworkerset": "leaderworkersets.leaderworkerset.x-k8s.io",
+    "ray.io/raycluster": "rayclusters.ray.io",
+    "ray.io/rayjob": "rayjobs.ray.io",
+    "ray.io/rayservice": "rayservices.ray.io",
+    "sparkoperator.k8s.io/sparkapplication": "sparkapplications.sparkoperator.k8s.io",
+    "trainer.kubeflow.org/trainjob": "trainjobs.trainer.kubeflow.org",
+    "workload.codeflare.dev/appwrapper": "appwrappers.workload.codeflare.dev",
+}
 # Frameworks that refuse to start unless an alpha gate is on (sparkapplication_controller.go).
 FRAMEWORK_GATES = {"sparkoperator.k8s.io/sparkapplication": "SparkApplicationIntegration"}
 
@@ -138,8 +158,11 @@ REMOVED_GATES = {
 }
 # Helm values the typed settings own: setting them twice is how Kueue ends up not starting.
 OWNED_VALUES = {
-    "managerConfig": "built from kueue.frameworks / kueue.multiKueue",
+    "managerConfig": "built from kueue.frameworks / kueue.multiKueue / kueue.configuration",
     "controllerManager.featureGates": "use kueue.featureGates",
+    "controllerManager.replicas": "use kueue.replicas",
+    "controllerManager.podDisruptionBudget": "set with kueue.replicas >= 2",
+    "controllerManager.topologySpreadConstraints": "set with kueue.replicas >= 2",
     "fullnameOverride": "object names such as kueue-controller-manager derive from the release",
     "nameOverride": "object names such as kueue-controller-manager derive from the release",
 }
@@ -161,6 +184,12 @@ RESERVED_NAMESPACES: Final = (
 KUEUE_CHART: Final = "oci://registry.k8s.io/kueue/charts/kueue"
 KUEUE_RELEASE: Final = "kueue"
 KUEUE_NAMESPACE: Final = "kueue-system"
+# The controller pods' labels (the chart's kueue.selectorLabels for release `kueue`).
+KUEUE_SELECTOR_LABELS: Final = {
+    "app.kubernetes.io/name": "kueue",
+    "app.kubernetes.io/instance": KUEUE_RELEASE,
+    "control-plane": "controller-manager",
+}
 KUEUE_API: Final = "kueue.x-k8s.io/v1beta2"
 KUEUE_GROUP: Final = "kueue.x-k8s.io"
 CONFIG_API: Final = "config.kueue.x-k8s.io/v1beta2"
@@ -254,6 +283,10 @@ class Rule:
 
 
 ALWAYS: Final = ""  # table rows every worker gets, whatever the frameworks
+GATE_ROW: Final = "gate:"  # table rows a worker gets only with that feature gate on
+# Kueue reads the workers' ClusterQueues/LocalQueues only for this alpha gate (off by default):
+# without it the remote client has no cache (multikueuecluster.go, newClientWithWatchers).
+QUOTA_AUTOMATION_GATE: Final = "MultiKueueManagerQuotaAutomation"
 _MANAGE = ("create", "delete", "get", "list", "watch")
 _GET = ("get",)
 
@@ -270,16 +303,22 @@ def _job_rules(framework: str, group: str, resource: str) -> tuple[tuple[str, Ru
     )
 
 
-# Rows (framework that needs the rule, or ALWAYS; rule), in the script's order. Source: the
-# ClusterRole in site/static/examples/multikueue/create-multikueue-kubeconfig.sh of
-# github.com/kubernetes-sigs/kueue at tag v0.17.8 (818686e0) and v0.19.2 (8eab6877). `pods` and
-# the Kueue rules are not tied to a framework (pods and workloads are always granted).
+# Rows (framework that needs the rule, ALWAYS, or GATE_ROW + a feature gate; rule), in the
+# script's order. Source: the ClusterRole in site/static/examples/multikueue/
+# create-multikueue-kubeconfig.sh of github.com/kubernetes-sigs/kueue at tag v0.17.8 (818686e0)
+# and v0.19.2 (8eab6877): a generic example for every framework. Narrower than the script on
+# purpose: `pods` only with the `pod` framework (cluster-wide pod create runs a pod as any
+# ServiceAccount of the worker; only the pod adapter touches pods, as Kueue's own e2e RBAC,
+# test/util/multikueue.go, grants it), and the queue reads only with QUOTA_AUTOMATION_GATE.
+# Wider on purpose: update/patch on batch Jobs in v0.19.2, where elastic Jobs
+# (ElasticJobsViaWorkloadSlices, beta, on) are resized by patching the remote Job
+# (job_multikueue_adapter.go, syncElasticJob), as Kueue's e2e RBAC grants.
 # v0.17.8's script grants no update/patch on workloads although v0.17.8's MultiKueue updates
 # remote Workloads (finalizer removal, priority sync: pkg/controller/admissionchecks/multikueue/
 # workload.go); v0.19.2's script added them (#13693). We follow each tag's script as published.
 _V0_17_8: tuple[tuple[str, Rule], ...] = (
     *_job_rules("batch/job", "batch", "jobs"),
-    (ALWAYS, _rule("", "pods", _MANAGE)),
+    ("pod", _rule("", "pods", _MANAGE)),
     *_job_rules("statefulset", "apps", "statefulsets"),
     *_job_rules(
         "leaderworkerset.x-k8s.io/leaderworkerset", "leaderworkerset.x-k8s.io", "leaderworkersets"
@@ -297,16 +336,19 @@ _V0_17_8: tuple[tuple[str, Rule], ...] = (
     *_job_rules("workload.codeflare.dev/appwrapper", "workload.codeflare.dev", "appwrappers"),
 )
 _V0_19_2: tuple[tuple[str, Rule], ...] = (
-    *_job_rules("batch/job", "batch", "jobs"),
-    (ALWAYS, _rule("", "pods", _MANAGE)),
+    ("batch/job", _rule("batch", "jobs", (*_MANAGE, "update", "patch"))),
+    ("batch/job", _rule("batch", "jobs/status", _GET)),
+    ("pod", _rule("", "pods", _MANAGE)),
     *_job_rules("statefulset", "apps", "statefulsets"),
     *_job_rules(
         "leaderworkerset.x-k8s.io/leaderworkerset", "leaderworkerset.x-k8s.io", "leaderworkersets"
     ),
     *_job_rules("jobset.x-k8s.io/jobset", "jobset.x-k8s.io", "jobsets"),
     (ALWAYS, _rule("kueue.x-k8s.io", "workloads", (*_MANAGE, "update", "patch"))),
-    # Read by the remote queue watchers (MultiKueueManagerQuotaAutomation, alpha in 0.18+).
-    (ALWAYS, Rule(("kueue.x-k8s.io",), ("clusterqueues", "localqueues"), ("get", "list", "watch"))),
+    (
+        GATE_ROW + QUOTA_AUTOMATION_GATE,
+        Rule(("kueue.x-k8s.io",), ("clusterqueues", "localqueues"), ("get", "list", "watch")),
+    ),
     (ALWAYS, _rule("kueue.x-k8s.io", "workloads/status", ("get", "patch", "update"))),
     *_job_rules("kubeflow.org/tfjob", "kubeflow.org", "tfjobs"),
     *_job_rules("kubeflow.org/paddlejob", "kubeflow.org", "paddlejobs"),
@@ -373,9 +415,11 @@ def _table(version: str) -> tuple[tuple[str, Rule], ...]:
     return WORKER_RBAC[tag]
 
 
-def worker_rules(version: str, frameworks: Iterable[str]) -> list[Rule]:
-    """The worker ClusterRole rules for a Kueue version and its enabled frameworks."""
-    enabled = set(frameworks)
+def worker_rules(
+    version: str, frameworks: Iterable[str], feature_gates: Mapping[str, bool] | None = None
+) -> list[Rule]:
+    """The worker ClusterRole rules for a Kueue version, its frameworks and feature gates."""
+    enabled = {*frameworks, *(GATE_ROW + g for g, on in (feature_gates or {}).items() if on)}
     return [rule for fw, rule in _table(version) if fw == ALWAYS or fw in enabled]
 
 
@@ -387,6 +431,4 @@ def frameworks_without_worker_rbac(version: str, frameworks: Iterable[str]) -> l
     tag = kueue_tag(version)
     covered = {fw for fw, _ in _table(tag)}
     adapters = MULTIKUEUE_ADAPTERS[tag]
-    return sorted(
-        fw for fw in set(frameworks) if fw in adapters and fw not in covered and fw != "pod"
-    )
+    return sorted(fw for fw in set(frameworks) if fw in adapters and fw not in covered)

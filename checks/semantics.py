@@ -1,0 +1,140 @@
+"""Rules about what a valid-looking stack would actually do once Kueue runs it.
+
+Each of these passed every schema and reference check in a committed stack, which then dispatched
+nothing: a dispatching queue nobody can submit to, a framework whose CRD no cluster has, a gate
+that lets CPU-only jobs onto GPU nodes at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from checks.common import Check
+from config.errors import Issue, key_path
+from config.models import FleetConfig
+from config.resolve import dispatching_queues, gate_flavors, with_mirrored_queues
+from upstream.k8s import NAMESPACE_NAME_LABEL
+from upstream.kueue import FRAMEWORK_CRDS
+
+# What a CPU-only workload requests: a gated flavor whose group covers them but whose gate manages
+# neither admits such a workload with no ProvisioningRequest.
+CPU_ONLY_RESOURCES = ("cpu", "memory")
+
+
+def check_queues_have_local_queues(fleet: FleetConfig) -> Iterator[Issue]:
+    """A dispatching queue needs a manager LocalQueue; any other queue without one is unused.
+
+    Jobs reach a ClusterQueue only through a LocalQueue (the `kueue.x-k8s.io/queue-name` label),
+    and MultiKueue mirrors only the manager's LocalQueues to the workers.
+    """
+    manager = fleet.manager
+    dispatching = set(dispatching_queues(fleet))
+    deployed = with_mirrored_queues(fleet)
+    for i, (declared, cluster) in enumerate(zip(fleet.clusters, deployed.clusters, strict=True)):
+        used = {lq.cluster_queue for lq in cluster.queues.local_queues}
+        is_manager = manager is not None and declared.name == manager.name
+        for j, cq in enumerate(declared.queues.cluster_queues):
+            if cq.name in used:
+                continue
+            path = key_path("clusters", i, "queues", "clusterQueues", j)
+            if is_manager and cq.name in dispatching:
+                ns = next(
+                    (
+                        n.name
+                        for n in declared.queues.namespaces
+                        if cq.namespace_selector.matches({**n.labels, NAMESPACE_NAME_LABEL: n.name})
+                    ),
+                    "<namespace>",
+                )
+                yield Issue(
+                    path,
+                    f"dispatching ClusterQueue {cq.name!r} has no LocalQueue on the manager: no "
+                    "job can be submitted to it and none is mirrored to the workers; add "
+                    f"{{name: {cq.name}, namespace: {ns}, clusterQueue: {cq.name}}} to "
+                    f"{key_path('clusters', i, 'queues', 'localQueues')}",
+                )
+            else:
+                yield Issue(
+                    path,
+                    f"no LocalQueue points at ClusterQueue {cq.name!r} (declared or mirrored): "
+                    "nothing can be submitted to it",
+                    "warning",
+                )
+
+
+def check_framework_crds(fleet: FleetConfig) -> Iterator[Issue]:
+    """A framework whose CRD the stack installs nowhere: fatal with MultiKueue, idle without.
+
+    The program installs Kueue only; every non-core framework's kind comes from another project
+    (JobSet, Kubeflow, Ray, ...). The manager opens a MultiKueue watch of each enabled framework
+    on every worker and marks a worker connected only when all watches are up.
+    """
+    multikueue = fleet.multi_kueue is not None and fleet.manager is not None
+    for i, name in enumerate(fleet.kueue.frameworks):
+        crd = FRAMEWORK_CRDS.get(name)
+        if crd is None:
+            continue
+        path = key_path("kueue", "frameworks", i)
+        if multikueue:
+            yield Issue(
+                path,
+                f"{name} needs the CRD {crd} on the manager and every worker, and this stack "
+                "installs it on none: the manager's MultiKueue watch of it fails on each "
+                "worker, no MultiKueueCluster becomes Active and nothing is dispatched; remove "
+                "it from kueue.frameworks (the program installs no third-party job controllers)",
+            )
+        else:
+            yield Issue(
+                path,
+                f"{name} needs the CRD {crd}, which this stack does not install: Kueue skips the "
+                "integration until that CRD exists on the cluster",
+                "warning",
+            )
+
+
+def check_gates_cover_cpu_work(fleet: FleetConfig) -> Iterator[Issue]:
+    """A gate managing only some resources must not front a flavor that admits CPU-only work.
+
+    A ProvisioningRequestConfig with `managedResources` treats a workload that requests none of
+    them as ready (`NoRequestNeeded`): on a GPU flavor whose queue also covers cpu/memory, a
+    CPU-only job is admitted at once and runs on the GPU pool (with MultiKueue's AllAtOnce it
+    also wins the race against the workers that wait for a scale-up).
+    """
+    for i, c in enumerate(fleet.clusters):
+        q = c.queues
+        for j, cq in enumerate(q.cluster_queues):
+            ref = cq.provisioning_gate
+            gate = q.gate(ref.name) if ref is not None else None
+            if gate is None or not gate.managed_resources:
+                continue
+            managed = set(gate.managed_resources)
+            if managed & set(CPU_ONLY_RESOURCES):
+                continue  # CPU work asks for a scale-up too
+            gated = set(gate_flavors(q, cq) or cq.flavor_names)
+            for k, group in enumerate(cq.resource_groups):
+                unmanaged = [r for r in group.covered_resources if r in CPU_ONLY_RESOURCES]
+                # A group that covers none of the managed resources never gets a request at
+                # all: check_cluster_queues warns about that gate already.
+                if not unmanaged or not managed & set(group.covered_resources):
+                    continue
+                for m, fq in enumerate(group.flavors):
+                    if fq.name not in gated:
+                        continue
+                    yield Issue(
+                        f"{key_path('clusters', i, 'queues', 'clusterQueues', j)}"
+                        f".resourceGroups[{k}].flavors[{m}]",
+                        f"flavor {fq.name!r} is behind gate {gate.name!r}, which manages only "
+                        f"{', '.join(gate.managed_resources)}, but ClusterQueue {cq.name!r} also "
+                        f"covers {', '.join(unmanaged)} on it: a CPU-only workload passes the gate "
+                        "at once (NoRequestNeeded) and runs on this flavor's nodes; give this "
+                        "work a ClusterQueue of its own (with MultiKueue: a manager queue sent "
+                        "only here, multiKueue.clusterQueueWorkers) and drop the gate's "
+                        "managedResources, or keep this flavor out of queues for CPU work",
+                    )
+
+
+SEMANTIC_CHECKS: tuple[Check, ...] = (
+    check_queues_have_local_queues,
+    check_framework_crds,
+    check_gates_cover_cpu_work,
+)

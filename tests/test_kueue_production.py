@@ -1,0 +1,247 @@
+"""Kueue for production: typed Configuration settings, controller replicas with a PDB.
+
+Field names are copied by hand from the pinned Kueue source, independent of the builders:
+apis/config/v1beta2/configuration_types.go at v0.19.2 (8eab6877) for the Configuration, and
+charts/kueue/values.yaml + templates/manager/manager{,-pdb}.yaml at v0.19.2 and v0.17.8 for the
+chart values. Kueue drops an unknown Configuration field silently, so a wrong name would be a
+setting that is never applied.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+import yaml
+
+from builders.kueue import helm_values, kueue_releases
+from checks.stack import load_from_file, parse_fleet
+from config.models import FleetConfig
+from tests.test_kueue_config import BASE, texts
+
+# json tags of the Go structs at v0.19.2 (configuration_types.go).
+WAIT_FOR_PODS_READY = {"timeout", "blockAdmission", "requeuingStrategy", "recoveryTimeout"}
+REQUEUING_STRATEGY = {"timestamp", "backoffLimitCount", "backoffBaseSeconds", "backoffMaxSeconds"}
+WORKLOAD_RETENTION = {"afterFinished", "afterDeactivatedByKueue"}
+FAIR_SHARING = {"preemptionStrategies"}
+INCREMENTAL = {"stepSize"}
+
+EVERYTHING: dict[str, Any] = {
+    "waitForPodsReady": {
+        "timeout": "10m",
+        "blockAdmission": False,
+        "recoveryTimeout": "3m",
+        "requeuingStrategy": {
+            "timestamp": "Creation",
+            "backoffLimitCount": 5,
+            "backoffBaseSeconds": 30,
+            "backoffMaxSeconds": 900,
+        },
+    },
+    "objectRetentionPolicies": {
+        "workloads": {"afterFinished": "24h", "afterDeactivatedByKueue": "1h"}
+    },
+    "fairSharing": {
+        "preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+    },
+}
+
+
+def fleet_of(raw: dict[str, Any]) -> FleetConfig:
+    return parse_fleet(raw)[0]
+
+
+def config_of(fleet: FleetConfig, cluster: int = 0) -> dict[str, Any]:
+    values = helm_values(fleet.kueue, fleet.clusters[cluster])
+    return yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
+
+
+def with_manager(raw: dict[str, Any]) -> dict[str, Any]:
+    """BASE's cluster as a worker of a manager that dispatches nothing of its own."""
+    raw["clusters"][0]["role"] = "worker"
+    raw["clusters"].insert(0, {"name": "manager", "role": "manager"})
+    return raw
+
+
+def test_every_setting_lands_under_kueues_own_field_names() -> None:
+    raw = copy.deepcopy(BASE)
+    raw["kueue"] = {"configuration": EVERYTHING}
+    config = config_of(fleet_of(raw))
+    wait = config["waitForPodsReady"]
+    assert set(wait) == WAIT_FOR_PODS_READY
+    assert set(wait["requeuingStrategy"]) == REQUEUING_STRATEGY
+    assert set(config["objectRetentionPolicies"]["workloads"]) == WORKLOAD_RETENTION
+    assert set(config["fairSharing"]) == FAIR_SHARING
+    assert wait["timeout"] == "10m"
+    assert wait["requeuingStrategy"]["backoffLimitCount"] == 5
+    assert config["objectRetentionPolicies"]["workloads"]["afterFinished"] == "24h"
+
+
+def test_unset_settings_are_absent_so_kueue_defaults_apply() -> None:
+    raw = copy.deepcopy(BASE)
+    raw["kueue"] = {"configuration": {"waitForPodsReady": {"timeout": "5m"}}}
+    config = config_of(fleet_of(raw))
+    assert config["waitForPodsReady"] == {"timeout": "5m"}
+    for key in ("objectRetentionPolicies", "fairSharing"):
+        assert key not in config
+
+
+def test_wait_for_pods_ready_skips_the_manager() -> None:
+    raw = with_manager(copy.deepcopy(BASE))
+    raw["kueue"] = {"configuration": EVERYTHING}
+    fleet = fleet_of(raw)
+    manager, worker = config_of(fleet, 0), config_of(fleet, 1)
+    assert "waitForPodsReady" not in manager
+    assert "waitForPodsReady" in worker
+    assert manager["objectRetentionPolicies"] == worker["objectRetentionPolicies"]
+
+
+def test_incremental_dispatcher_step_size() -> None:
+    raw = with_manager(copy.deepcopy(BASE))
+    raw["multiKueue"] = {}
+    raw["clusters"][0]["queues"] = {
+        "namespaces": [{"name": "team-a", "labels": {"team": "a"}}],
+        "flavors": [{"name": "default"}],
+        "clusterQueues": [
+            {
+                "name": "team-a",
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu", "memory"],
+                        "flavors": [
+                            {
+                                "name": "default",
+                                "resources": [
+                                    {"name": "cpu", "nominalQuota": "16"},
+                                    {"name": "memory", "nominalQuota": "48Gi"},
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            }
+        ],
+        "localQueues": [{"name": "team-a", "namespace": "team-a", "clusterQueue": "team-a"}],
+    }
+    worker = raw["clusters"][1]["queues"]
+    del worker["localQueues"]
+    raw["kueue"] = dict[str, Any](
+        multiKueue={"dispatcher": "Incremental", "incrementalDispatcherConfig": {"stepSize": 1}}
+    )
+    config = config_of(fleet_of(raw))
+    assert config["multiKueue"]["incrementalDispatcherConfig"] == {"stepSize": 1}
+    assert set(config["multiKueue"]["incrementalDispatcherConfig"]) == INCREMENTAL
+    raw["kueue"]["multiKueue"]["dispatcher"] = "AllAtOnce"
+    assert (
+        "kueue.multiKueue.incrementalDispatcherConfig: needs kueue.multiKueue.dispatcher: "
+        "Incremental (Kueue refuses it else)"
+    ) in texts(raw)
+    raw["kueue"]["multiKueue"]["dispatcher"] = "Incremental"
+    raw["kueue"]["version"] = "0.17.8"
+    assert any(
+        t.startswith("kueue.multiKueue.incrementalDispatcherConfig: Kueue 0.17.8 has no such")
+        for t in texts(raw)
+    )
+
+
+@pytest.mark.parametrize(
+    ("configuration", "expected"),
+    [
+        (
+            {"waitForPodsReady": {"timeout": "0"}},
+            "kueue.configuration.waitForPodsReady.timeout: must be more than 0",
+        ),
+        (
+            {"waitForPodsReady": {"timeout": "ten minutes"}},
+            "kueue.configuration.waitForPodsReady.timeout: ",
+        ),
+        (
+            {"waitForPodsReady": {"timeout": "5m", "requeuingStrategy": {"timestamp": "Now"}}},
+            "kueue.configuration.waitForPodsReady.requeuingStrategy.timestamp: ",
+        ),
+        (
+            {
+                "fairSharing": {
+                    "preemptionStrategies": ["LessThanInitialShare", "LessThanOrEqualToFinalShare"]
+                }
+            },
+            "kueue.configuration.fairSharing.preemptionStrategies: Kueue accepts only",
+        ),
+        (
+            {"objectRetentionPolicies": {"workloads": {"afterFinish": "1h"}}},
+            "kueue.configuration.objectRetentionPolicies.workloads.afterFinish: unknown key",
+        ),
+    ],
+)
+def test_bad_configuration_names_its_key(configuration: dict[str, Any], expected: str) -> None:
+    raw = copy.deepcopy(BASE)
+    raw["kueue"] = {"configuration": configuration}
+    found = texts(raw)
+    assert any(t.startswith(expected) for t in found), found
+
+
+@pytest.mark.parametrize("version", ["0.19.2", "0.17.8"])
+def test_two_replicas_get_a_pdb_and_a_spread(version: str) -> None:
+    raw = copy.deepcopy(BASE)
+    raw["kueue"] = {"version": version, "replicas": 2}
+    raw["clusters"][0]["systemPool"] = {"count": 3, "zones": ["1", "2", "3"]}
+    manager = helm_values(fleet_of(raw).kueue, fleet_of(raw).clusters[0])["controllerManager"]
+    assert manager["replicas"] == 2
+    assert manager["podDisruptionBudget"] == {"enabled": True, "minAvailable": 1}
+    selector = {
+        "matchLabels": {
+            "app.kubernetes.io/name": "kueue",
+            "app.kubernetes.io/instance": "kueue",
+            "control-plane": "controller-manager",
+        }
+    }
+    assert manager["topologySpreadConstraints"] == [
+        {
+            "maxSkew": 1,
+            "topologyKey": key,
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": selector,
+        }
+        for key in ("kubernetes.io/hostname", "topology.kubernetes.io/zone")
+    ]
+
+
+def test_one_replica_keeps_the_chart_defaults() -> None:
+    fleet = fleet_of(copy.deepcopy(BASE))
+    manager = helm_values(fleet.kueue, fleet.clusters[0])["controllerManager"]
+    for key in ("replicas", "podDisruptionBudget", "topologySpreadConstraints"):
+        assert key not in manager
+
+
+def test_replicas_on_a_one_node_system_pool_is_a_warning() -> None:
+    raw = copy.deepcopy(BASE)
+    raw["kueue"] = {"replicas": 2}
+    raw["clusters"][0]["systemPool"] = {"count": 1}
+    assert texts(raw, "warning") == [
+        "clusters[0].systemPool: 1 node: Kueue's 2 replicas share it, so draining it still stops "
+        "Kueue (and its fail-closed Job webhooks)"
+    ]
+
+
+@pytest.mark.parametrize(
+    "owned",
+    [
+        {"controllerManager": {"replicas": 3}},
+        {"controllerManager": {"podDisruptionBudget": {"enabled": True}}},
+    ],
+)
+def test_replica_values_are_owned(owned: dict[str, Any]) -> None:
+    raw = copy.deepcopy(BASE)
+    raw["kueue"] = {"values": owned}
+    assert any("set by the program" in t for t in texts(raw))
+
+
+def test_prod_runs_two_controllers_with_a_pdb_and_retains_workloads_a_day() -> None:
+    fleet, _ = load_from_file("prod")
+    for release in kueue_releases(fleet):
+        manager = release.values["controllerManager"]
+        assert manager["replicas"] == 2, release.target
+        assert manager["podDisruptionBudget"] == {"enabled": True, "minAvailable": 1}
+        config = yaml.safe_load(release.values["managerConfig"]["controllerManagerConfigYaml"])
+        assert config["objectRetentionPolicies"] == {"workloads": {"afterFinished": "24h"}}
