@@ -201,18 +201,29 @@ def read_stack_file(stack: str, root: Path | None = None) -> tuple[Any, str]:
     return with_default_location(_opaque_secrets(raw), config.get("azure-native:location")), name
 
 
-def project_file(root: Path, relative: str, path: str, *, max_bytes: int) -> Path | Issue:
-    """`relative` as a regular file inside the project `root`, or the Issue at key `path`."""
+def _inside(root: Path, relative: str, path: str, missing: str) -> Path | Issue:
+    """`relative` resolved inside the project `root` (links followed), or the Issue at `path`."""
     problem = _project_path_problem(relative)
     if problem:
         return Issue(path, problem)
     base = root.resolve()
     try:
         resolved = (base / relative).resolve()
-        if not resolved.is_relative_to(base):
-            return Issue(path, "must stay inside the project directory (a link leads out of it)")
-        info = resolved.stat()
     except (OSError, RuntimeError, ValueError):
+        return Issue(path, f"{missing}: {relative!r}")
+    if not resolved.is_relative_to(base):
+        return Issue(path, "must stay inside the project directory (a link leads out of it)")
+    return resolved
+
+
+def project_file(root: Path, relative: str, path: str, *, max_bytes: int) -> Path | Issue:
+    """`relative` as a regular file inside the project `root`, or the Issue at key `path`."""
+    resolved = _inside(root, relative, path, "no such file in the project")
+    if isinstance(resolved, Issue):
+        return resolved
+    try:
+        info = resolved.stat()
+    except (OSError, ValueError):
         return Issue(path, f"no such file in the project: {relative!r}")
     if not stat.S_ISREG(info.st_mode):
         return Issue(path, f"must be a regular file: {relative!r}")
@@ -225,19 +236,10 @@ def project_file(root: Path, relative: str, path: str, *, max_bytes: int) -> Pat
 
 def project_dir(root: Path, relative: str, path: str) -> Path | Issue:
     """`relative` as a directory inside the project `root`, or the Issue at key `path`."""
-    problem = _project_path_problem(relative)
-    if problem:
-        return Issue(path, problem)
-    base = root.resolve()
-    try:
-        resolved = (base / relative).resolve()
-    except (OSError, RuntimeError, ValueError):
-        return Issue(path, f"no such directory in the project: {relative!r}")
-    if not resolved.is_relative_to(base):
-        return Issue(path, "must stay inside the project directory (a link leads out of it)")
-    if not resolved.is_dir():
-        return Issue(path, f"no such directory in the project: {relative!r}")
-    return resolved
+    resolved = _inside(root, relative, path, "no such directory in the project")
+    if isinstance(resolved, Issue) or resolved.is_dir():
+        return resolved
+    return Issue(path, f"no such directory in the project: {relative!r}")
 
 
 def _project_path_problem(relative: str) -> str | None:
