@@ -11,14 +11,14 @@ from __future__ import annotations
 from builders import karmada, kueue, multikueue
 from builders.manifest import HelmRelease, Manifest
 from config.models import FleetConfig
-from config.resolve import multikueue_checks, with_mirrored_queues
+from config.resolve import dispatch_sets, multikueue_checks, with_mirrored_queues
 
 
 def kueue_objects(fleet: FleetConfig) -> dict[str, list[Manifest]]:
     """Per cluster, every Kueue queue object as deployed.
 
     With MultiKueue the manager's LocalQueues are mirrored onto the workers, and the manager's
-    dispatching ClusterQueues carry the MultiKueue AdmissionCheck, which is created with them
+    dispatching ClusterQueues carry their set's MultiKueue AdmissionCheck, created with them
     (before them, deleted after them: Kueue's finalizer holds a check a queue still lists).
     """
     added = multikueue_checks(fleet)
@@ -26,8 +26,11 @@ def kueue_objects(fleet: FleetConfig) -> dict[str, list[Manifest]]:
     out: dict[str, list[Manifest]] = {}
     for cluster in with_mirrored_queues(fleet).clusters:
         objects: list[Manifest] = []
-        if manager is not None and cluster.name == manager.name and fleet.multi_kueue is not None:
-            objects.append(Manifest(cluster.name, multikueue.admission_check()))
+        if manager is not None and cluster.name == manager.name:
+            objects += [
+                Manifest(cluster.name, multikueue.admission_check(s.name, s.name))
+                for s in dispatch_sets(fleet)
+            ]
         objects += kueue.cluster_objects(cluster, added.get(cluster.name))
         out[cluster.name] = objects
     return out

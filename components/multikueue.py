@@ -12,8 +12,8 @@ import pulumi_kubernetes as k8s
 from builders import multikueue as mk
 from components.kube import custom_resource, kube_object
 from config.models import FleetConfig
-from config.resolve import enabled_workers, rotation_of
-from constants import MULTIKUEUE_ADMISSION_CHECK, TYPE_PREFIX
+from config.resolve import dispatch_sets, enabled_workers, rotation_of
+from constants import MULTIKUEUE_ADMISSION_CHECK, MULTIKUEUE_CONFIG, TYPE_PREFIX
 from upstream.kueue import DEFAULT_CONNECT_TIMEOUT, KUEUE_NAMESPACE
 
 
@@ -115,14 +115,18 @@ class MultiKueueManagerArgs:
     connect_timeout: int = DEFAULT_CONNECT_TIMEOUT
     # The manager's Kueue Helm release: CRDs, webhooks and the namespace.
     depends_on: Sequence[pulumi.Resource] = field(default_factory=list[pulumi.Resource])
+    # (name, workers) per MultiKueueConfig (config.resolve.dispatch_sets); default: one,
+    # `multikueue`, listing every worker.
+    configs: Sequence[tuple[str, Sequence[str]]] | None = None
 
 
 class MultiKueueManager(pulumi.ComponentResource):
-    """Per worker a kubeconfig Secret and MultiKueueCluster; one MultiKueueConfig and check."""
+    """Per worker a kubeconfig Secret and MultiKueueCluster; per dispatch set a MultiKueueConfig."""
 
     kubeconfigs: pulumi.Output[dict[str, str]]
     admission_check_name: str
     config: k8s.apiextensions.CustomResource
+    configs: dict[str, k8s.apiextensions.CustomResource]
     clusters: dict[str, k8s.apiextensions.CustomResource]
 
     def __init__(
@@ -151,11 +155,19 @@ class MultiKueueManager(pulumi.ComponentResource):
                 mk.multikueue_cluster(worker.name, worker.rotation, args.connect_timeout),
                 _options(self, args.provider, args.depends_on, secret),
             )
-        self.config = custom_resource(
-            f"{name}-config",
-            mk.multikueue_config([w.name for w in args.workers]),
-            after_kueue,
-        )
+        configs = args.configs
+        if configs is None:
+            configs = [(MULTIKUEUE_CONFIG, [w.name for w in args.workers])]
+        self.configs = {
+            # The default set keeps the resource name (so the URN) stacks already have.
+            set_name: custom_resource(
+                f"{name}-config" if set_name == MULTIKUEUE_CONFIG else f"{name}-config-{set_name}",
+                mk.multikueue_config(members, set_name),
+                after_kueue,
+            )
+            for set_name, members in configs
+        }
+        self.config = next(iter(self.configs.values()))
         # The AdmissionCheck itself is created with the manager's queues (builders.fleet): the
         # ClusterQueues that list it must depend on it, so that destroy deletes them first.
         # Otherwise Kueue's resource-in-use finalizer holds the check and destroy stalls.
@@ -221,6 +233,7 @@ class MultiKueue(pulumi.ComponentResource):
                 workers=links,
                 connect_timeout=fleet.multi_kueue.connect_timeout_seconds,
                 depends_on=[args.kueue_releases[manager.name]],
+                configs=[(s.name, s.workers) for s in dispatch_sets(fleet)],
             ),
             child,
         )

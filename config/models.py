@@ -173,7 +173,7 @@ class FleetConfig(Model):
     kubernetes_version: KubernetesVersion = "1.33"
     tags: dict[str, str] = Field(default_factory=dict[str, str])
     vm_sizes: dict[str, VmSize] = Field(default_factory=dict[str, VmSize])
-    clusters: list[ClusterConfig] = Field(min_length=1, max_length=50)
+    clusters: list[ClusterConfig] = Field(min_length=1)
     karmada: KarmadaSettings | None = None
     kueue: KueueSettings = KueueSettings()
     multi_kueue: MultiKueueSettings | None = None
