@@ -17,6 +17,10 @@ from config.errors import ConfigError, Issue, key_path
 from config.models import FleetConfig
 from constants import CONFIG_KEY, PROJECT
 
+# libyaml's safe loader when PyYAML was built with it (same documents, about 8x faster on a big
+# stack file); the pure-Python one otherwise.
+SAFE_LOADER: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 SECRET_PLACEHOLDER = "<secret>"
 FULL_KEY = f"{PROJECT}:{CONFIG_KEY}"
 
@@ -115,7 +119,7 @@ def read_stack_file(stack: str, root: Path | None = None) -> tuple[Any, str]:
     if not path.is_file():
         raise ConfigError([Issue("", f"no stack file {path.name} in {path.parent}")])
     try:
-        document: dict[str, Any] = yaml.safe_load(path.read_text()) or {}
+        document: dict[str, Any] = yaml.load(path.read_text(), Loader=SAFE_LOADER) or {}
     except yaml.YAMLError as exc:
         raise ConfigError([Issue("", f"{path.name} is not valid YAML: {exc}")]) from None
     config: dict[str, Any] = document.get("config") or {}
