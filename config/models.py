@@ -147,7 +147,8 @@ class ClusterConfig(Model):
     dns_prefix: DnsPrefix | None = None
     sku_tier: Literal["Free", "Standard", "Premium"] = "Free"
     system_pool: SystemPoolConfig = SystemPoolConfig()
-    pools: list[PoolConfig] = Field(default_factory=list[PoolConfig], max_length=99)
+    # At most 99 (AKS: 100 node pools a cluster): checks.fleet says so with Azure's source.
+    pools: list[PoolConfig] = Field(default_factory=list[PoolConfig])
     virtual_nodes: VirtualNodesConfig = VirtualNodesConfig()
     network: NetworkConfig = NetworkConfig()
     autoscaler_profile: AutoscalerProfile = AutoscalerProfile()
