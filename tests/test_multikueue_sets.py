@@ -194,3 +194,21 @@ def test_program_registers_one_config_per_set_and_keeps_the_default_urn(engine: 
     queues = engine.of_type("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue")
     gpu = next(r for r in queues if r.inputs["metadata"]["name"] == "gpu")
     assert checks["multikueue-gpu"].urn in gpu.dependencies
+
+
+def test_validation_compares_no_cluster_pair(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`clusters.index(worker)` per worker compared clusters N^2/2 times; a name index does not."""
+    from checks import validate  # noqa: PLC0415
+    from config.models import ClusterConfig  # noqa: PLC0415
+
+    value, _ = parse_fleet(fleet(60))
+    calls = []
+    original = ClusterConfig.__eq__
+
+    def counting(self: ClusterConfig, other: object) -> bool:
+        calls.append(1)
+        return original(self, other)
+
+    monkeypatch.setattr(ClusterConfig, "__eq__", counting)
+    validate(value)
+    assert len(calls) < 60
