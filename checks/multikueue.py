@@ -119,7 +119,15 @@ def check_multikueue_clusters(fleet: FleetConfig) -> Iterator[Issue]:
                 f"(AdmissionCheck spec.parameters.name: {problem}); use a shorter ClusterQueue "
                 "name",
             )
-    for dispatch in dispatch_sets(fleet):
+    sets = dispatch_sets(fleet)
+    if settings.workers is not None and all(d.name != set_name(None) for d in sets):
+        yield Issue(
+            "multiKueue.workers",
+            "no dispatching ClusterQueue uses this default set (each has its own in "
+            "queueWorkers): these workers get nothing dispatched from it",
+            "warning",
+        )
+    for dispatch in sets:
         if dispatch.name == set_name(None):
             path = "multiKueue.workers" if settings.workers is not None else "multiKueue"
         else:

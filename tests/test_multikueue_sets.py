@@ -212,3 +212,10 @@ def test_validation_compares_no_cluster_pair(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(ClusterConfig, "__eq__", counting)
     validate(value)
     assert len(calls) < 60
+
+
+def test_an_unused_default_set_warns() -> None:
+    raw = gpu_cpu_config()
+    raw["multiKueue"]["queueWorkers"]["to-workers"] = ["worker-1"]
+    _, warnings = parse_fleet(raw)
+    assert [w.path for w in warnings if "default set" in w.message] == ["multiKueue.workers"]

@@ -6,9 +6,11 @@ stack builds MultiKueue on those clusters and nothing in Azure.
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pulumi
@@ -29,14 +31,18 @@ STACKS = {
 
 
 @pytest.fixture
-def dispatch() -> Iterator[Any]:
-    sys.path.insert(0, str(EXAMPLE))
+def dispatch() -> Iterator[ModuleType]:
+    """The example's program module (it lives outside the project's packages)."""
+    spec = importlib.util.spec_from_file_location("dispatch", EXAMPLE / "dispatch.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["dispatch"] = module  # pydantic resolves the models' annotations through it
     try:
-        import dispatch as module  # noqa: PLC0415 - the example's module
-
+        spec.loader.exec_module(module)
         yield module
     finally:
-        sys.path.remove(str(EXAMPLE))
+        del sys.modules["dispatch"]
 
 
 def settings() -> dict[str, Any]:
