@@ -18,20 +18,19 @@ from config.resolve import dispatch_sets, multikueue_checks, with_mirrored_queue
 def kueue_objects(fleet: FleetConfig) -> dict[str, list[Manifest]]:
     """Per cluster, every Kueue queue object as deployed.
 
-    With MultiKueue the manager's LocalQueues are mirrored onto the workers of their queue, and
-    the manager's dispatching ClusterQueues carry a MultiKueue AdmissionCheck (one per dispatch
-    set), created with them (before them, deleted after them: Kueue's finalizer holds a check a
-    queue still lists).
+    With MultiKueue the manager's LocalQueues are mirrored onto the workers, and the manager's
+    dispatching ClusterQueues carry their set's MultiKueue AdmissionCheck, created with them
+    (before them, deleted after them: Kueue's finalizer holds a check a queue still lists).
     """
     added = multikueue_checks(fleet)
     manager = fleet.manager
     out: dict[str, list[Manifest]] = {}
     for cluster in with_mirrored_queues(fleet).clusters:
         objects: list[Manifest] = []
-        if manager is not None and cluster.name == manager.name and fleet.multi_kueue is not None:
+        if manager is not None and cluster.name == manager.name:
             objects += [
-                Manifest(cluster.name, multikueue.admission_check(name, name))
-                for name in dispatch_sets(fleet)
+                Manifest(cluster.name, multikueue.admission_check(s.name, s.name))
+                for s in dispatch_sets(fleet)
             ]
         objects += kueue.cluster_objects(cluster, added.get(cluster.name))
         out[cluster.name] = objects

@@ -6,8 +6,9 @@ narrowed to the enabled frameworks, its binding, and a `kubernetes.io/service-ac
 Secret whose name carries a rotation generation (a new generation is a new Secret, so a new token).
 
 Manager side: per worker a Secret (data key `kubeconfig`, its name also carrying the generation)
-and a MultiKueueCluster pointing at it; one MultiKueueConfig listing the workers; one
-AdmissionCheck (`kueue.x-k8s.io/multikueue`) that the dispatching ClusterQueues carry. Shapes:
+and a MultiKueueCluster pointing at it; per dispatch set (`config.resolve.dispatch_sets`) one
+MultiKueueConfig listing its workers and one AdmissionCheck (`kueue.x-k8s.io/multikueue`) that its
+ClusterQueues carry. Shapes:
 kueue.x-k8s.io/v1beta2 at v0.17.8 and v0.19.2 (checked against the pinned CRDs by the tests); the
 worker RBAC tables live in `upstream.kueue`.
 
@@ -28,7 +29,7 @@ import yaml
 
 from builders.manifest import Manifest
 from config.models import ClusterConfig, FleetConfig
-from config.resolve import dispatch_sets, enabled_workers, rotation_of
+from config.resolve import clusters_by_name, dispatch_sets, enabled_workers, rotation_of
 from constants import (
     MULTIKUEUE_ADMISSION_CHECK,
     MULTIKUEUE_CONFIG,
@@ -263,7 +264,10 @@ def multikueue_cluster(
 def multikueue_config(workers: Sequence[str], name: str = MULTIKUEUE_CONFIG) -> dict[str, Any]:
     """The workers in config order (the Incremental dispatcher nominates in this order)."""
     if not 1 <= len(workers) <= MAX_WORKERS:
-        raise ValueError(f"a MultiKueueConfig lists 1..{MAX_WORKERS} clusters, got {len(workers)}")
+        raise ValueError(
+            f"a MultiKueueConfig lists 1..{MAX_WORKERS} clusters (Kueue's CRD: spec.clusters "
+            f"maxItems {MAX_WORKERS}), got {len(workers)}"
+        )
     return {
         "apiVersion": KUEUE_API,
         "kind": "MultiKueueConfig",
@@ -294,20 +298,21 @@ def manager_objects(
     workers: Sequence[tuple[str, Any, int]],
     namespace: str = KUEUE_NAMESPACE,
     connect_timeout: int = DEFAULT_CONNECT_TIMEOUT,
-    dispatch_sets: Mapping[str, Sequence[str]] | None = None,
+    configs: Sequence[tuple[str, Sequence[str]]] | None = None,
 ) -> list[dict[str, Any]]:
     """(worker, encoded kubeconfig, rotation) per worker -> the manager's objects, in order.
 
-    One MultiKueueConfig per dispatch set (`config.resolve.dispatch_sets`; default: one listing
-    every worker). The AdmissionChecks are not among them: they are created with the manager's
-    queues, which name them (builders.fleet), so that destroy deletes those queues first.
+    `configs` is (name, workers) per MultiKueueConfig; default: one, `multikueue`, of every worker.
+    The AdmissionChecks are not among them: each is created with the manager's queues, which
+    name it (builders.fleet), so that destroy deletes those queues first.
     """
     out: list[dict[str, Any]] = []
     for worker, encoded, rotation in workers:
         out.append(kubeconfig_secret(worker, encoded, rotation, namespace))
         out.append(multikueue_cluster(worker, rotation, connect_timeout))
-    sets = dispatch_sets or {MULTIKUEUE_CONFIG: [w for w, _, _ in workers]}
-    out += [multikueue_config(members, name) for name, members in sets.items()]
+    if configs is None:
+        configs = [(MULTIKUEUE_CONFIG, [w for w, _, _ in workers])]
+    out += [multikueue_config(members, name) for name, members in configs]
     return out
 
 
@@ -331,10 +336,11 @@ def render_multikueue(fleet: FleetConfig) -> list[Manifest]:
         return []
     out: list[Manifest] = []
     links: list[tuple[str, Any, int]] = []
+    by_name = clusters_by_name(fleet)
     for name in enabled_workers(fleet):
-        cluster = fleet.cluster(name)
-        if cluster is None:
+        if name not in by_name:
             continue
+        cluster = by_name[name][1]
         rotation = rotation_of(fleet, name)
         version, frameworks = fleet.kueue.version, fleet.kueue.frameworks
         gates = fleet.kueue.feature_gates
@@ -343,6 +349,7 @@ def render_multikueue(fleet: FleetConfig) -> list[Manifest]:
         doc = redacted_kubeconfig(k8s_name(name), placeholder_server(cluster, fleet.location))
         links.append((name, encode(doc), rotation))
     timeout = fleet.multi_kueue.connect_timeout_seconds
-    objects = manager_objects(links, connect_timeout=timeout, dispatch_sets=dispatch_sets(fleet))
+    configs = [(s.name, s.workers) for s in dispatch_sets(fleet)]
+    objects = manager_objects(links, connect_timeout=timeout, configs=configs)
     out += [Manifest(manager.name, o) for o in objects]
     return out

@@ -17,7 +17,13 @@ from checks.common import Check
 from config.errors import Issue, key_path
 from config.kueue import ClusterQueueConfig, KueueObjects, ResourceQuota
 from config.models import ClusterConfig, FleetConfig, PoolConfig
-from config.resolve import custom_shapes, dispatch_workers, dispatching_queues, worker_queue_for
+from config.resolve import (
+    clusters_by_name,
+    custom_shapes,
+    dispatching_queues,
+    queue_workers,
+    worker_queue_for,
+)
 from upstream.aks import DEFAULT_MAX_PODS, PoolCapacity, lookup_vm, pool_capacity
 from upstream.k8s import format_quantity, quantity_value
 
@@ -251,7 +257,7 @@ def _totals(cq: ClusterQueueConfig) -> dict[str, Decimal]:
 
 
 def manager_quotas(fleet: FleetConfig) -> list[ManagerQuota]:
-    """Per dispatching manager ClusterQueue and resource: its quota vs the sum over workers.
+    """Per dispatching manager ClusterQueue and resource: its quota vs the sum over its workers.
 
     The manager's quota decides how much it admits (and so dispatches) at once; the workers'
     quotas decide what runs. The sensible default is their sum: lower leaves workers idle, higher
@@ -260,7 +266,9 @@ def manager_quotas(fleet: FleetConfig) -> list[ManagerQuota]:
     manager = fleet.manager
     if manager is None or fleet.multi_kueue is None:
         return []
-    m_index = fleet.clusters.index(manager)
+    by_name = clusters_by_name(fleet)
+    m_index = by_name[manager.name][0]
+    reach = queue_workers(fleet)
     rows: list[ManagerQuota] = []
     for name in dispatching_queues(fleet):
         j, cq = next(
@@ -272,8 +280,8 @@ def manager_quotas(fleet: FleetConfig) -> list[ManagerQuota]:
         declared = _totals(cq)
         target = worker_queue_for(fleet, name)
         per_resource: dict[str, dict[str, Decimal]] = {}
-        for worker_name in dispatch_workers(fleet, name):
-            worker = fleet.cluster(worker_name)
+        for worker_name in reach.get(name, ()):
+            worker = by_name[worker_name][1] if worker_name in by_name else None
             wcq = worker.queues.cluster_queue(target) if worker is not None else None
             for resource, amount in (_totals(wcq) if wcq is not None else {}).items():
                 per_resource.setdefault(resource, {})[worker_name] = amount

@@ -15,7 +15,11 @@ from config.models import FleetConfig, PoolConfig, version_tuple
 from config.resolve import custom_shapes
 from constants import MIN_KUBERNETES, PROGRAM_TAGS
 from upstream.aks import (
+    CLUSTERS_PER_REGION,
+    CLUSTERS_PER_SUBSCRIPTION,
+    MAX_NODE_POOLS,
     MAX_TAGS,
+    QUOTA_SOURCE,
     RESERVED_LABEL_PREFIXES,
     SPOT_LABEL,
     VmShape,
@@ -180,6 +184,12 @@ def check_pools(fleet: FleetConfig) -> Iterator[Issue]:
                 )
         elif sp.min_count is not None or sp.max_count is not None:
             yield Issue(f"{base}.systemPool", "minCount/maxCount need autoscaling: true")
+        if len(c.pools) + 1 > MAX_NODE_POOLS:
+            yield Issue(
+                f"{base}.pools",
+                f"{len(c.pools)} user pools + the system pool: AKS allows at most "
+                f"{MAX_NODE_POOLS} node pools per cluster (Azure limit, {QUOTA_SOURCE})",
+            )
         names = [sp.name, *(p.name for p in c.pools)]
         for dup in duplicates(names):
             for j, p in enumerate(c.pools):
@@ -223,6 +233,36 @@ def check_tags(fleet: FleetConfig) -> Iterator[Issue]:
             )
 
 
+def aks_clusters_per_region(fleet: FleetConfig) -> dict[str, int]:
+    """How many AKS clusters this stack creates in each region (existing ones not counted)."""
+    out: dict[str, int] = {}
+    for c in fleet.clusters:
+        if c.source == "aks":
+            region = c.location or fleet.location or "?"
+            out[region] = out.get(region, 0) + 1
+    return out
+
+
+def check_azure_quotas(fleet: FleetConfig) -> Iterator[Issue]:
+    """Warn when the stack alone passes a default AKS quota (raisable, so not an error)."""
+    for region, count in aks_clusters_per_region(fleet).items():
+        if count > CLUSTERS_PER_REGION:
+            yield Issue(
+                "clusters",
+                f"{count} AKS clusters in {region}: Azure's default quota is "
+                f"{CLUSTERS_PER_REGION} clusters per subscription and region (raisable on "
+                f"request; {QUOTA_SOURCE}); ask for more before `pulumi up`, or spread regions",
+                "warning",
+            )
+    total = sum(aks_clusters_per_region(fleet).values())
+    if total > CLUSTERS_PER_SUBSCRIPTION:
+        yield Issue(
+            "clusters",
+            f"{total} AKS clusters: Azure allows {CLUSTERS_PER_SUBSCRIPTION} per subscription "
+            f"({QUOTA_SOURCE}); split the fleet over subscriptions",
+        )
+
+
 FLEET_CHECKS: tuple[Check, ...] = (
     check_sources,
     check_tags,
@@ -232,4 +272,5 @@ FLEET_CHECKS: tuple[Check, ...] = (
     check_names,
     check_versions,
     check_pools,
+    check_azure_quotas,
 )

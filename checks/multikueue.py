@@ -1,4 +1,4 @@
-"""MultiKueue checks: a manager and 1..20 workers, worker RBAC for every framework, mirroring.
+"""MultiKueue checks: a manager, 1..20 workers per dispatch set, worker RBAC, mirroring.
 
 Every LocalQueue either mirrors from the manager to every worker (a dispatching ClusterQueue) or is
 allowed on one side only (`multiKueue.allowUnmirrored`); the worker ClusterQueue a mirrored queue
@@ -16,18 +16,22 @@ from config.errors import Issue, key_path
 from config.models import FleetConfig
 from config.multikueue import MAX_ROTATION
 from config.resolve import (
+    DispatchSet,
     allowed_unmirrored,
-    dispatch_check_name,
-    dispatch_workers,
+    clusters_by_name,
+    dispatch_sets,
     dispatching_queues,
     enabled_workers,
     mirrored_local_queues,
+    queue_workers,
+    set_name,
     worker_queue_for,
 )
-from upstream.k8s import NAMESPACE_NAME_LABEL, dns_subdomain_problem
+from upstream.k8s import NAMESPACE_NAME_LABEL, dns_label_problem
 from upstream.kueue import (
     GATE_REASON,
     MAX_WORKERS,
+    MULTIPLE_CHECKS_REASON,
     WORKER_RBAC,
     frameworks_without_worker_rbac,
     kueue_tag,
@@ -35,41 +39,103 @@ from upstream.kueue import (
 )
 
 
+def _split_hint(queues: tuple[str, ...], workers: tuple[str, ...]) -> str:
+    """The config that works: the set split over enough dispatching ClusterQueues."""
+    base = queues[0] if queues else "batch"
+    chunks = [workers[i : i + MAX_WORKERS] for i in range(0, len(workers), MAX_WORKERS)]
+    shown = ", ".join(
+        f"{base}-{k + 1}: [{c[0]}, ..., {c[-1]}]" if len(c) > 1 else f"{base}-{k + 1}: [{c[0]}]"
+        for k, c in enumerate(chunks[:2])
+    )
+    more = ", ..." if len(chunks) > 2 else ""
+    return (
+        f"split them over {len(chunks)} dispatching manager ClusterQueues of at most "
+        f"{MAX_WORKERS} workers each, e.g. multiKueue.clusterQueueWorkers: {{{shown}{more}}} "
+        "with a manager ClusterQueue and LocalQueue per entry (jobs pick one by LocalQueue), "
+        "or split the fleet into several stacks (README: Fleets beyond one stack)"
+    )
+
+
+def _set_issues(fleet: FleetConfig, dispatch: DispatchSet, path: str) -> Iterator[Issue]:
+    """One dispatch set: 1..20 workers (Kueue), each a distinct role=worker cluster."""
+    settings = fleet.multi_kueue
+    n = len(dispatch.workers)
+    if n > MAX_WORKERS:
+        who = ", ".join(dispatch.queues) or "the manager"
+        yield Issue(
+            path,
+            f"ClusterQueue {who} would dispatch to {n} workers, but Kueue reaches at most "
+            f"{MAX_WORKERS} from one ClusterQueue: a MultiKueueConfig lists at most {MAX_WORKERS} "
+            f"clusters (its CRD's spec.clusters maxItems: {MAX_WORKERS}, Kueue "
+            f"{fleet.kueue.version}) and Kueue deactivates a ClusterQueue with two MultiKueue "
+            f"admission checks (reason {MULTIPLE_CHECKS_REASON}); "
+            + _split_hint(dispatch.queues, dispatch.workers),
+        )
+    elif n == 0:
+        yield Issue(path, f"a MultiKueueConfig lists 1..{MAX_WORKERS} workers; this set has none")
+    listed = dispatch.name != set_name(None) or (settings is not None and settings.workers)
+    by_name = clusters_by_name(fleet)
+    for i, name in enumerate(dispatch.workers):
+        where = key_path(path, i) if listed else path
+        found = by_name.get(name)
+        if found is None:
+            known = [c.name for c in fleet.clusters if c.role == "worker"]
+            shown = ", ".join(known[:5]) + (", ..." if len(known) > 5 else "") or "none"
+            yield Issue(where, f"no cluster named {name!r} (workers: {shown})")
+        elif found[1].role == "manager":
+            yield Issue(
+                where,
+                f"{name!r} is the manager: MultiKueue never dispatches to the manager itself; "
+                "run local jobs through a ClusterQueue without the MultiKueue check",
+            )
+        elif found[1].role != "worker":
+            yield Issue(
+                where,
+                f"{name!r} has role {found[1].role!r}; a MultiKueue worker needs role 'worker'",
+            )
+    for dup in sorted(duplicates(dispatch.workers)):
+        yield Issue(path, f"{dup!r} is listed more than once")
+
+
 def check_multikueue_clusters(fleet: FleetConfig) -> Iterator[Issue]:
-    """A manager, 1..20 distinct workers (never the manager itself), rotations of known workers."""
+    """A manager; per dispatch set 1..20 distinct workers (never the manager); known rotations."""
     settings = fleet.multi_kueue
     manager = fleet.manager
     if settings is None:
         return
     if manager is None:
         yield Issue("multiKueue", "needs a cluster with role 'manager' (the dispatcher)")
-    workers = enabled_workers(fleet)
-    listed = settings.workers is not None
-    if not 1 <= len(workers) <= MAX_WORKERS:
-        yield Issue(
-            "multiKueue.workers" if listed else "multiKueue",
-            f"a MultiKueueConfig lists 1..{MAX_WORKERS} workers; this stack has {len(workers)}",
-        )
-    for i, name in enumerate(workers):
-        path = key_path("multiKueue", "workers", i) if listed else "multiKueue"
-        cluster = fleet.cluster(name)
-        if cluster is None:
-            known = ", ".join(c.name for c in fleet.clusters if c.role == "worker") or "none"
-            yield Issue(path, f"no cluster named {name!r} (workers: {known})")
-        elif cluster.role == "manager":
+    dispatching = dispatching_queues(fleet)
+    for queue in settings.cluster_queue_workers:
+        path = f"multiKueue.clusterQueueWorkers.{queue}"
+        if queue not in dispatching:
+            known = ", ".join(dispatching)
+            yield Issue(path, f"{queue!r} is not a dispatching manager ClusterQueue ({known})")
+        elif (problem := dns_label_problem(set_name(queue))) is not None:
+            # The AdmissionCheck names its MultiKueueConfig in spec.parameters.name, a DNS label.
             yield Issue(
                 path,
-                f"{name!r} is the manager: MultiKueue never dispatches to the manager itself; "
-                "run local jobs through a ClusterQueue without the MultiKueue check",
+                f"its MultiKueueConfig would be named {set_name(queue)!r}, which Kueue rejects "
+                f"(AdmissionCheck spec.parameters.name: {problem}); use a shorter ClusterQueue "
+                "name",
             )
-        elif cluster.role != "worker":
-            yield Issue(
-                path, f"{name!r} has role {cluster.role!r}; a MultiKueue worker needs role 'worker'"
-            )
-    for dup in duplicates(workers):
-        yield Issue("multiKueue.workers", f"{dup!r} is listed more than once")
+    sets = dispatch_sets(fleet)
+    if settings.workers is not None and all(d.name != set_name(None) for d in sets):
+        yield Issue(
+            "multiKueue.workers",
+            "no dispatching ClusterQueue uses this default set (each has its own in "
+            "clusterQueueWorkers): these workers get nothing dispatched from it",
+            "warning",
+        )
+    for dispatch in sets:
+        if dispatch.name == set_name(None):
+            path = "multiKueue.workers" if settings.workers is not None else "multiKueue"
+        else:
+            path = f"multiKueue.clusterQueueWorkers.{dispatch.queues[0]}"
+        yield from _set_issues(fleet, dispatch, path)
+    workers = enabled_workers(fleet)
     by_object_name: dict[str, list[str]] = {}
-    for name in dict.fromkeys(workers):
+    for name in workers:
         by_object_name.setdefault(k8s_name(name), []).append(name)
     for object_name, names in by_object_name.items():
         if len(names) > 1:
@@ -78,9 +144,10 @@ def check_multikueue_clusters(fleet: FleetConfig) -> Iterator[Issue]:
                 f"clusters {', '.join(map(repr, names))} would share the MultiKueueCluster name "
                 f"{object_name!r} (lowercase, '_' -> '-'); rename one",
             )
+    enabled = set(workers)
     for name, generation in settings.rotation.items():
         path = f"multiKueue.rotation.{name}"
-        if name not in workers:
+        if name not in enabled:
             yield Issue(
                 path, f"{name!r} is not a MultiKueue worker ({', '.join(workers) or 'none'})"
             )
@@ -124,7 +191,8 @@ def check_multikueue_queues(fleet: FleetConfig) -> Iterator[Issue]:
     settings, manager = fleet.multi_kueue, fleet.manager
     if settings is None or manager is None:
         return
-    m = fleet.clusters.index(manager)
+    by_name = clusters_by_name(fleet)
+    m = by_name[manager.name][0]
     mq = manager.queues
     dispatching = dispatching_queues(fleet)
     for i, name in enumerate(settings.cluster_queues or []):
@@ -147,26 +215,6 @@ def check_multikueue_queues(fleet: FleetConfig) -> Iterator[Issue]:
                 f"multiKueue.workerClusterQueues.{key}",
                 f"{key!r} is not a dispatching manager ClusterQueue ({', '.join(dispatching)})",
             )
-    workers_all = enabled_workers(fleet)
-    for key, members in settings.cluster_queue_workers.items():
-        path = f"multiKueue.clusterQueueWorkers.{key}"
-        if key not in dispatching:
-            yield Issue(
-                path,
-                f"{key!r} is not a dispatching manager ClusterQueue ({', '.join(dispatching)})",
-            )
-        if not 1 <= len(members) <= MAX_WORKERS:
-            yield Issue(path, f"a MultiKueueConfig lists 1..{MAX_WORKERS} workers")
-        for n, member in enumerate(members):
-            if member not in workers_all:
-                yield Issue(
-                    f"{path}[{n}]",
-                    f"{member!r} is not a MultiKueue worker ({', '.join(workers_all) or 'none'})",
-                )
-        for dup in duplicates(members):
-            yield Issue(path, f"{dup!r} is listed more than once")
-        if problem := dns_subdomain_problem(dispatch_check_name(fleet, key)):
-            yield Issue(path, f"its MultiKueueConfig and AdmissionCheck name: {problem}")
     for u, entry in enumerate(settings.allow_unmirrored):
         if fleet.cluster(entry.cluster) is None:
             yield Issue(
@@ -174,7 +222,8 @@ def check_multikueue_queues(fleet: FleetConfig) -> Iterator[Issue]:
                 f"no cluster named {entry.cluster!r}",
             )
 
-    workers = [w for n in enabled_workers(fleet) if (w := fleet.cluster(n)) is not None]
+    reach = queue_workers(fleet)
+    workers = [by_name[n][1] for n in enabled_workers(fleet) if n in by_name]
     # Manager LocalQueues: mirrored when their ClusterQueue dispatches, else manager-only.
     for j, lq in enumerate(mq.local_queues):
         path = key_path("clusters", m, "queues", "localQueues", j)
@@ -189,8 +238,7 @@ def check_multikueue_queues(fleet: FleetConfig) -> Iterator[Issue]:
             continue
         target = worker_queue_for(fleet, lq.cluster_queue)
         ns = mq.namespace(lq.namespace)
-        targets = set(dispatch_workers(fleet, lq.cluster_queue))
-        for w in (w for w in workers if w.name in targets):
+        for w in (by_name[n][1] for n in reach.get(lq.cluster_queue, ()) if n in by_name):
             wcq = w.queues.cluster_queue(target)
             if wcq is None:
                 yield Issue(
@@ -208,9 +256,11 @@ def check_multikueue_queues(fleet: FleetConfig) -> Iterator[Issue]:
                     f"{lq.namespace!r}: dispatched jobs would never be admitted there",
                 )
     # Worker LocalQueues: the mirrored ones come from the manager; others are worker-only.
+    # Every mirrored queue, whether or not it reaches this worker: declaring one on a worker
+    # is a mistake either way (stated once, on the manager).
     mirrored = {(lq.namespace, lq.name) for _, lq in mirrored_local_queues(fleet)}
     for w in workers:
-        wi = fleet.clusters.index(w)
+        wi = by_name[w.name][0]
         for j, lq in enumerate(w.queues.local_queues):
             path = key_path("clusters", wi, "queues", "localQueues", j)
             if (lq.namespace, lq.name) in mirrored:

@@ -111,8 +111,8 @@ class Fleet(pulumi.ComponentResource):
             )
             linked = self.multikueue.manager.clusters
             return {
-                f"AdmissionCheck/{check}": [linked[w] for w in workers]
-                for check, workers in dispatch_sets(cfg).items()
+                f"AdmissionCheck/{s.name}": [linked[w] for w in s.workers]
+                for s in dispatch_sets(cfg)
             }
 
         dispatching = cfg.multi_kueue is not None and manager is not None

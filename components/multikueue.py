@@ -118,16 +118,17 @@ class MultiKueueManagerArgs:
     connect_timeout: int = DEFAULT_CONNECT_TIMEOUT
     # The manager's Kueue Helm release: CRDs, webhooks and the namespace.
     depends_on: Sequence[pulumi.Resource] = field(default_factory=list[pulumi.Resource])
-    # MultiKueueConfig name -> its workers (config.resolve.dispatch_sets); default: one
-    # `multikueue` config listing every worker.
-    dispatch_sets: Mapping[str, Sequence[str]] | None = None
+    # (name, workers) per MultiKueueConfig (config.resolve.dispatch_sets); default: one,
+    # `multikueue`, listing every worker.
+    configs: Sequence[tuple[str, Sequence[str]]] | None = None
 
 
 class MultiKueueManager(pulumi.ComponentResource):
-    """Per worker a kubeconfig Secret and MultiKueueCluster; a MultiKueueConfig per dispatch set."""
+    """Per worker a kubeconfig Secret and MultiKueueCluster; per dispatch set a MultiKueueConfig."""
 
     kubeconfigs: pulumi.Output[dict[str, str]]
     admission_check_name: str
+    config: k8s.apiextensions.CustomResource
     configs: dict[str, k8s.apiextensions.CustomResource]
     clusters: dict[str, k8s.apiextensions.CustomResource]
 
@@ -157,16 +158,19 @@ class MultiKueueManager(pulumi.ComponentResource):
                 mk.multikueue_cluster(worker.name, worker.rotation, args.connect_timeout),
                 _options(self, args.provider, args.depends_on, secret),
             )
-        sets = args.dispatch_sets or {MULTIKUEUE_CONFIG: [w.name for w in args.workers]}
-        # The default set keeps its resource name, so adding a per-queue set replaces nothing.
+        configs = args.configs
+        if configs is None:
+            configs = [(MULTIKUEUE_CONFIG, [w.name for w in args.workers])]
         self.configs = {
+            # The default set keeps the resource name (so the URN) stacks already have.
             set_name: custom_resource(
                 f"{name}-config" if set_name == MULTIKUEUE_CONFIG else f"{name}-config-{set_name}",
                 mk.multikueue_config(members, set_name),
                 after_kueue,
             )
-            for set_name, members in sets.items()
+            for set_name, members in configs
         }
+        self.config = next(iter(self.configs.values()))
         # The AdmissionCheck itself is created with the manager's queues (builders.fleet): the
         # ClusterQueues that list it must depend on it, so that destroy deletes them first.
         # Otherwise Kueue's resource-in-use finalizer holds the check and destroy stalls.
@@ -233,7 +237,7 @@ class MultiKueue(pulumi.ComponentResource):
                 workers=links,
                 connect_timeout=fleet.multi_kueue.connect_timeout_seconds,
                 depends_on=[args.kueue_releases[manager.name]],
-                dispatch_sets=dispatch_sets(fleet),
+                configs=[(s.name, s.workers) for s in dispatch_sets(fleet)],
             ),
             child,
         )

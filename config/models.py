@@ -184,7 +184,8 @@ class ClusterConfig(Model):
     dns_prefix: DnsPrefix | None = None
     sku_tier: Literal["Free", "Standard", "Premium"] = "Free"
     system_pool: SystemPoolConfig = SystemPoolConfig()
-    pools: list[PoolConfig] = Field(default_factory=list[PoolConfig], max_length=99)
+    # At most 99 (AKS: 100 node pools a cluster): checks.fleet says so with Azure's source.
+    pools: list[PoolConfig] = Field(default_factory=list[PoolConfig])
     virtual_nodes: VirtualNodesConfig = VirtualNodesConfig()
     network: NetworkConfig = NetworkConfig()
     autoscaler_profile: AutoscalerProfile = AutoscalerProfile()
@@ -213,7 +214,7 @@ class FleetConfig(Model):
     kubernetes_version: KubernetesVersion = "1.33"
     tags: dict[TagName, TagValue] = Field(default_factory=dict[str, str], max_length=MAX_TAGS)
     vm_sizes: dict[str, VmSize] = Field(default_factory=dict[str, VmSize])
-    clusters: list[ClusterConfig] = Field(min_length=1, max_length=50)
+    clusters: list[ClusterConfig] = Field(min_length=1)
     karmada: KarmadaSettings | None = None
     kueue: KueueSettings = KueueSettings()
     multi_kueue: MultiKueueSettings | None = None

@@ -1,12 +1,14 @@
 """MultiKueue settings (`fleet.multiKueue`): which workers the manager dispatches to, and how.
 
-With `multiKueue` set, the manager dispatches its ClusterQueues' workloads to the workers. Queues
-are stated once, on the manager (`clusters[<manager>].queues`): the namespaces and LocalQueues of
-the dispatching ClusterQueues are mirrored to every worker, because MultiKueue copies a job to a
-worker under the same namespace and LocalQueue name. The worker ClusterQueue a mirrored LocalQueue
-points at has the manager queue's name unless `workerClusterQueues` maps it; worker ClusterQueues
-(flavors, quotas, provisioning gates) stay per worker. How the mirroring resolves:
-`config.resolve`; its rules: `checks.multikueue`.
+With `multiKueue` set, the manager dispatches its ClusterQueues' workloads to the workers: each
+dispatching ClusterQueue to its dispatch set (`clusterQueueWorkers`, else `workers`, else every
+worker).
+Queues are stated once, on the manager (`clusters[<manager>].queues`): the namespaces and
+LocalQueues of a dispatching ClusterQueue are mirrored to every worker of its set, because
+MultiKueue copies a job to a worker under the same namespace and LocalQueue name. The worker
+ClusterQueue a mirrored LocalQueue points at has the manager queue's name unless
+`workerClusterQueues` maps it; worker ClusterQueues (flavors, quotas, provisioning gates) stay per
+worker. How the mirroring resolves: `config.resolve`; its rules: `checks.multikueue`.
 """
 
 from __future__ import annotations
@@ -34,8 +36,14 @@ class UnmirroredQueue(Model):
 class MultiKueueSettings(Model):
     """Which workers the manager dispatches to, their credentials' generation, what is mirrored."""
 
-    # Default: every cluster with role worker, in config order (the Incremental dispatcher's order).
+    # The default dispatch set: every cluster with role worker, in config order (the Incremental
+    # dispatcher's order). A ClusterQueue not in `clusterQueueWorkers` dispatches to this set.
     workers: list[str] | None = Field(default=None, min_length=1)
+    # Manager ClusterQueue -> its own dispatch set (e.g. GPU work to GPU workers): its own
+    # MultiKueueConfig and AdmissionCheck (`multikueue-<queue>`), its LocalQueues mirrored only
+    # there. Kueue gives a ClusterQueue one MultiKueue check, whose MultiKueueConfig lists at most
+    # 20 clusters, so a set is 1..20 workers; more workers take more dispatching ClusterQueues.
+    cluster_queue_workers: dict[str, list[str]] = Field(default_factory=dict[str, list[str]])
     # Credential generation per worker (default 0): raise it to issue a new token (README).
     rotation: dict[str, int] = Field(default_factory=dict[str, int])
     # How long `pulumi up` waits for each MultiKueueCluster to be Active (Kueue connected to the
@@ -45,10 +53,6 @@ class MultiKueueSettings(Model):
     )
     # Manager ClusterQueues that get the MultiKueue admission check. Default: all of them.
     cluster_queues: list[str] | None = None
-    # Manager ClusterQueue -> the workers it dispatches to (default: every worker), so GPU and
-    # CPU work can go to different workers; such a queue gets its own MultiKueueConfig and
-    # AdmissionCheck (`multikueue-<queue>`), and its LocalQueues mirror only to those workers.
-    cluster_queue_workers: dict[str, list[str]] = Field(default_factory=dict[str, list[str]])
     # Manager ClusterQueue -> the workers' ClusterQueue its mirrored LocalQueues point at.
     worker_cluster_queues: dict[str, str] = Field(default_factory=dict[str, str])
     allow_unmirrored: list[UnmirroredQueue] = Field(default_factory=list[UnmirroredQueue])

@@ -5,10 +5,12 @@ Shared by checks, builders, components and preflight, so each answer is computed
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from config.karmada import ApplicationConfig
 from config.kueue import ClusterQueueConfig, KueueObjects, LocalQueueConfig
 from config.models import AccessConfig, ClusterConfig, FleetConfig, GpuSettings, PoolConfig
-from constants import MULTIKUEUE_ADMISSION_CHECK, MULTIKUEUE_CONFIG
+from constants import MULTIKUEUE_CONFIG
 from upstream.aks import VmShape, lookup_vm
 from upstream.placement import SubsetSpec
 
@@ -19,8 +21,19 @@ MEMBER_ROLES = ("worker", "standalone")
 # --- MultiKueue ----------------------------------------------------------------------------------
 
 
-def enabled_workers(fleet: FleetConfig) -> list[str]:
-    """The workers the manager dispatches to: configured, else every role=worker cluster."""
+@dataclass(frozen=True, slots=True)
+class DispatchSet:
+    """One MultiKueueConfig and its AdmissionCheck (same name): the workers some queues reach."""
+
+    name: str
+    workers: tuple[str, ...]
+    # The manager ClusterQueues that carry this set's check (Kueue allows one MultiKueue check
+    # per ClusterQueue).
+    queues: tuple[str, ...]
+
+
+def default_workers(fleet: FleetConfig) -> list[str]:
+    """The default dispatch set: `multiKueue.workers`, else every role=worker cluster."""
     settings = fleet.multi_kueue
     if settings is None:
         return []
@@ -29,13 +42,43 @@ def enabled_workers(fleet: FleetConfig) -> list[str]:
     return [c.name for c in fleet.clusters if c.role == "worker"]
 
 
+def set_name(cluster_queue: str | None) -> str:
+    """The default set keeps the name stacks already have; a queue's own set is named after it."""
+    return MULTIKUEUE_CONFIG if cluster_queue is None else f"{MULTIKUEUE_CONFIG}-{cluster_queue}"
+
+
+def dispatch_sets(fleet: FleetConfig) -> list[DispatchSet]:
+    """Each MultiKueueConfig/AdmissionCheck: the default set (if a queue uses it), then own sets."""
+    settings = fleet.multi_kueue
+    if settings is None or fleet.manager is None:
+        return []
+    queues = dispatching_queues(fleet)
+    own = [q for q in queues if q in settings.cluster_queue_workers]
+    default_users = tuple(q for q in queues if q not in settings.cluster_queue_workers)
+    out: list[DispatchSet] = []
+    if default_users or not own:
+        out.append(DispatchSet(set_name(None), tuple(default_workers(fleet)), default_users))
+    out += [DispatchSet(set_name(q), tuple(settings.cluster_queue_workers[q]), (q,)) for q in own]
+    return out
+
+
+def enabled_workers(fleet: FleetConfig) -> list[str]:
+    """The workers the manager dispatches to: every set's, in first-seen order."""
+    return list(dict.fromkeys(w for s in dispatch_sets(fleet) for w in s.workers))
+
+
+def queue_workers(fleet: FleetConfig) -> dict[str, tuple[str, ...]]:
+    """Dispatching manager ClusterQueue -> the workers it reaches."""
+    return {q: s.workers for s in dispatch_sets(fleet) for q in s.queues}
+
+
 def rotation_of(fleet: FleetConfig, worker: str) -> int:
     settings = fleet.multi_kueue
     return 0 if settings is None else settings.rotation.get(worker, 0)
 
 
 def dispatching_queues(fleet: FleetConfig) -> list[str]:
-    """Manager ClusterQueues that carry the MultiKueue check."""
+    """Manager ClusterQueues that carry a MultiKueue check."""
     settings, manager = fleet.multi_kueue, fleet.manager
     if settings is None or manager is None:
         return []
@@ -50,49 +93,23 @@ def worker_queue_for(fleet: FleetConfig, manager_queue: str) -> str:
     return mapping.get(manager_queue, manager_queue)
 
 
-def dispatch_workers(fleet: FleetConfig, manager_queue: str) -> list[str]:
-    """The workers a dispatching manager ClusterQueue sends its workloads to."""
-    settings = fleet.multi_kueue
-    if settings is None:
-        return []
-    own = settings.cluster_queue_workers.get(manager_queue)
-    return list(own) if own is not None else enabled_workers(fleet)
-
-
-def dispatch_check_name(fleet: FleetConfig, manager_queue: str) -> str:
-    """The MultiKueue AdmissionCheck (and MultiKueueConfig) name a dispatching queue carries."""
-    settings = fleet.multi_kueue
-    if settings is not None and manager_queue in settings.cluster_queue_workers:
-        return f"{MULTIKUEUE_CONFIG}-{manager_queue}"
-    return MULTIKUEUE_ADMISSION_CHECK
-
-
-def dispatch_sets(fleet: FleetConfig) -> dict[str, list[str]]:
-    """AdmissionCheck/MultiKueueConfig name -> its workers, for every dispatching queue's set.
-
-    Queues without their own workers share the default set (every worker, `multikueue`), so a
-    stack without `clusterQueueWorkers` renders as before.
-    """
-    if fleet.multi_kueue is None or fleet.manager is None:
-        return {}
-    sets: dict[str, list[str]] = {}
-    for cq in dispatching_queues(fleet):
-        sets.setdefault(dispatch_check_name(fleet, cq), dispatch_workers(fleet, cq))
-    return sets or {MULTIKUEUE_CONFIG: enabled_workers(fleet)}
-
-
 def multikueue_checks(fleet: FleetConfig) -> dict[str, dict[str, list[str]]]:
-    """`{manager: {ClusterQueue: [admission check]}}`: the MultiKueue check on dispatching queues.
+    """`{manager: {ClusterQueue: [admission check]}}`: its set's check on each dispatching queue.
 
     Never per flavor: Kueue deactivates a queue whose MultiKueue check has onFlavors
-    (MultiKueueAdmissionCheckAppliedPerFlavor).
+    (MultiKueueAdmissionCheckAppliedPerFlavor), or that has two MultiKueue checks
+    (MultipleMultiKueueAdmissionChecks).
     """
     manager = fleet.manager
     if manager is None or fleet.multi_kueue is None:
         return {}
-    return {
-        manager.name: {cq: [dispatch_check_name(fleet, cq)] for cq in dispatching_queues(fleet)}
-    }
+    check = {q: s.name for s in dispatch_sets(fleet) for q in s.queues}
+    return {manager.name: {cq: [check[cq]] for cq in dispatching_queues(fleet) if cq in check}}
+
+
+def clusters_by_name(fleet: FleetConfig) -> dict[str, tuple[int, ClusterConfig]]:
+    """Name -> (index in `clusters`, cluster): one pass, for loops over many workers."""
+    return {c.name: (i, c) for i, c in enumerate(fleet.clusters)}
 
 
 def allowed_unmirrored(fleet: FleetConfig, cluster: str, namespace: str, name: str) -> bool:
@@ -116,17 +133,25 @@ def mirrored_local_queues(fleet: FleetConfig) -> list[tuple[int, LocalQueueConfi
     ]
 
 
-def mirrored_queues(fleet: FleetConfig, worker: ClusterConfig) -> KueueObjects:
-    """A worker's queues with the manager's mirrored namespaces and LocalQueues added."""
+def _reach(fleet: FleetConfig) -> dict[str, set[str]]:
+    """Worker -> the dispatching manager ClusterQueues that reach it."""
+    out: dict[str, set[str]] = {}
+    for queue, workers in queue_workers(fleet).items():
+        for worker in workers:
+            out.setdefault(worker, set()).add(queue)
+    return out
+
+
+def mirrored_queues(
+    fleet: FleetConfig, worker: ClusterConfig, reach: dict[str, set[str]] | None = None
+) -> KueueObjects:
+    """A worker's queues plus the manager's LocalQueues (and namespaces) of queues reaching it."""
     manager = fleet.manager
-    if manager is None or worker.name not in enabled_workers(fleet):
+    queues = (reach if reach is not None else _reach(fleet)).get(worker.name)
+    if manager is None or not queues:
         return worker.queues
     own = worker.queues
-    mirrored = [
-        lq
-        for _, lq in mirrored_local_queues(fleet)
-        if worker.name in dispatch_workers(fleet, lq.cluster_queue)
-    ]
+    mirrored = [lq for _, lq in mirrored_local_queues(fleet) if lq.cluster_queue in queues]
     namespaces = list(own.namespaces)
     for ns_name in dict.fromkeys(lq.namespace for lq in mirrored):
         source = manager.queues.namespace(ns_name)
@@ -143,7 +168,10 @@ def with_mirrored_queues(fleet: FleetConfig) -> FleetConfig:
     """The fleet as deployed: every enabled worker also declares the mirrored queues."""
     if fleet.multi_kueue is None or fleet.manager is None:
         return fleet
-    clusters = [c.model_copy(update={"queues": mirrored_queues(fleet, c)}) for c in fleet.clusters]
+    reach = _reach(fleet)
+    clusters = [
+        c.model_copy(update={"queues": mirrored_queues(fleet, c, reach)}) for c in fleet.clusters
+    ]
     return fleet.model_copy(update={"clusters": clusters})
 
 

@@ -17,7 +17,7 @@ from rich.table import Table
 
 from checks.stack import load_from_file
 from config.errors import ConfigError
-from preflight.plan import build_plan
+from preflight.plan import build_plan, quota_section
 from preflight.render import write_render
 from preflight.sources import collect, extra_sections
 
@@ -119,7 +119,7 @@ def run_stack(argv: list[str], console: Console) -> int:
         return 1
     sections, more_warnings = extra_sections(fleet)
     plan = build_plan(args.stack, fleet, [*warnings, *more_warnings])
-    plan["sections"] = sections
+    plan["sections"] = [quota_section(plan["azureQuotas"]), *sections]
     if args.render:
         manifests, releases = collect(fleet)
         written = write_render(args.render, manifests, releases)

@@ -8,11 +8,15 @@ from config.errors import Issue
 from config.models import ClusterConfig, FleetConfig
 from config.resolve import custom_shapes
 from upstream.aks import (
+    CLUSTERS_PER_REGION,
     DEFAULT_MAX_PODS,
+    QUOTA_SOURCE,
+    VCPU_QUOTA_HINT,
     format_mib,
     format_millis,
     lookup_vm,
     pool_capacity,
+    vcpu_family,
 )
 
 
@@ -64,6 +68,66 @@ def _pool_rows(fleet: FleetConfig, cluster: ClusterConfig) -> list[dict[str, Any
     return rows
 
 
+def azure_quotas(fleet: FleetConfig) -> list[dict[str, Any]]:
+    """Per region, what the stack draws from Azure's per-subscription quotas: AKS clusters, and
+    vCPUs (regional total, per VM family, Spot) at minimum and at maximum node counts."""
+    shapes = custom_shapes(fleet)
+    regions: dict[str, dict[str, Any]] = {}
+    for cluster in fleet.clusters:
+        if cluster.source != "aks":
+            continue
+        region = cluster.location or fleet.location or "?"
+        entry = regions.setdefault(region, {"region": region, "aksClusters": 0, "vcpus": {}})
+        entry["aksClusters"] += 1
+        sp = cluster.system_pool
+        low = (sp.min_count or sp.count) if sp.autoscaling else sp.count
+        high = (sp.max_count or sp.count) if sp.autoscaling else sp.count
+        pools = [(sp.vm_size, low, high, False)]
+        pools += [
+            (p.vm_size, p.min_count, p.max_count, p.priority == "Spot") for p in cluster.pools
+        ]
+        for size, low, high, spot in pools:
+            shape = lookup_vm(size, shapes)
+            if shape is None:
+                continue
+            keys = (
+                ["Spot vCPUs (all families)"]
+                if spot
+                else [
+                    "Total regional vCPUs",
+                    f"{vcpu_family(size)} family vCPUs",
+                ]
+            )
+            for key in keys:
+                row = entry["vcpus"].setdefault(key, {"min": 0, "max": 0})
+                row["min"] += low * shape.vcpus
+                row["max"] += high * shape.vcpus
+    return list(regions.values())
+
+
+def quota_section(quotas: list[dict[str, Any]]) -> dict[str, Any]:
+    """`azure_quotas` as a plan table: totals to hold against the subscription's quotas."""
+    rows: list[list[Any]] = []
+    for q in quotas:
+        rows.append(
+            [
+                q["region"],
+                "AKS clusters",
+                q["aksClusters"],
+                q["aksClusters"],
+                f"{CLUSTERS_PER_REGION} per subscription and region by default ({QUOTA_SOURCE})",
+            ]
+        )
+        rows += [
+            [q["region"], key, v["min"], v["max"], VCPU_QUOTA_HINT] for key, v in q["vcpus"].items()
+        ]
+    return {
+        "title": "Azure quotas this stack draws on (at min nodes / at max nodes)",
+        "columns": ["region", "quota", "at min", "at max", "compare with"],
+        "rows": rows,
+    }
+
+
 def build_plan(stack: str, fleet: FleetConfig, warnings: list[Issue]) -> dict[str, Any]:
     """Everything preflight prints, as data; `--json` prints exactly this."""
     clusters: list[dict[str, Any]] = []
@@ -97,5 +161,6 @@ def build_plan(stack: str, fleet: FleetConfig, warnings: list[Issue]) -> dict[st
             "note": "nodes that stay up at zero load (system pools, user pools' minCount) "
             "and paid control-plane tiers",
         },
+        "azureQuotas": azure_quotas(fleet),
         "warnings": [{"path": w.path, "message": w.message} for w in warnings],
     }

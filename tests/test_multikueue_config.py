@@ -162,7 +162,8 @@ def test_at_most_20_workers() -> None:
     config["clusters"] += [worker(f"w{i}") for i in range(19)]
     found = issues_for(config)
     assert any(
-        i.startswith("multiKueue: a MultiKueueConfig lists 1..20 workers; this stack has 21")
+        i.startswith("multiKueue: ClusterQueue to-workers would dispatch to 21 workers, but Kueue")
+        and "maxItems: 20" in i
         for i in found
     ), found
 

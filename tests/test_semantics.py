@@ -118,7 +118,7 @@ def test_all_three_defects_at_once() -> None:
 
 def test_prod_dispatches_cpu_and_gpu_work_to_separate_workers() -> None:
     fleet, _ = load_from_file("prod")
-    assert dispatch_sets(fleet) == {
+    assert {s.name: list(s.workers) for s in dispatch_sets(fleet)} == {
         "multikueue-team-a": ["worker-1", "worker-2", "worker-3"],
         "multikueue-team-a-gpu": ["worker-4"],
     }
@@ -236,7 +236,10 @@ def test_gpu_gate_on_explicit_on_flavors_only_judges_those_flavors() -> None:
             {"nope": ["worker-1"]},
             "multiKueue.clusterQueueWorkers.nope: 'nope' is not a dispatching",
         ),
-        ({"team-a": ["worker-9"]}, "multiKueue.clusterQueueWorkers.team-a[0]: 'worker-9' is not a"),
+        (
+            {"team-a": ["worker-9"]},
+            "multiKueue.clusterQueueWorkers.team-a[0]: no cluster named 'worker-9'",
+        ),
         ({"team-a": []}, "multiKueue.clusterQueueWorkers.team-a: a MultiKueueConfig lists 1..20"),
         (
             {"team-a": ["worker-1", "worker-1"]},

@@ -141,6 +141,32 @@ VM_SIZES: dict[str, VmShape] = {
 }
 
 _SIZE_SYNTAX = re.compile(r"^Standard_[A-Za-z0-9_]+$")
+
+# ------------------------------------------------------------------------------------------------
+# AKS limits and default quotas, as Azure states them ("Quotas, virtual machine size restrictions,
+# and region availability in AKS", learn.microsoft.com/azure/aks/quotas-skus-regions, 2026).
+QUOTA_SOURCE: Final = "learn.microsoft.com/azure/aks/quotas-skus-regions"
+MAX_NODE_POOLS: Final = 100  # per cluster, the system pool included (a hard limit)
+CLUSTERS_PER_REGION: Final = 100  # per subscription and region: a default quota, raisable
+CLUSTERS_PER_SUBSCRIPTION: Final = 5000  # all regions
+# Regional vCPU quotas (total and per VM family) differ per subscription: `az vm list-usage`.
+VCPU_QUOTA_HINT: Final = "az vm list-usage --location <region>"
+_SIZE_PARTS = re.compile(r"^Standard_([A-Z]+)\d+([a-z]*)((?:_[A-Z][A-Za-z0-9]*)?)_(v\d+)$")
+
+
+def vcpu_family(size: str) -> str:
+    """The VM family a size draws vCPU quota from, as Azure abbreviates it ('DSv5', 'FSv2').
+
+    Read from the size name (series, feature letters, version); Azure's quota names for a few GPU
+    families differ in form, so the plan says to compare with `az vm list-usage`.
+    """
+    m = _SIZE_PARTS.match(size)
+    if m is None:
+        return size
+    series, features, accelerator, version = m.groups()
+    return f"{series}{features.upper()}{version}{accelerator}"
+
+
 EVICTION_MIB = 100
 DEFAULT_MAX_PODS = {"overlay": 250, "nodeSubnet": 30}
 

@@ -255,6 +255,9 @@ SERVICE_ACCOUNT: Final = "multikueue-sa"
 CLUSTER_ROLE: Final = "multikueue-sa-role"
 CLUSTER_ROLE_BINDING: Final = "multikueue-sa-crb"
 MAX_WORKERS: Final = 20  # MultiKueueConfig spec.clusters maxItems (since Kueue 0.16)
+# Kueue's reason for a ClusterQueue with more than one MultiKueue check: so one ClusterQueue
+# reaches at most MAX_WORKERS workers (pkg/cache/scheduler clusterqueue.go, v0.19.2).
+MULTIPLE_CHECKS_REASON: Final = "MultipleMultiKueueAdmissionChecks"
 # Kueue's reason for a ClusterQueue with both a MultiKueue and a ProvisioningRequest check.
 GATE_REASON: Final = "MultiKueueWithProvisioningRequest"
 

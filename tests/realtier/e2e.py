@@ -48,8 +48,17 @@ def _queues(cpu: str, memory: str) -> dict[str, Any]:
     }
 
 
-def e2e_raw(kubeconfigs: Mapping[str, str]) -> dict[str, Any]:
-    """The `aks-batch-fleet:fleet` value; `kubeconfigs`: cluster -> absolute kubeconfig path."""
+def kubeconfig_key(cluster: str) -> str:
+    """The secret stack config key that holds a plane's kubeconfig (`existing.kubeconfigSecret`).
+
+    Secret keys, not files: file paths must stay inside the project, and the planes' kubeconfigs
+    live in a temporary directory.
+    """
+    return f"kubeconfig-{cluster}"
+
+
+def e2e_raw() -> dict[str, Any]:
+    """The `aks-batch-fleet:fleet` value; each plane's kubeconfig is in `kubeconfig_key(name)`."""
     manager_queues = _queues("32", "96Gi")
     manager_queues["localQueues"] = [{"name": TEAM, "namespace": TEAM, "clusterQueue": TEAM}]
     clusters: list[dict[str, Any]] = [
@@ -57,7 +66,7 @@ def e2e_raw(kubeconfigs: Mapping[str, str]) -> dict[str, Any]:
             "name": "manager",
             "role": "manager",
             "source": "existing",
-            "existing": {"kubeconfigPath": kubeconfigs["manager"]},
+            "existing": {"kubeconfigSecret": kubeconfig_key("manager")},
             "queues": manager_queues,
         }
     ]
@@ -66,7 +75,7 @@ def e2e_raw(kubeconfigs: Mapping[str, str]) -> dict[str, Any]:
             "name": worker,
             "role": "worker",
             "source": "existing",
-            "existing": {"kubeconfigPath": kubeconfigs[worker]},
+            "existing": {"kubeconfigSecret": kubeconfig_key(worker)},
             # Mirrored from the manager: the namespace and LocalQueue come from MultiKueue.
             "queues": {k: v for k, v in _queues("16", "48Gi").items() if k != "namespaces"},
         }
@@ -86,6 +95,6 @@ def e2e_raw(kubeconfigs: Mapping[str, str]) -> dict[str, Any]:
 
 
 def e2e_fleet(planes: Mapping[str, ControlPlane]) -> FleetConfig:
-    raw = e2e_raw({name: str(plane.kubeconfig) for name, plane in planes.items()})
-    fleet, _ = parse_fleet(raw, source="e2e")
+    del planes  # the fleet names its planes' kubeconfigs by config key (set_fleet sets them)
+    fleet, _ = parse_fleet(e2e_raw(), source="e2e")
     return fleet

@@ -18,6 +18,7 @@ from typing import Any, Final
 
 import pytest
 
+from builders.fleet import kueue_objects
 from builders.multikueue import (
     encode,
     k8s_name,
@@ -27,9 +28,8 @@ from builders.multikueue import (
     worker_objects,
 )
 from config.models import FleetConfig
-from config.resolve import enabled_workers, multikueue_checks, rotation_of, with_mirrored_queues
+from config.resolve import enabled_workers, rotation_of
 from constants import MULTIKUEUE_ADMISSION_CHECK
-from tests.conftest import render_kueue
 from tests.realtier.e2e import TEAM, e2e_fleet
 from tests.realtier.harness import ControlPlane, Report, apply, namespace
 from tests.realtier.kueue import KUEUE_NAMESPACE, KueueManager
@@ -118,7 +118,9 @@ def wired(planes: dict[str, ControlPlane], kueues: dict[str, KueueManager]) -> W
     applied = apply(planes[manager.name], [namespace(KUEUE_NAMESPACE), *manager_objects(links)])
     assert not applied.rejected, f"[{manager.name}] {applied.stderr}"
     multikueue_applied = time.monotonic()
-    manifests = render_kueue(with_mirrored_queues(fleet), multikueue_checks(fleet))
+    # The queues as the program deploys them (builders.fleet): mirrored LocalQueues on the workers,
+    # the MultiKueue AdmissionCheck(s) on the manager before the queues that name them.
+    manifests = [m for objects in kueue_objects(fleet).values() for m in objects]
     for target in dict.fromkeys(m.target for m in manifests):
         objects = [m.obj for m in manifests if m.target == target]
         applied = apply(planes[target], objects)

@@ -32,7 +32,7 @@ from pulumi import automation as auto
 
 from constants import CONFIG_KEY, MULTIKUEUE_ADMISSION_CHECK, PROJECT
 from tests.realtier.conftest import install_crds, kueue_crd_paths
-from tests.realtier.e2e import CONNECT_TIMEOUT, TEAM, e2e_fleet, e2e_raw
+from tests.realtier.e2e import CONNECT_TIMEOUT, TEAM, e2e_fleet, e2e_raw, kubeconfig_key
 from tests.realtier.harness import (
     PLANES,
     ROOT,
@@ -148,7 +148,12 @@ def set_fleet(
     stack: auto.Stack, planes: Mapping[str, ControlPlane], rotation: Mapping[str, int] | None = None
 ) -> None:
     """The e2e fleet as the stack's config, with credential generations per worker."""
-    raw = e2e_raw({name: str(plane.kubeconfig) for name, plane in planes.items()})
+    raw = e2e_raw()
+    for name, plane in planes.items():
+        stack.set_config(
+            f"{PROJECT}:{kubeconfig_key(name)}",
+            auto.ConfigValue(value=Path(plane.kubeconfig).read_text(), secret=True),
+        )
     if rotation:
         raw["multiKueue"]["rotation"] = dict(rotation)
     # A JSON string: pulumi.Config.get_object parses it, as it does a YAML object from a file.
