@@ -207,42 +207,40 @@ def _condition(kind: str, reason: str, message: str) -> dict[str, str]:
     }
 
 
-def _chosen_elsewhere(pr: Mapping[str, Any], plane: ControlPlane, manager: ControlPlane) -> bool:
-    """The PR's Workload is a MultiKueue copy whose manager Workload has not chosen this worker.
+def _provisioned(pr: Mapping[str, Any]) -> bool:
+    conditions = (pr.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Provisioned" and c.get("status") == "True" for c in conditions)
 
-    MultiKueue keeps a copy on every worker until one reserves quota, then deletes the others;
-    answering a losing copy's request at once would let it start before it is deleted (a real
-    autoscaler takes minutes, so it never races the deletion).
-    """
+
+def _owner(pr: Mapping[str, Any]) -> tuple[str, str]:
+    """(namespace, Workload) the request is for; MultiKueue copies keep the manager's name."""
     meta = pr["metadata"]
-    owners = [o for o in meta.get("ownerReferences") or [] if o.get("kind") == "Workload"]
-    for owner in owners:
-        path = f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{meta['namespace']}/workloads/"
-        status, body = manager.get(path + str(owner["name"]))
-        if status == 200:
-            chosen = (json.loads(body).get("status") or {}).get("clusterName")
-            return chosen != plane.name
-    return False
+    owners = [str(o["name"]) for o in meta.get("ownerReferences") or [] if o["kind"] == "Workload"]
+    return str(meta["namespace"]), owners[0] if owners else str(meta["name"])
 
 
-def answer_provisioning_requests(
-    plane: ControlPlane, manager: ControlPlane | None = None
-) -> list[str]:
-    """Mark every unanswered ProvisioningRequest Accepted and Provisioned (the nodes are there);
-    with `manager`, not those of MultiKueue copies the manager has not dispatched here.
+def answer_provisioning_requests(planes: Mapping[str, ControlPlane]) -> list[str]:
+    """Answer ProvisioningRequests Accepted and Provisioned, as a check-capacity answer does when
+    the nodes exist (they all do: every pool is at maxCount).
 
-    Returns the `namespace/name` of those answered now.
+    One worker at a time per Workload: MultiKueue copies a Job to every worker and keeps the
+    first one admitted, deleting the others; answering every copy at once would let two start
+    before the losers are deleted. So a Workload's request is answered on one plane (the first
+    in the stack's order) and on no other while that answer stands.
+    Returns `cluster:namespace/name` of those answered now.
     """
-    status, body = plane.get(f"{PROVISIONING_API}/provisioningrequests")
-    if status != 200:
-        return []
+    found: list[tuple[str, dict[str, Any]]] = []
+    for name, plane in planes.items():
+        status, body = plane.get(f"{PROVISIONING_API}/provisioningrequests")
+        if status == 200:
+            found += [(name, pr) for pr in json.loads(body).get("items") or []]
+    served = {_owner(pr) for _, pr in found if _provisioned(pr)}
     answered: list[str] = []
-    for pr in json.loads(body).get("items") or []:
-        conditions = pr.get("status", {}).get("conditions") or []
-        if any(c.get("type") == "Provisioned" and c.get("status") == "True" for c in conditions):
+    for name, pr in found:
+        owner = _owner(pr)
+        if owner in served:
             continue
-        if manager is not None and manager is not plane and _chosen_elsewhere(pr, plane, manager):
-            continue
+        served.add(owner)
         meta = pr["metadata"]
         message = "twin: every node of the pool exists (maxCount)"
         patch = {
@@ -253,7 +251,7 @@ def answer_provisioning_requests(
                 ]
             }
         }
-        plane.kubectl(
+        planes[name].kubectl(
             "patch",
             "provisioningrequests.autoscaling.x-k8s.io",
             meta["name"],
@@ -263,7 +261,7 @@ def answer_provisioning_requests(
             "-p",
             json.dumps(patch),
         )
-        answered.append(f"{meta['namespace']}/{meta['name']}")
+        answered.append(f"{name}:{meta['namespace']}/{meta['name']}")
     return answered
 
 
