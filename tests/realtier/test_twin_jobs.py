@@ -116,7 +116,7 @@ def _until(
     """Poll `probe` (answering ProvisioningRequests on every plane meanwhile) until truthy."""
     deadline = time.monotonic() + timeout
     while True:
-        answer_provisioning_requests(twin.planes)
+        answer_provisioning_requests(twin.planes, twin.provisioned)
         result = probe()
         if result:
             return result

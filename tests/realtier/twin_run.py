@@ -219,14 +219,18 @@ def _owner(pr: Mapping[str, Any]) -> tuple[str, str]:
     return str(meta["namespace"]), owners[0] if owners else str(meta["name"])
 
 
-def answer_provisioning_requests(planes: Mapping[str, ControlPlane]) -> list[str]:
+def answer_provisioning_requests(
+    planes: Mapping[str, ControlPlane], served: set[tuple[str, str]]
+) -> list[str]:
     """Answer ProvisioningRequests Accepted and Provisioned, as a check-capacity answer does when
     the nodes exist (they all do: every pool is at maxCount).
 
     One worker at a time per Workload: MultiKueue copies a Job to every worker and keeps the
     first one admitted, deleting the others; answering every copy at once would let two start
     before the losers are deleted. So a Workload's request is answered on one plane (the first
-    in the stack's order) and on no other while that answer stands.
+    in the stack's order) and never on another: `served` keeps the (namespace, Workload)s answered
+    so far, across calls (a copy's request may outlive the answered one: its Workload is being
+    deleted). A request deleted while being answered is skipped.
     Returns `cluster:namespace/name` of those answered now.
     """
     found: list[tuple[str, dict[str, Any]]] = []
@@ -234,7 +238,7 @@ def answer_provisioning_requests(planes: Mapping[str, ControlPlane]) -> list[str
         status, body = plane.get(f"{PROVISIONING_API}/provisioningrequests")
         if status == 200:
             found += [(name, pr) for pr in json.loads(body).get("items") or []]
-    served = {_owner(pr) for _, pr in found if _provisioned(pr)}
+    served |= {_owner(pr) for _, pr in found if _provisioned(pr)}
     answered: list[str] = []
     for name, pr in found:
         owner = _owner(pr)
@@ -251,7 +255,7 @@ def answer_provisioning_requests(planes: Mapping[str, ControlPlane]) -> list[str
                 ]
             }
         }
-        planes[name].kubectl(
+        result = planes[name].kubectl(
             "patch",
             "provisioningrequests.autoscaling.x-k8s.io",
             meta["name"],
@@ -260,7 +264,13 @@ def answer_provisioning_requests(planes: Mapping[str, ControlPlane]) -> list[str
             "--type=merge",
             "-p",
             json.dumps(patch),
+            check=False,
         )
+        if result.returncode != 0:
+            if "NotFound" in result.stderr:
+                served.discard(owner)  # gone with its copy: another plane may answer
+                continue
+            raise StartError(f"[{name}] answering {meta['name']}: {result.stderr.strip()}")
         answered.append(f"{name}:{meta['namespace']}/{meta['name']}")
     return answered
 
@@ -340,6 +350,8 @@ class Twin:
     planes: dict[str, ControlPlane]
     nodes: dict[str, list[PoolNodes]]
     kueues: dict[str, KueueManager] = field(default_factory=dict[str, KueueManager])
+    # (namespace, Workload)s whose ProvisioningRequest the twin answered
+    provisioned: set[tuple[str, str]] = field(default_factory=set[tuple[str, str]])
     timings: dict[str, float] = field(default_factory=dict[str, float])
 
     @property
