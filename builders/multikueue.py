@@ -298,11 +298,13 @@ def manager_objects(
     workers: Sequence[tuple[str, Any, int]],
     namespace: str = KUEUE_NAMESPACE,
     connect_timeout: int = DEFAULT_CONNECT_TIMEOUT,
-    configs: Sequence[tuple[str, Sequence[str]]] | None = None,
+    *,
+    configs: Sequence[tuple[str, Sequence[str]]],
 ) -> list[dict[str, Any]]:
     """(worker, encoded kubeconfig, rotation) per worker -> the manager's objects, in order.
 
-    `configs` is (name, workers) per MultiKueueConfig; default: one, `multikueue`, of every worker.
+    `configs` is (name, workers) per MultiKueueConfig (config.resolve.dispatch_sets): required, so
+    no caller can forget a stack's own dispatch sets.
     The AdmissionChecks are not among them: each is created with the manager's queues, which
     name it (builders.fleet), so that destroy deletes those queues first.
     """
@@ -310,8 +312,6 @@ def manager_objects(
     for worker, encoded, rotation in workers:
         out.append(kubeconfig_secret(worker, encoded, rotation, namespace))
         out.append(multikueue_cluster(worker, rotation, connect_timeout))
-    if configs is None:
-        configs = [(MULTIKUEUE_CONFIG, [w for w, _, _ in workers])]
     out += [multikueue_config(members, name) for name, members in configs]
     return out
 

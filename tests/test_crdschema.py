@@ -812,7 +812,7 @@ def test_unknown_kind_or_version_is_an_error() -> None:
         "no schema for kueue.x-k8s.io/v1beta3 ClusterQueue in kueue v0.19.2",
         "ClusterQueue versions: kueue.x-k8s.io/v1beta1, kueue.x-k8s.io/v1beta2",
     )
-    obj["kind"] = "KueueObjects"
+    obj["kind"] = "ClusterQueues"
     assert_rejected(obj, "known kinds:", "kueue.x-k8s.io ClusterQueue,")
     assert_rejected({"kind": "ClusterQueue"}, "apiVersion (group/version) and kind are required")
 

@@ -357,7 +357,9 @@ def test_rotation_changes_the_multikueue_cluster_spec_not_just_its_metadata() ->
 
 
 def test_connect_timeout_is_the_wait_of_every_multikueue_cluster() -> None:
-    objs = mk.manager_objects([("w1", "x", 0), ("w2", "x", 4)], connect_timeout=45)
+    objs = mk.manager_objects(
+        [("w1", "x", 0), ("w2", "x", 4)], connect_timeout=45, configs=[("multikueue", ["w1", "w2"])]
+    )
     waits = {
         o["metadata"]["name"]: o["metadata"]["annotations"]["pulumi.com/timeoutSeconds"]
         for o in objs
@@ -368,7 +370,10 @@ def test_connect_timeout_is_the_wait_of_every_multikueue_cluster() -> None:
 
 def test_manager_objects_chain_secret_cluster_config_check() -> None:
     encoded = mk.encode("kubeconfig text")
-    objs = mk.manager_objects([("worker-1", encoded, 2), ("Worker_2", encoded, 0)])
+    objs = mk.manager_objects(
+        [("worker-1", encoded, 2), ("Worker_2", encoded, 0)],
+        configs=[("multikueue", ["worker-1", "Worker_2"])],
+    )
     assert [(o["kind"], o["metadata"]["name"]) for o in objs] == [
         ("Secret", "multikueue-worker-1-kubeconfig-2"),
         ("MultiKueueCluster", "worker-1"),
@@ -411,7 +416,8 @@ def test_multikueue_config_lists_1_to_20_workers(count: int) -> None:
 @pytest.mark.parametrize("version", KUEUE_VERSIONS)
 def test_manager_objects_pass_the_pinned_crd_schemas(version: str) -> None:
     workers = [(f"worker-{i}", mk.encode("x"), 0) for i in range(1, 21)]
-    objects = [*mk.manager_objects(workers), mk.admission_check()]
+    configs = [("multikueue", [w for w, _, _ in workers])]
+    objects = [*mk.manager_objects(workers, configs=configs), mk.admission_check()]
     custom = [o for o in objects if o["apiVersion"] == KUEUE_API]
     assert {o["kind"] for o in custom} == {
         "MultiKueueCluster",

@@ -23,8 +23,10 @@ TOOLS = (
     "pulumi-resource-kubernetes",
     "kube-apiserver",
     "kube-controller-manager",
+    "kube-scheduler",
     "etcd",
     "kueue",
+    "kwok",
 )
 
 
@@ -185,6 +187,30 @@ def test_replace_lines_map_local_replaces_to_published_versions(tmp_path: Path) 
         f"replace k8s.io/client-go => k8s.io/client-go v0.{minor}",
         "replace github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-2024",
     ]
+
+
+@pytest.mark.parametrize("tool", ["kube-apiserver", "kube-controller-manager", "kube-scheduler"])
+def test_every_kubernetes_binary_maps_staging_to_the_same_published_version(
+    tool: str, tmp_path: Path
+) -> None:
+    """kube-scheduler must come from the same k8s.io/* versions as the API server it talks to."""
+    gomod = tmp_path / "go.mod"
+    gomod.write_text("module k8s.io/kubernetes\n\nreplace k8s.io/api => ./staging/src/k8s.io/api\n")
+    result = _bash(f'replace_lines {tool} "{gomod}"; tool_version {tool}', tmp_path)
+    assert result.returncode == 0, result.stderr
+    k8s = _pins()["KUBERNETES_VERSION"]
+    minor = k8s.removeprefix("1.")
+    assert result.stdout.splitlines() == [f"replace k8s.io/api => k8s.io/api v0.{minor}", k8s]
+
+
+def test_kwok_is_built_from_its_pin_without_replaces(tmp_path: Path) -> None:
+    gomod = tmp_path / "go.mod"
+    gomod.write_text("module sigs.k8s.io/kwok\n\ngo 1.26.0\n\nrequire k8s.io/api v0.36.1\n")
+    result = _bash(f'replace_lines kwok "{gomod}"; tool_version kwok; tool_path kwok', tmp_path)
+    assert result.returncode == 0, result.stderr
+    pin = _pins()["KWOK_VERSION"]
+    assert re.fullmatch(r"\d+\.\d+\.\d+", pin)
+    assert result.stdout.splitlines() == [pin, str(tmp_path / "cache" / f"kwok-{pin}/bin/kwok")]
 
 
 def test_replace_lines_for_etcd_map_the_v2_client_and_drop_the_forbidden_markers(

@@ -392,6 +392,8 @@ class ControlPlane:
     name: str
     workdir: Path
     tools: Tools | None = None
+    # kube-controller-manager's --controllers (a twin adds the Job controller: its Jobs run)
+    controllers: tuple[str, ...] = CONTROLLERS
     timings: Timings = field(default_factory=Timings, init=False)
     _processes: list[_Process] = field(default_factory=list[_Process], init=False, repr=False)
     _pki: Pki | None = field(default=None, init=False, repr=False)
@@ -687,7 +689,7 @@ class ControlPlane:
             [
                 str(self._tools.kube_controller_manager),
                 f"--kubeconfig={self.kubeconfig}",
-                f"--controllers={','.join(CONTROLLERS)}",
+                f"--controllers={','.join(self.controllers)}",
                 f"--root-ca-file={pki.ca_cert}",
                 f"--service-account-private-key-file={signing_key or pki.sa_key}",
                 "--use-service-account-credentials=false",

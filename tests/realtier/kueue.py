@@ -111,7 +111,12 @@ def metrics_certs(openssl: Path) -> Iterator[list[Path]]:
                     path.unlink()
 
 
-def manager_configuration(webhook_port: int, health_port: int, cert_dir: Path) -> dict[str, object]:
+def manager_configuration(
+    webhook_port: int,
+    health_port: int,
+    cert_dir: Path,
+    frameworks: Sequence[str] = ("batch/job",),
+) -> dict[str, object]:
     """The Configuration file (field names as in v0.19.2's apis/config/v1beta2)."""
     return {
         "apiVersion": CONFIG_API,
@@ -124,7 +129,7 @@ def manager_configuration(webhook_port: int, health_port: int, cert_dir: Path) -
         "metrics": {"bindAddress": "0"},
         "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
         "leaderElection": {"leaderElect": False},
-        "integrations": {"frameworks": ["batch/job"]},
+        "integrations": {"frameworks": list(frameworks)},
         # MultiKueue is on by default in 0.19 (the manager's controllers watch
         # MultiKueueClusters); short GC/loss timeouts keep a broken test from lingering.
         "multiKueue": {"gcInterval": "30s", "origin": "multikueue", "workerLostTimeout": "2m"},
@@ -138,6 +143,8 @@ class KueueManager:
     plane: ControlPlane
     binary: Path
     workdir: Path
+    # integrations.frameworks of its Configuration (a twin: the stack's kueue.frameworks)
+    frameworks: tuple[str, ...] = ("batch/job",)
     started_after: float = field(default=0.0, init=False)  # seconds from start to ready
     _process: _Process | None = field(default=None, init=False, repr=False)
     _health_port: int = field(default=0, init=False, repr=False)
@@ -159,7 +166,9 @@ class KueueManager:
         self._health_port = free_port()
         config = self.workdir / "kueue-config.yaml"
         config.write_text(
-            yaml.safe_dump(manager_configuration(free_port(), self._health_port, cert_dir))
+            yaml.safe_dump(
+                manager_configuration(free_port(), self._health_port, cert_dir, self.frameworks)
+            )
         )
         log_path = self.workdir / "kueue.log"
         log = log_path.open("ab")

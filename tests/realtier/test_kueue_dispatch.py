@@ -28,7 +28,7 @@ from builders.multikueue import (
     worker_objects,
 )
 from config.models import FleetConfig
-from config.resolve import enabled_workers, rotation_of
+from config.resolve import dispatch_sets, enabled_workers, rotation_of
 from constants import MULTIKUEUE_ADMISSION_CHECK
 from tests.realtier.e2e import TEAM, e2e_fleet
 from tests.realtier.harness import ControlPlane, Report, apply, namespace
@@ -115,7 +115,11 @@ def wired(planes: dict[str, ControlPlane], kueues: dict[str, KueueManager]) -> W
         token = base64.b64decode(data["token"]).decode()
         doc = worker_kubeconfig(k8s_name(worker), plane.url, data["ca.crt"], token)
         links.append((worker, encode(doc), rotation))
-    applied = apply(planes[manager.name], [namespace(KUEUE_NAMESPACE), *manager_objects(links)])
+    configs = [(s.name, s.workers) for s in dispatch_sets(fleet)]
+    applied = apply(
+        planes[manager.name],
+        [namespace(KUEUE_NAMESPACE), *manager_objects(links, configs=configs)],
+    )
     assert not applied.rejected, f"[{manager.name}] {applied.stderr}"
     multikueue_applied = time.monotonic()
     # The queues as the program deploys them (builders.fleet): mirrored LocalQueues on the workers,

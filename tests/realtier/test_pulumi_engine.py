@@ -5,7 +5,7 @@ module proxy does not serve `pulumi-language-python`, so the in-process language
 for it), by the cached `pulumi` CLI and `pulumi-resource-kubernetes`, with a file backend and a
 fixed passphrase in a temporary directory. A real Kueue runs beside each plane, so the
 `pulumi.com/waitFor: condition=Active` annotations on MultiKueueClusters, AdmissionChecks and
-KueueObjects resolve only when Kueue really activates them.
+ClusterQueues resolve only when Kueue really activates them.
 
 Own planes (not the session's): the session's planes hold objects applied by the other tests,
 which the engine would have to adopt, and `destroy` must be judged on clusters only it touched.

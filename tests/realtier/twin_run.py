@@ -1,0 +1,475 @@
+"""A stack's loopback twin, running: its planes, simulated nodes, the real scheduler and Kueue.
+
+Per cluster of the stack (the mapping is tests/realtier/twin.py): a loopback plane (etcd,
+kube-apiserver, kube-controller-manager with the Job controller), the real `kube-scheduler` of the
+same Kubernetes version, `kwok` managing the twin's nodes (registered here with their AKS labels,
+taints and allocatable; kwok's Stages make them Ready, run pods bound to them and complete the pods
+of Jobs), the pinned Kueue CRDs plus the ProvisioningRequest CRD, and a real Kueue manager with the
+stack's frameworks. Then the stack's Kueue/MultiKueue objects, as the program renders them, with
+real worker tokens in the manager's kubeconfig Secrets.
+
+The cluster autoscaler is the one part not run: every pool already has its `maxCount` nodes, and
+`answer_provisioning_requests` answers each ProvisioningRequest Kueue creates `Provisioned=True`
+(what a check-capacity answer says when the nodes are there).
+
+Everything is started from the main thread (children die with pytest) and always stopped by
+process group, as the rest of the tier does.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from builders.fleet import kueue_objects
+from builders.multikueue import (
+    encode,
+    k8s_name,
+    manager_objects,
+    token_secret_name,
+    worker_kubeconfig,
+    worker_objects,
+)
+from config.models import FleetConfig
+from config.resolve import dispatch_sets, enabled_workers, rotation_of
+from tests.realtier.harness import (
+    CONTROLLERS,
+    ControlPlane,
+    StartError,
+    Tools,
+    _built,
+    _die_with_parent,
+    apply,
+    await_each,
+    build_command,
+    cache_paths,
+    free_port,
+    namespace,
+    start_all,
+    stop_all,
+)
+from tests.realtier.kueue import (
+    KUEUE_NAMESPACE,
+    KueueManager,
+    metrics_certs,
+    start_kueues,
+    stop_kueues,
+)
+from tests.realtier.twin import KWOK_ANNOTATION, PoolNodes, fleet_nodes, load_stack, twin_fleet
+
+# The tools a twin needs beyond a plane's and Kueue's (names as the build script lists them).
+SIMULATION_TOOLS: Final = ("kube-scheduler", "kwok")
+# A twin's Jobs run: the Job controller creates their pods (garbage collection, already on,
+# removes them with their Job); the node lifecycle controller lifts the not-ready taint the API
+# server puts on every new Node (TaintNodesByCondition) once kwok reports it Ready.
+TWIN_CONTROLLERS: Final = (*CONTROLLERS, "job-controller", "node-lifecycle-controller")
+# Bounded waits, measured on 2 shared cores; margins for a busier machine.
+NODES_READY_TIMEOUT: Final = 120.0
+TOKEN_TIMEOUT: Final = 60.0
+PROVISIONING_CRD: Final = "autoscaling.x-k8s.io_provisioningrequests.yaml"
+PROVISIONING_API: Final = "/apis/autoscaling.x-k8s.io/v1"
+_APIS_MODULE: Final = "k8s.io/autoscaler/cluster-autoscaler/apis"
+
+
+@dataclass(frozen=True, slots=True)
+class SimulationTools:
+    kube_scheduler: Path
+    kwok: Path
+    kwok_stages: tuple[Path, ...]  # the Stages the build copied next to kwok
+    provisioning_crd: Path  # the ProvisioningRequest CRD of the version Kueue is built with
+
+
+def _provisioning_crd(kueue: Path) -> Path | None:
+    """The ProvisioningRequest CRD from the Go module cache of the tool builds: the
+    cluster-autoscaler `apis` module at the version the pinned Kueue's go.mod requires."""
+    version = kueue.parent.parent.name.removeprefix("kueue-")
+    root = kueue.parents[2]
+    gomod = root / "_go" / "mod" / "cache" / "download" / "sigs.k8s.io" / "kueue" / "@v"
+    try:
+        text = (gomod / f"v{version}.mod").read_text()
+    except OSError:
+        return None
+    found = re.search(rf"^\s*{re.escape(_APIS_MODULE)} (v\S+)", text, flags=re.MULTILINE)
+    if found is None:
+        return None
+    crd = root / "_go" / "mod" / f"{_APIS_MODULE}@{found.group(1)}" / "config" / "crd"
+    path = crd / PROVISIONING_CRD
+    return path if path.is_file() else None
+
+
+def find_simulation_tools() -> tuple[SimulationTools | None, list[str]]:
+    """kube-scheduler, kwok (with its Stages) and the ProvisioningRequest CRD, or what's missing."""
+    paths = cache_paths()
+    missing: list[str] = []
+    absent = [n for n in SIMULATION_TOOLS if n not in paths or not _built(n, paths[n])]
+    missing += [f"{n}: not built ({paths.get(n)})" for n in absent]
+    stages: tuple[Path, ...] = ()
+    if "kwok" not in absent:
+        stages = tuple(sorted((paths["kwok"].parent.parent / "stages").glob("*.yaml")))
+        if not stages:
+            missing.append(f"kwok: no Stages beside {paths['kwok']} (rebuild it)")
+            absent.append("kwok")
+    if absent:
+        missing.append(f"build with: {build_command(dict.fromkeys(absent))}")
+    crd = _provisioning_crd(paths["kueue"]) if "kueue" in paths else None
+    if crd is None:
+        missing.append(
+            f"{PROVISIONING_CRD}: not in the Go module cache of the tool builds "
+            f"({build_command(['kueue'])} downloads it)"
+        )
+    if missing or crd is None:
+        return None, missing
+    return SimulationTools(paths["kube-scheduler"], paths["kwok"], stages, crd), []
+
+
+# ---- processes beside a plane ------------------------------------------------------------------
+
+
+def launch_simulation(plane: ControlPlane, sim: SimulationTools) -> None:
+    """The real kube-scheduler and kwok, as processes of the plane (stopped with it)."""
+    plane._spawn(
+        "kube-scheduler",
+        [
+            str(sim.kube_scheduler),
+            f"--kubeconfig={plane.kubeconfig}",
+            "--leader-elect=false",
+            # No HTTPS endpoint: nothing scrapes it, and 10259 would clash between planes.
+            "--secure-port=0",
+        ],
+    )
+    plane._spawn(
+        "kwok",
+        [
+            str(sim.kwok),
+            f"--kubeconfig={plane.kubeconfig}",
+            *(f"--config={stage}" for stage in sim.kwok_stages),
+            f"--manage-nodes-with-annotation-selector={'='.join(KWOK_ANNOTATION)}",
+            # health endpoint only, on loopback; the node IP is a status field, never dialled
+            f"--server-address=127.0.0.1:{free_port()}",
+            "--node-ip=127.0.0.1",
+        ],
+    )
+
+
+def register_nodes(plane: ControlPlane, groups: Sequence[PoolNodes]) -> int:
+    """Create the twin's nodes (status included: a Node's create keeps it). Returns the count."""
+    nodes = [node for group in groups for node in group.nodes]
+    plane.kubectl("create", "-f", "-", stdin=yaml.safe_dump_all(nodes, sort_keys=False))
+    return len(nodes)
+
+
+def _ready_nodes(plane: ControlPlane) -> set[str]:
+    status, body = plane.get("/api/v1/nodes")
+    if status != 200:
+        return set()
+    ready: set[str] = set()
+    for node in json.loads(body).get("items") or []:
+        conditions = node.get("status", {}).get("conditions") or []
+        if any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
+            ready.add(str(node["metadata"]["name"]))
+    return ready
+
+
+def await_nodes_ready(planes: Sequence[ControlPlane], expected: Mapping[str, set[str]]) -> None:
+    """Every twin node Ready (kwok's node-initialize Stage ran), on every plane."""
+
+    def ready(plane: ControlPlane) -> bool:
+        plane._check_alive()
+        return expected[plane.name] <= _ready_nodes(plane)
+
+    await_each(planes, "twin nodes Ready", ready, ControlPlane._logs, NODES_READY_TIMEOUT)
+
+
+# ---- the autoscaler's answer ------------------------------------------------------------------
+
+
+def _condition(kind: str, reason: str, message: str) -> dict[str, str]:
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return {
+        "type": kind,
+        "status": "True",
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": now,
+    }
+
+
+def _provisioned(pr: Mapping[str, Any]) -> bool:
+    conditions = (pr.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Provisioned" and c.get("status") == "True" for c in conditions)
+
+
+def _owner(pr: Mapping[str, Any]) -> tuple[str, str]:
+    """(namespace, Workload) the request is for; MultiKueue copies keep the manager's name."""
+    meta = pr["metadata"]
+    owners = [str(o["name"]) for o in meta.get("ownerReferences") or [] if o["kind"] == "Workload"]
+    return str(meta["namespace"]), owners[0] if owners else str(meta["name"])
+
+
+def answer_provisioning_requests(
+    planes: Mapping[str, ControlPlane], served: set[tuple[str, str]]
+) -> list[str]:
+    """Answer ProvisioningRequests Accepted and Provisioned, as a check-capacity answer does when
+    the nodes exist (they all do: every pool is at maxCount).
+
+    One worker at a time per Workload: MultiKueue copies a Job to every worker and keeps the
+    first one admitted, deleting the others; answering every copy at once would let two start
+    before the losers are deleted. So a Workload's request is answered on one plane (the first
+    in the stack's order) and never on another: `served` keeps the (namespace, Workload)s answered
+    so far, across calls (a copy's request may outlive the answered one: its Workload is being
+    deleted). A request deleted while being answered is skipped.
+    Returns `cluster:namespace/name` of those answered now.
+    """
+    found: list[tuple[str, dict[str, Any]]] = []
+    for name, plane in planes.items():
+        status, body = plane.get(f"{PROVISIONING_API}/provisioningrequests")
+        if status == 200:
+            found += [(name, pr) for pr in json.loads(body).get("items") or []]
+    served |= {_owner(pr) for _, pr in found if _provisioned(pr)}
+    answered: list[str] = []
+    for name, pr in found:
+        owner = _owner(pr)
+        if owner in served:
+            continue
+        served.add(owner)
+        meta = pr["metadata"]
+        message = "twin: every node of the pool exists (maxCount)"
+        patch = {
+            "status": {
+                "conditions": [
+                    _condition("Accepted", "Accepted", message),
+                    _condition("Provisioned", "Provisioned", message),
+                ]
+            }
+        }
+        result = planes[name].kubectl(
+            "patch",
+            "provisioningrequests.autoscaling.x-k8s.io",
+            meta["name"],
+            f"--namespace={meta['namespace']}",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            json.dumps(patch),
+            check=False,
+        )
+        if result.returncode != 0:
+            if "NotFound" in result.stderr:
+                served.discard(owner)  # gone with its copy: another plane may answer
+                continue
+            raise StartError(f"[{name}] answering {meta['name']}: {result.stderr.strip()}")
+        answered.append(f"{name}:{meta['namespace']}/{meta['name']}")
+    return answered
+
+
+# ---- what happened to Jobs --------------------------------------------------------------------
+
+
+class JobWatch:
+    """`kubectl get jobs --watch` on one plane, in the background: every state a Job was seen in.
+
+    A MultiKueue copy is deleted from its worker moments after it completes, faster than a poll
+    may look; a watch sees every update.
+    """
+
+    _FORMAT: Final = (
+        'jsonpath={.metadata.namespace}/{.metadata.name}{" "}{.status.succeeded}{" "}'
+        '{.status.conditions[?(@.type=="Complete")].status}{"\\n"}'
+    )
+
+    def __init__(self, plane: ControlPlane) -> None:
+        kubectl = plane.tools.kubectl if plane.tools is not None else "kubectl"
+        self.plane = plane
+        self.lines: list[str] = []
+        self._popen = subprocess.Popen(
+            [
+                str(kubectl),
+                f"--kubeconfig={plane.kubeconfig}",
+                f"--cache-dir={plane.workdir / 'kubectl-cache-watch'}",
+                "get",
+                "jobs",
+                "--all-namespaces",
+                "--watch",
+                "-o",
+                self._FORMAT,
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+            preexec_fn=_die_with_parent(),  # noqa: PLW1509 - one prctl call, libc preloaded
+        )
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        stdout = self._popen.stdout
+        if stdout is None:
+            return
+        for line in stdout:
+            self.lines.append(line.strip())
+
+    def completed(self, namespace: str, name: str) -> bool:
+        """The Job was seen with condition Complete=True."""
+        return any(
+            line.split()[0] == f"{namespace}/{name}" and line.split()[-1] == "True"
+            for line in list(self.lines)
+            if line
+        )
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self._popen.pid, signal.SIGKILL)
+        self._popen.wait(timeout=10)
+        self._thread.join(timeout=10)
+
+
+# ---- the whole twin ---------------------------------------------------------------------------
+
+
+@dataclass
+class Twin:
+    """One stack's twin, started."""
+
+    stack: str
+    fleet: FleetConfig  # the twin's fleet (existing clusters, manifests-only Kueue)
+    planes: dict[str, ControlPlane]
+    nodes: dict[str, list[PoolNodes]]
+    kueues: dict[str, KueueManager] = field(default_factory=dict[str, KueueManager])
+    # (namespace, Workload)s whose ProvisioningRequest the twin answered
+    provisioned: set[tuple[str, str]] = field(default_factory=set[tuple[str, str]])
+    timings: dict[str, float] = field(default_factory=dict[str, float])
+
+    @property
+    def node_count(self) -> int:
+        return sum(len(g.nodes) for groups in self.nodes.values() for g in groups)
+
+    def node(self, cluster: str, name: str) -> dict[str, Any] | None:
+        return next(
+            (n for g in self.nodes[cluster] for n in g.nodes if n["metadata"]["name"] == name),
+            None,
+        )
+
+    def pool_of(self, cluster: str, node: str) -> str | None:
+        return next(
+            (g.pool for g in self.nodes[cluster] for n in g.nodes if n["metadata"]["name"] == node),
+            None,
+        )
+
+
+def _wait_for_token(plane: ControlPlane, secret: str) -> dict[str, str]:
+    path = f"/api/v1/namespaces/{KUEUE_NAMESPACE}/secrets/{secret}"
+    deadline = time.monotonic() + TOKEN_TIMEOUT
+    while True:
+        status, body = plane.get(path)
+        if status == 200:
+            data: dict[str, str] = json.loads(body).get("data") or {}
+            if data.get("token") and data.get("ca.crt"):
+                return data
+        if time.monotonic() > deadline:
+            raise StartError(f"[{plane.name}] token controller did not fill {secret}")
+        time.sleep(0.25)
+
+
+def _apply_all(plane: ControlPlane, objects: Sequence[Mapping[str, Any]]) -> None:
+    applied = apply(plane, objects)
+    if applied.rejected:
+        raise StartError(f"[{plane.name}] rejected {applied.rejected}: {applied.stderr}")
+
+
+def wire_kueue(twin: Twin) -> None:
+    """The stack's Kueue and MultiKueue objects, as the program renders them, on the twin."""
+    fleet = twin.fleet
+    manager = fleet.manager
+    links: list[tuple[str, Any, int]] = []
+    for worker in enabled_workers(fleet):
+        plane = twin.planes[worker]
+        rotation = rotation_of(fleet, worker)
+        _apply_all(plane, worker_objects(fleet.kueue.version, fleet.kueue.frameworks, rotation))
+        data = _wait_for_token(plane, token_secret_name(rotation))
+        token = base64.b64decode(data["token"]).decode()
+        doc = worker_kubeconfig(k8s_name(worker), plane.url, data["ca.crt"], token)
+        links.append((worker, encode(doc), rotation))
+    if manager is not None and links:
+        # One MultiKueueConfig per dispatch set, as the program makes them (config.resolve).
+        configs = [(s.name, s.workers) for s in dispatch_sets(fleet)]
+        _apply_all(twin.planes[manager.name], manager_objects(links, configs=configs))
+    manifests = [m for objects in kueue_objects(fleet).values() for m in objects]
+    for target in dict.fromkeys(m.target for m in manifests):
+        _apply_all(twin.planes[target], [m.obj for m in manifests if m.target == target])
+
+
+@contextlib.contextmanager
+def running_twin(
+    stack: str,
+    tools: Tools,
+    sim: SimulationTools,
+    *,
+    kueue_binary: Path,
+    kueue_crds: Sequence[Path],
+    workdir: Path,
+) -> Iterator[Twin]:
+    """Start the stack's twin (planes, nodes, scheduler, kwok, Kueue, objects); always stop it."""
+    from tests.realtier.conftest import install_crds  # noqa: PLC0415 - the tier's one CRD path
+
+    t0 = time.monotonic()
+    stack_fleet = load_stack(stack)
+    planes = {
+        c.name: ControlPlane(c.name, workdir / c.name, tools, controllers=TWIN_CONTROLLERS)
+        for c in stack_fleet.clusters
+    }
+    kueues: dict[str, KueueManager] = {}
+    with metrics_certs(tools.openssl):
+        try:
+            start_all(planes.values())
+            fleet = twin_fleet(stack_fleet, {n: p.kubeconfig for n, p in planes.items()})
+            twin = Twin(stack, fleet, planes, fleet_nodes(fleet), kueues)
+            twin.timings["planes"] = time.monotonic() - t0
+            for plane in planes.values():
+                install_crds(plane, [*kueue_crds, sim.provisioning_crd])
+                _apply_all(plane, [namespace(KUEUE_NAMESPACE)])
+                launch_simulation(plane, sim)
+                register_nodes(plane, twin.nodes[plane.name])
+            await_nodes_ready(
+                list(planes.values()),
+                {
+                    name: {n["metadata"]["name"] for g in groups for n in g.nodes}
+                    for name, groups in twin.nodes.items()
+                },
+            )
+            twin.timings["nodes"] = time.monotonic() - t0
+            kueues.update(
+                {
+                    name: KueueManager(
+                        plane,
+                        kueue_binary,
+                        workdir / "kueue" / name,
+                        frameworks=tuple(fleet.kueue.frameworks),
+                    )
+                    for name, plane in planes.items()
+                }
+            )
+            start_kueues(list(kueues.values()), tools.openssl)
+            twin.timings["kueue"] = time.monotonic() - t0
+            wire_kueue(twin)
+            twin.timings["wired"] = time.monotonic() - t0
+            yield twin
+        finally:
+            try:
+                stop_kueues(list(kueues.values()))
+            finally:
+                stop_all(planes.values())
