@@ -211,7 +211,7 @@ def _die_with_parent() -> Callable[[], None]:
 
     libc is loaded here, in the parent, so the child only makes one system call before exec.
     Linux ties this to the *thread* that forked: start planes from the main thread, never from a
-    pool worker, or they die when that worker exits.
+    pool worker, or they die when that worker exits. Used only where setpriv is missing (below).
     """
     libc = ctypes.CDLL(None, use_errno=True)
 
@@ -219,6 +219,22 @@ def _die_with_parent() -> Callable[[], None]:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
     return preexec
+
+
+_SETPRIV = shutil.which("setpriv")
+
+
+def spawn_args(argv: Sequence[str]) -> tuple[list[str], Callable[[], None] | None]:
+    """(argv, preexec_fn) for a child that dies with pytest.
+
+    With util-linux's setpriv the death signal is set by the child's first exec, and no Python
+    runs between fork and exec. That matters: once the Pulumi SDK's gRPC is loaded in this
+    process, its fork handlers abort a forked child that runs Python (a preexec_fn) with
+    "epoll_wait error: Bad file descriptor" (seen as a kube-apiserver "exit -6").
+    """
+    if _SETPRIV is not None:
+        return [_SETPRIV, "--pdeathsig", "KILL", "--", *argv], None
+    return list(argv), _die_with_parent()
 
 
 @dataclass
@@ -564,8 +580,9 @@ class ControlPlane:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         log = log_path.open("ab")
         env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+        args, preexec = spawn_args(argv)
         popen = subprocess.Popen(
-            argv,
+            args,
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -573,7 +590,7 @@ class ControlPlane:
             env=env,
             # Own process group: stop() signals the group, so helpers a binary forks die too.
             start_new_session=True,
-            preexec_fn=_die_with_parent(),  # noqa: PLW1509 - one prctl call, libc preloaded
+            preexec_fn=preexec,  # noqa: PLW1509 - only without setpriv; one prctl call
         )
         process = _Process(name, popen, log_path, log)
         self._processes.append(process)

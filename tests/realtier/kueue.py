@@ -27,12 +27,12 @@ import yaml
 from tests.realtier.harness import (
     ControlPlane,
     StartError,
-    _die_with_parent,
     _Process,
     _terminate,
     await_each,
     cache_paths,
     free_port,
+    spawn_args,
     stop_each,
 )
 
@@ -173,21 +173,24 @@ class KueueManager:
         log_path = self.workdir / "kueue.log"
         log = log_path.open("ab")
         self._started_at = time.monotonic()
-        popen = subprocess.Popen(
+        args, preexec = spawn_args(
             [
                 str(self.binary),
                 f"--config={config}",
                 f"--kubeconfig={self.plane.kubeconfig}",
                 # The visibility API server wants an APIService and in-cluster serving.
                 "--feature-gates=VisibilityOnDemand=false",
-            ],
+            ]
+        )
+        popen = subprocess.Popen(
+            args,
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=self.workdir,
             env={"PATH": "/usr/bin:/bin", "HOME": str(self.workdir)},
             start_new_session=True,  # own group: stop() signals it by id
-            preexec_fn=_die_with_parent(),  # noqa: PLW1509 - one prctl call, libc preloaded
+            preexec_fn=preexec,  # noqa: PLW1509 - only without setpriv; one prctl call
         )
         self._process = _Process(f"kueue-{self.name}", popen, log_path, log)
 

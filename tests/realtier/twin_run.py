@@ -51,13 +51,13 @@ from tests.realtier.harness import (
     StartError,
     Tools,
     _built,
-    _die_with_parent,
     apply,
     await_each,
     build_command,
     cache_paths,
     free_port,
     namespace,
+    spawn_args,
     start_all,
     stop_all,
 )
@@ -294,7 +294,7 @@ class JobWatch:
         kubectl = plane.tools.kubectl if plane.tools is not None else "kubectl"
         self.plane = plane
         self.lines: list[str] = []
-        self._popen = subprocess.Popen(
+        args, preexec = spawn_args(
             [
                 str(kubectl),
                 f"--kubeconfig={plane.kubeconfig}",
@@ -305,13 +305,16 @@ class JobWatch:
                 "--watch",
                 "-o",
                 self._FORMAT,
-            ],
+            ]
+        )
+        self._popen = subprocess.Popen(
+            args,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
             start_new_session=True,
-            preexec_fn=_die_with_parent(),  # noqa: PLW1509 - one prctl call, libc preloaded
+            preexec_fn=preexec,  # noqa: PLW1509 - only without setpriv; one prctl call
         )
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
