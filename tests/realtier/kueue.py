@@ -13,6 +13,7 @@ dies (PR_SET_PDEATHSIG, so start them from the main thread), stopped by group id
 from __future__ import annotations
 
 import contextlib
+import json
 import subprocess
 import time
 import urllib.error
@@ -35,10 +36,10 @@ from tests.realtier.harness import (
     spawn_args,
     stop_each,
 )
+from upstream.kueue import KUEUE_NAMESPACE
 
 # Measured: ready ~1 s after start on an idle machine, a few s with three planes beside it.
 KUEUE_TIMEOUT: Final = 60.0
-KUEUE_NAMESPACE: Final = "kueue-system"
 CONFIG_API: Final = "config.kueue.x-k8s.io/v1beta2"
 # With internalCertManagement off, v0.19.2's main() watches this fixed path for the metrics
 # server's certificate and exits when the files are missing, even with metrics disabled.
@@ -239,3 +240,21 @@ def start_kueues(managers: Sequence[KueueManager], openssl: Path) -> None:
 def stop_kueues(managers: Sequence[KueueManager]) -> None:
     """Stop every manager, even when stopping one of them fails."""
     stop_each(managers, "kueue")
+
+
+def wait_for_token(plane: ControlPlane, secret: str, timeout: float = 60.0) -> dict[str, str]:
+    """The data of a service-account token Secret in kueue-system, once the token controller
+    has filled `token` and `ca.crt`."""
+    path = f"/api/v1/namespaces/{KUEUE_NAMESPACE}/secrets/{secret}"
+    deadline = time.monotonic() + timeout
+    while True:
+        status, body = plane.get(path)
+        if status == 200:
+            data: dict[str, str] = json.loads(body).get("data") or {}
+            if data.get("token") and data.get("ca.crt"):
+                return data
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"[{plane.name}] the token controller did not fill {secret} in {timeout:.0f}s"
+            )
+        time.sleep(0.25)

@@ -40,6 +40,7 @@ from tests.realtier.harness import (
     namespace,
     object_ref,
 )
+from tests.realtier.kueue import wait_for_token
 from upstream.kueue import KUEUE_NAMESPACE, SERVICE_ACCOUNT, worker_rules
 
 pytestmark = pytest.mark.real
@@ -173,20 +174,6 @@ class Credential:
     kubeconfig: Path
 
 
-def _wait_for_token(plane: ControlPlane, secret: str) -> dict[str, str]:
-    path = f"/api/v1/namespaces/{KUEUE_NAMESPACE}/secrets/{secret}"
-    deadline = time.monotonic() + TOKEN_TIMEOUT
-    while True:
-        status, body = plane.get(path)
-        if status == 200:
-            data: dict[str, str] = json.loads(body).get("data") or {}
-            if data.get("token") and data.get("ca.crt"):
-                return data
-        if time.monotonic() > deadline:
-            raise AssertionError(f"token controller did not fill {secret} in {TOKEN_TIMEOUT:.0f}s")
-        time.sleep(0.25)
-
-
 def issue_credential(
     plane: ControlPlane, fleet: FleetConfig, rotation: int, directory: Path
 ) -> Credential:
@@ -197,7 +184,7 @@ def issue_credential(
     applied = apply(plane, objects)
     assert not applied.rejected, applied.stderr
     secret = token_secret_name(rotation)
-    data = _wait_for_token(plane, secret)
+    data = wait_for_token(plane, secret, TOKEN_TIMEOUT)
     token = base64.b64decode(data["token"]).decode()
     path = directory / f"{WORKER}-rotation-{rotation}.kubeconfig"
     path.write_text(worker_kubeconfig(k8s_name(WORKER), plane.url, data["ca.crt"], token))

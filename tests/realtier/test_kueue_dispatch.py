@@ -32,8 +32,7 @@ from config.resolve import dispatch_sets, enabled_workers, rotation_of
 from constants import MULTIKUEUE_ADMISSION_CHECK
 from tests.realtier.e2e import TEAM, e2e_fleet
 from tests.realtier.harness import ControlPlane, Report, apply, namespace
-from tests.realtier.kueue import KUEUE_NAMESPACE, KueueManager
-from tests.realtier.test_api_servers import _wait_for_token
+from tests.realtier.kueue import KUEUE_NAMESPACE, KueueManager, wait_for_token
 
 pytestmark = pytest.mark.real
 
@@ -111,7 +110,7 @@ def wired(planes: dict[str, ControlPlane], kueues: dict[str, KueueManager]) -> W
             plane, [namespace(KUEUE_NAMESPACE), *worker_objects(version, frameworks, rotation)]
         )
         assert not applied.rejected, f"[{worker}] {applied.stderr}"
-        data = _wait_for_token(plane, token_secret_name(rotation))
+        data = wait_for_token(plane, token_secret_name(rotation))
         token = base64.b64decode(data["token"]).decode()
         doc = worker_kubeconfig(k8s_name(worker), plane.url, data["ca.crt"], token)
         links.append((worker, encode(doc), rotation))

@@ -67,6 +67,7 @@ from tests.realtier.kueue import (
     metrics_certs,
     start_kueues,
     stop_kueues,
+    wait_for_token,
 )
 from tests.realtier.twin import KWOK_ANNOTATION, PoolNodes, fleet_nodes, load_stack, twin_fleet
 
@@ -374,20 +375,6 @@ class Twin:
         )
 
 
-def _wait_for_token(plane: ControlPlane, secret: str) -> dict[str, str]:
-    path = f"/api/v1/namespaces/{KUEUE_NAMESPACE}/secrets/{secret}"
-    deadline = time.monotonic() + TOKEN_TIMEOUT
-    while True:
-        status, body = plane.get(path)
-        if status == 200:
-            data: dict[str, str] = json.loads(body).get("data") or {}
-            if data.get("token") and data.get("ca.crt"):
-                return data
-        if time.monotonic() > deadline:
-            raise StartError(f"[{plane.name}] token controller did not fill {secret}")
-        time.sleep(0.25)
-
-
 def _apply_all(plane: ControlPlane, objects: Sequence[Mapping[str, Any]]) -> None:
     applied = apply(plane, objects)
     if applied.rejected:
@@ -403,7 +390,7 @@ def wire_kueue(twin: Twin) -> None:
         plane = twin.planes[worker]
         rotation = rotation_of(fleet, worker)
         _apply_all(plane, worker_objects(fleet.kueue.version, fleet.kueue.frameworks, rotation))
-        data = _wait_for_token(plane, token_secret_name(rotation))
+        data = wait_for_token(plane, token_secret_name(rotation), TOKEN_TIMEOUT)
         token = base64.b64decode(data["token"]).decode()
         doc = worker_kubeconfig(k8s_name(worker), plane.url, data["ca.crt"], token)
         links.append((worker, encode(doc), rotation))
