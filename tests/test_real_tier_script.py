@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from upstream.karmada import DEFAULT_KRUISE_CHART_VERSION, kruise_app_version
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "build-real-tier-tools"
 TOOLS = (
@@ -27,6 +29,7 @@ TOOLS = (
     "etcd",
     "kueue",
     "kwok",
+    "kruise",
 )
 
 
@@ -157,6 +160,44 @@ def test_kueue_pin_is_the_projects_default_kueue_version() -> None:
         assert pins["KUEUE_VERSION"] in builder.read_text()
     else:
         pytest.skip("no default Kueue version in the project yet (config/ or builders/kueue.py)")
+
+
+def test_kruise_pin_is_the_deployed_release_plus_its_patch() -> None:
+    """The real tier builds kruise-manager v1.9.1 while members get chart 1.9.0: 1.9.1 is the
+    1.9.0 release tag plus one fix (the proxy's "v1.9.0" is a master commit). Same minor, never
+    older than the image the chart deploys; the two must move together."""
+    built = _semver(_pins()["KRUISE_VERSION"])
+    deployed = _semver(kruise_app_version(DEFAULT_KRUISE_CHART_VERSION).removeprefix("v"))
+    assert built[:2] == deployed[:2]
+    assert built >= deployed
+
+
+def test_kruise_is_built_from_its_module_root_with_upstreams_replaces(tmp_path: Path) -> None:
+    """Kruise's go.mod replaces (none local) are copied verbatim; its main package is the root."""
+    gomod = tmp_path / "go.mod"
+    gomod.write_text(
+        "module github.com/openkruise/kruise\n\ngo 1.23.0\n\n"
+        "replace (\n"
+        "\tgolang.org/x/sys => golang.org/x/sys v0.19.0\n"
+        "\tk8s.io/api => k8s.io/api v0.32.10\n"
+        ")\n"
+    )
+    result = _bash(
+        f'replace_lines kruise "{gomod}"; tool_version kruise; tool_path kruise; type build_kruise',
+        tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    pin = _pins()["KRUISE_VERSION"]
+    lines = result.stdout.splitlines()
+    assert lines[:4] == [
+        "replace golang.org/x/sys => golang.org/x/sys v0.19.0",
+        "replace k8s.io/api => k8s.io/api v0.32.10",
+        pin,
+        str(tmp_path / "cache" / f"kruise-{pin}/bin/kruise-manager"),
+    ]
+    assert 'github.com/openkruise/kruise "v$KRUISE_VERSION" github.com/openkruise/kruise ' in (
+        result.stdout
+    )
 
 
 def test_each_version_is_written_once() -> None:
