@@ -27,8 +27,12 @@ APP_LABEL: Final = "app.kubernetes.io/name"
 # update that changes them for an existing subset (uniteddeployment_validation.go: "may not be
 # changed in an update"); the Karmada API server has no such webhook and accepts it, so every
 # member would refuse the Work while `pulumi up` reports success. Changing them replaces the
-# UnitedDeployment instead.
+# UnitedDeployment instead. Kruise pairs old and new subsets by name, Pulumi's paths pair them
+# by position: a subset renamed into another's place (e.g. two names swapped) keeps every
+# position's term yet changes the term of a name, so a changed name replaces too (the real
+# webhook refuses the swap: tests/realtier/test_kruise.py).
 SUBSET_PLACEMENT_PATHS: Final = (
+    "spec.topology.subsets[*].name",
     "spec.topology.subsets[*].nodeSelectorTerm",
     "spec.topology.subsets[*].tolerations",
 )

@@ -273,10 +273,13 @@ def test_nothing_on_karmada_is_one_of_the_charts_static_objects(public: Built) -
 
 def test_a_subset_placement_change_replaces_the_united_deployment(public: Built) -> None:
     """Kruise's webhook refuses an in-place change of a subset's nodeSelectorTerm/tolerations in
-    every member while the Karmada API server accepts it: Pulumi replaces the UD instead."""
+    every member while the Karmada API server accepts it: Pulumi replaces the UD instead. Kruise
+    pairs subsets by name, Pulumi's paths by position, so a renamed subset replaces too (two
+    swapped names keep each position's term: the real webhook refuses it, test_kruise.py)."""
     graph, _ = public
     ud = graph.one(UD, "fleet-karmada-sample-sample-ud-ud")
     assert sorted(ud.replace_on_changes) == [
+        "spec.topology.subsets[*].name",
         "spec.topology.subsets[*].nodeSelectorTerm",
         "spec.topology.subsets[*].tolerations",
     ]
@@ -284,7 +287,7 @@ def test_a_subset_placement_change_replaces_the_united_deployment(public: Built)
     assert ud.delete_before_replace is True
     # The paths name real inputs of the UD (a typo would silently never match).
     (subset_a, subset_b) = ud.inputs["spec"]["topology"]["subsets"]
-    assert "nodeSelectorTerm" in subset_a
+    assert {"name", "nodeSelectorTerm"} <= set(subset_a)
     assert {"nodeSelectorTerm", "tolerations"} <= set(subset_b)
     # The policy is updated in place: nothing in it is immutable.
     policy = graph.one(PP, "fleet-karmada-sample-sample-ud-pp")
