@@ -27,6 +27,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, Final
 
 import pytest
@@ -41,16 +42,27 @@ from preflight.sources import collect
 from tests import crdschema
 from tests.lua_kube import LuaInterpreter
 from tests.realtier.conftest import _REPORT  # pyright: ignore[reportPrivateUsage]
-from tests.realtier.harness import ROOT, ControlPlane, Report, Tools, build_command, namespace
+from tests.realtier.harness import (
+    ROOT,
+    ControlPlane,
+    Report,
+    StartError,
+    Tools,
+    build_command,
+    namespace,
+    stop_each,
+)
 from tests.realtier.kruise import (
     MUTATING,
     VALIDATING,
+    KruiseManager,
     KruiseTools,
     Member,
     chart_webhook_configurations,
     find_kruise,
     find_module,
     running_members,
+    start_kruise,
 )
 from tests.realtier.twin import VIRTUAL_NODE_NAME, is_virtual_node
 from tests.realtier.twin_run import SimulationTools, find_simulation_tools
@@ -96,6 +108,31 @@ def test_the_built_release_has_the_pinned_crds() -> None:
         assert [(v["name"], v["served"], v["storage"]) for v in versions] == [
             ("v1alpha1", True, True)
         ], name
+
+
+def test_kruise_manager_needs_every_crd_of_its_release(
+    tools: Tools, kruise_tools: KruiseTools, dev_fleet: FleetConfig, tmp_path: Path
+) -> None:
+    """Only the CRDs the project pins (UnitedDeployment, CloneSet) are not enough for a real
+    kruise-manager: with the chart's default gate ImagePullJobGate=true it registers field
+    indexes on ImagePullJob at start and exits without that CRD. A member whose Kruise CRDs are
+    installed by something other than the chart needs all of config/crd/bases (start_kruise's
+    default), not the pinned pair."""
+    schemas = crdschema.schema_dir("kruise", f"v{DEFAULT_KRUISE_CHART_VERSION}")
+    pinned = [schemas / name for name in sorted(_pinned_kruise_files())]
+    plane = ControlPlane("kruise-crds", tmp_path / "plane", tools)
+    values = kruise_values(dev_fleet)["worker-1"]
+    started: list[KruiseManager] = []
+
+    def start() -> None:
+        started.append(start_kruise(plane, kruise_tools, tmp_path / "k", values, crds=pinned))
+
+    try:
+        plane.start()
+        with pytest.raises(StartError, match=r"no matches for kind .*ImagePullJob"):
+            start()
+    finally:
+        stop_each([*started, plane], "kruise-manager and its plane")
 
 
 # ---- the members ------------------------------------------------------------------------------
