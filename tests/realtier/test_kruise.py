@@ -598,3 +598,37 @@ def test_a_replacement_moves_the_pods(
         f"{name}: replacing {dev_app.name} (subset-a onto virtual nodes) took "
         f"{time.monotonic() - t0:.1f}s for {share} pods"
     )
+
+
+def _probe_pod(ns: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "webhook-probe", "namespace": ns},
+        "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}]},
+    }
+
+
+def test_aks_namespaces_do_not_wait_for_kruise(
+    members: dict[str, Member], deployed: dict[str, dict[str, Any]], dev_app: ApplicationConfig
+) -> None:
+    """Last (it stops worker-1's kruise-manager): with the pod webhook's failurePolicy Fail, a
+    pod in an application namespace cannot be created while Kruise is down, but one in a
+    namespace AKS manages can, because the program sets aksIntegration (review finding M5)."""
+    del deployed
+    member = members["worker-1"]
+    assert member.kruise is not None
+    aks_ns = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "aks-managed", "labels": {"kubernetes.azure.com/managedby": "aks"}},
+    }
+    member.plane.kubectl("apply", "-f", "-", stdin=json.dumps(aks_ns))
+    member.kruise.stop()
+    create = ("create", "--dry-run=server", "-f", "-")
+    refused = member.plane.kubectl(
+        *create, stdin=json.dumps(_probe_pod(dev_app.namespace)), check=False
+    )
+    assert refused.returncode != 0
+    assert "mpod.kb.io" in refused.stderr, refused.stderr
+    member.plane.kubectl(*create, stdin=json.dumps(_probe_pod("aks-managed")))
