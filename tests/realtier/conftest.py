@@ -183,8 +183,8 @@ def kueues(
 ) -> Iterator[dict[str, KueueManager]]:
     """A real Kueue manager per plane (after its CRDs); always stopped, by process group.
 
-    The metrics certificate pair Kueue insists on is created under /etc/kueue only when absent
-    and removed again at the end (only what was created here).
+    The metrics certificate pair Kueue insists on is created under /etc/kueue only when absent;
+    the last run of the tier out removes it (`metrics_certs`).
     """
     del kueue_crds  # only ordering: Kueue's informers need the CRDs served
     binary = kueue_binary()

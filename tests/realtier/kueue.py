@@ -13,6 +13,7 @@ dies (PR_SET_PDEATHSIG, so start them from the main thread), stopped by group id
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import subprocess
 import time
@@ -83,28 +84,57 @@ def _self_signed(openssl: Path, directory: Path, name: str) -> None:
     (directory / "tls.key").chmod(0o600)
 
 
+# Runs of the tier on one machine (several worktrees, or a test beside scripts/check) share
+# METRICS_CERT_DIR: each holds a shared lock on METRICS_CERT_LOCK while its Kueue managers may
+# (re)start; the last one out removes the pair, and only if a run of the tier made it. The ".make"
+# lock serialises creating the pair.
+METRICS_CERT_LOCK: Final = Path("/tmp/aks-batch-fleet-realtier-kueue-metrics.lock")
+_METRICS_CERT_MARK: Final = ".made-by-aks-batch-fleet-realtier"
+
+
 @contextlib.contextmanager
 def metrics_certs(openssl: Path) -> Iterator[list[Path]]:
-    """Make METRICS_CERT_DIR's pair only if absent; on exit remove exactly what was created.
+    """Make METRICS_CERT_DIR's pair only if absent; the last run of the tier out removes it.
 
-    Yields the created paths (files, then the directories made for them), empty when the files
-    were already there (someone else's: never touched).
+    Yields the paths this run created (files, then the directories made for them), empty when
+    the files were already there. A pair that no run of the tier made is never touched.
     """
     created: list[Path] = []
     files = [METRICS_CERT_DIR / "tls.crt", METRICS_CERT_DIR / "tls.key"]
-    try:
-        if not all(f.exists() for f in files):
-            if any(f.exists() for f in files):
-                raise StartError(f"{METRICS_CERT_DIR} holds only one of tls.crt/tls.key")
-            missing_dirs = [
-                d for d in (METRICS_CERT_DIR, *METRICS_CERT_DIR.parents) if not d.exists()
-            ]
-            _self_signed(openssl, METRICS_CERT_DIR, "realtier-kueue-metrics")
-            created += files
-            created += missing_dirs  # deepest first: the order rmdir needs
-        yield created
-    finally:
-        for path in created:
+    mark = METRICS_CERT_DIR / _METRICS_CERT_MARK
+    make_lock = METRICS_CERT_LOCK.with_suffix(".make")
+    with METRICS_CERT_LOCK.open("a") as use, make_lock.open("a") as make:
+        # Blocks only while the last run out is removing the pair (it holds `use` exclusively).
+        fcntl.flock(use, fcntl.LOCK_SH)
+        fcntl.flock(make, fcntl.LOCK_EX)
+        try:
+            if not all(f.exists() for f in files):
+                if any(f.exists() for f in files):
+                    raise StartError(f"{METRICS_CERT_DIR} holds only one of tls.crt/tls.key")
+                missing_dirs = [
+                    d for d in (METRICS_CERT_DIR, *METRICS_CERT_DIR.parents) if not d.exists()
+                ]
+                _self_signed(openssl, METRICS_CERT_DIR, "realtier-kueue-metrics")
+                created += files
+                created += missing_dirs  # deepest first: the order rmdir needs
+                mark.write_text("\n".join(map(str, [*files, mark, *missing_dirs])) + "\n")
+        finally:
+            fcntl.flock(make, fcntl.LOCK_UN)
+        try:
+            yield created
+        finally:
+            try:
+                fcntl.flock(use, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pass  # another run still uses the pair: it removes it when it leaves
+            else:
+                _remove_made_pair(mark)
+
+
+def _remove_made_pair(mark: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        listed = [Path(line) for line in mark.read_text().splitlines() if line]
+        for path in listed:
             with contextlib.suppress(FileNotFoundError, OSError):
                 if path.is_dir():
                     path.rmdir()
