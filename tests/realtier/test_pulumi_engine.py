@@ -15,13 +15,17 @@ are not served at start; the engine's server-side apply then adopts them as its 
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
 import runpy
+import ssl
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,7 +54,9 @@ from tests.realtier.kueue import (
     metrics_certs,
     start_kueues,
     stop_kueues,
+    wait_for_token,
 )
+from upstream.kueue import KUEUE_NAMESPACE, SERVICE_ACCOUNT
 
 # Fresh planes + up + no-op up + two rotations + destroy: ~3.5 min on 2 cores. They run with the
 # rest of the tier whenever the tool cache exists; `-m "real and not slow"` leaves them out.
@@ -336,6 +342,85 @@ def test_rotation_to_a_good_token_recovers(
         "multikueue-worker-2-kubeconfig-0",
     ]
     report(f"rotation of {BROKEN} to a good token: pulumi up {seconds:.1f}s, {changes}")
+
+
+# The worker rotated from one good token to another (generation 0 -> 1).
+ROTATED: Final = "worker-2"
+
+
+def _whoami(plane: ControlPlane, token: str) -> tuple[int, str]:
+    """POST a SelfSubjectReview with a bearer token: (HTTP status, the username it names)."""
+    body = json.dumps({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+    request = urllib.request.Request(
+        plane.url + "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        data=body.encode(),
+        method="POST",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    context = ssl.create_default_context(cafile=str(plane.ca_cert))  # no client certificate
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=5.0) as response:
+            user = json.loads(response.read())["status"]["userInfo"]["username"]
+            return int(response.status), user
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), ""
+
+
+def _token(plane: ControlPlane, secret: str) -> str:
+    return base64.b64decode(wait_for_token(plane, secret)["token"]).decode()
+
+
+def test_rotation_from_a_good_token_to_a_good_token_passes_up(
+    run: Run, engine_planes: dict[str, ControlPlane], report: Report
+) -> None:
+    """worker-2 rotated 0 -> 1 with both tokens good: Kueue v0.19.2 does not rewrite an unchanged
+    Active condition (observedGeneration stays old), so the wait must not depend on it. `up`
+    succeeds, Kueue is Active on the new Secret and the old token is refused afterwards."""
+    if run.created is None:
+        pytest.skip("pulumi up did not pass: nothing to rotate")
+    worker, manager = engine_planes[ROTATED], engine_planes["manager"]
+    old = _token(worker, "multikueue-sa-token-0")
+    account = f"system:serviceaccount:{KUEUE_NAMESPACE}:{SERVICE_ACCOUNT}"
+    assert _whoami(worker, old) == (201, account)
+    set_fleet(run.stack, engine_planes, rotation={BROKEN: 2, ROTATED: 1})
+    t0 = time.monotonic()
+    try:
+        up = run.stack.up(on_output=run.add, color="never")
+    except auto.CommandError as failed:
+        seconds = time.monotonic() - t0
+        raise AssertionError(
+            f"good -> good rotation of {ROTATED} failed up after {seconds:.1f}s: "
+            f"{_errored(str(failed))}; Kueue: {_active(manager, ROTATED)}"
+        ) from None
+    seconds = time.monotonic() - t0
+    assert up.summary.result == "succeeded", run.tail()
+    changes = _counts(up.summary.resource_changes)
+    status, body = manager.get(f"/apis/{KUEUE_GROUP}/v1beta2/multikueueclusters/{ROTATED}")
+    assert status == 200, body[:300]
+    location = json.loads(body)["spec"]["clusterSource"]["kubeConfig"]["location"]
+    assert location == f"multikueue-{ROTATED}-kubeconfig-1", location
+    assert _worker_token_secrets(worker) == ["multikueue-sa-token-1"]
+    assert f"multikueue-{ROTATED}-kubeconfig-0" not in _manager_kubeconfig_secrets(manager)
+    # The old token is refused now that its Secret is gone; the new one is the same account.
+    assert _whoami(worker, old)[0] == 401
+    assert _whoami(worker, _token(worker, "multikueue-sa-token-1")) == (201, account)
+    # Kueue has reconnected with the new Secret (the old token could no longer list or watch)
+    # and stays Active: judged over a few seconds, not at one instant.
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:
+        active = _active(manager, ROTATED)
+        assert (active.get("status"), active.get("reason"), active.get("message")) == (
+            "True",
+            "Active",
+            "Connected",
+        ), active
+        time.sleep(0.5)
+    report(
+        f"rotation of {ROTATED} from a good token to a good token (generation 0 -> 1): pulumi up "
+        f"{seconds:.1f}s, {changes}; the old token is refused (401), Kueue Active/Connected "
+        f"(observedGeneration {active.get('observedGeneration')}, generation "
+        f"{active['generation']})"
+    )
 
 
 def _in_use_deadlock(manager: ControlPlane) -> bool:
