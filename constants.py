@@ -38,6 +38,15 @@ ACI_ADDON: Final = "aciConnectorLinux"
 WAIT_FOR: Final = "pulumi.com/waitFor"
 # pulumi-kubernetes: how long create/update waits for that (default 10 minutes), in seconds.
 TIMEOUT_SECONDS: Final = "pulumi.com/timeoutSeconds"
+# A waitFor on the value of a Kueue object's Active condition, blind to its observedGeneration.
+# Kueue v0.19.2 writes a MultiKueueCluster's or provisioning AdmissionCheck's status only when
+# the condition's status, reason or message change (multikueuecluster.go updateStatus and
+# admissioncheck_reconciler.go; kueue#15962/#15989 fixed it after v0.19.2), so after an
+# in-place spec change its condition keeps the old observedGeneration and `condition=Active`,
+# which requires it current, never holds. The provider's JSONPath wait looks only at a
+# top-level status.observedGeneration, which neither kind has (pulumi-kubernetes 4.25.0,
+# await/condition/jsonpath.go).
+ACTIVE_STATUS: Final = 'jsonpath={.status.conditions[?(@.type=="Active")].status}=True'
 
 # The kubernetes provider plugin every cluster's Provider runs: the version the real tier tests
 # (scripts/build-real-tier-tools builds it: the module proxy serves only that commit), not the

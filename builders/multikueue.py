@@ -2,7 +2,8 @@
 
 Worker side, one set per worker, on the worker's API server: a ServiceAccount in Kueue's namespace,
 a ClusterRole with the rules of the pinned Kueue version's `create-multikueue-kubeconfig.sh`
-narrowed to the enabled frameworks, its binding, and a `kubernetes.io/service-account-token`
+narrowed to the enabled frameworks, its binding, a Role letting the account read itself (the
+credential proof, PROOF_ROLE), and a `kubernetes.io/service-account-token`
 Secret whose name carries a rotation generation (a new generation is a new Secret, so a new token).
 
 Manager side: per worker a Secret (data key `kubeconfig`, its name also carrying the generation)
@@ -31,6 +32,7 @@ from builders.manifest import Manifest
 from config.models import ClusterConfig, FleetConfig
 from config.resolve import clusters_by_name, dispatch_sets, enabled_workers, rotation_of
 from constants import (
+    ACTIVE_STATUS,
     MULTIKUEUE_ADMISSION_CHECK,
     MULTIKUEUE_CONFIG,
     TIMEOUT_SECONDS,
@@ -103,6 +105,38 @@ def cluster_role_binding(namespace: str = KUEUE_NAMESPACE) -> dict[str, Any]:
     }
 
 
+# The credential proof (see multikueue_cluster): the worker's account may read itself and
+# nothing more, so `pulumi up` can prove a new token against the worker before the manager uses
+# it. Reading its own ServiceAccount shows nothing the token does not already carry.
+PROOF_ROLE: Final = f"{SERVICE_ACCOUNT}-whoami"
+
+
+def proof_role(namespace: str = KUEUE_NAMESPACE) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": _meta(PROOF_ROLE, namespace),
+        "rules": [
+            {
+                "apiGroups": [""],
+                "resources": ["serviceaccounts"],
+                "resourceNames": [SERVICE_ACCOUNT],
+                "verbs": ["get"],
+            }
+        ],
+    }
+
+
+def proof_role_binding(namespace: str = KUEUE_NAMESPACE) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": _meta(PROOF_ROLE, namespace),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": PROOF_ROLE},
+        "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": namespace}],
+    }
+
+
 def token_secret_name(rotation: int) -> str:
     """A new rotation generation is a new Secret, hence a new token (the old one is deleted)."""
     return f"{SERVICE_ACCOUNT}-token-{rotation}"
@@ -137,6 +171,8 @@ def worker_objects(
         service_account(namespace),
         cluster_role(version, frameworks, feature_gates),
         cluster_role_binding(namespace),
+        proof_role(namespace),
+        proof_role_binding(namespace),
         token_secret(rotation, namespace),
     ]
 
@@ -235,20 +271,23 @@ def multikueue_cluster(
 ) -> dict[str, Any]:
     """Kueue connects to the worker with the Secret's kubeconfig; Pulumi waits for `Active`.
 
-    A rotation points the spec at the new generation's Secret: a spec change raises
-    `metadata.generation`, and Kueue stamps its Active condition with the generation it judged,
-    so the wait (which ignores a condition older than the object) judges the new credential.
-    With the Secret's data (or an annotation) changed alone, the generation stays: the wait
-    then judges the new credential only if Kueue's Secret watch has already turned the old
-    `Active=True` False, a race. After `connect_timeout` seconds without Active, `pulumi up`
-    fails naming the worker (the provider's default wait is 10 minutes).
+    A rotation points the spec at the new generation's Secret, and Kueue reconnects with it
+    (a changed kubeconfig stops the old watches and opens new ones: updateConfigAndRefreshWatchers,
+    multikueuecluster.go at v0.19.2). Kueue v0.19.2 does not rewrite an unchanged condition, so
+    after a good -> good rotation `Active` keeps the old observedGeneration: a
+    `condition=Active` wait, which requires it current, would never hold (kueue#15962). The
+    wait is therefore on the condition's value (ACTIVE_STATUS), and the new credential is
+    proven before the spec changes: the components read the worker's own ServiceAccount with
+    the new kubeconfig (PROOF_ROLE) and store the Secret only after that read succeeded, so a
+    refused token fails `up` there and Kueue keeps the old, working Secret. After
+    `connect_timeout` seconds without Active, `pulumi up` fails naming the worker.
     """
     return {
         "apiVersion": KUEUE_API,
         "kind": "MultiKueueCluster",
         "metadata": _meta(
             k8s_name(worker),
-            **{WAIT_FOR: "condition=Active", TIMEOUT_SECONDS: str(connect_timeout)},
+            **{WAIT_FOR: ACTIVE_STATUS, TIMEOUT_SECONDS: str(connect_timeout)},
         ),
         "spec": {
             "clusterSource": {

@@ -28,6 +28,12 @@ def kube_object(name: str, obj: Mapping[str, Any], opts: pulumi.ResourceOptions)
         return k8s.rbac.v1.ClusterRoleBinding(
             name, metadata=meta, role_ref=obj["roleRef"], subjects=obj["subjects"], opts=opts
         )
+    if kind == "Role":
+        return k8s.rbac.v1.Role(name, metadata=meta, rules=obj["rules"], opts=opts)
+    if kind == "RoleBinding":
+        return k8s.rbac.v1.RoleBinding(
+            name, metadata=meta, role_ref=obj["roleRef"], subjects=obj["subjects"], opts=opts
+        )
     return custom_resource(name, obj, opts)
 
 

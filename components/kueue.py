@@ -14,7 +14,7 @@ from builders.manifest import Manifest
 from components.kube import apply_manifests
 from config.kueue import KueueSettings
 from config.models import ClusterConfig
-from constants import TYPE_PREFIX, WAIT_FOR
+from constants import ACTIVE_STATUS, TYPE_PREFIX, WAIT_FOR
 from upstream.kueue import KUEUE_NAMESPACE, PROVISIONING_CONTROLLER
 
 # Kueue reports Active=False (e.g. FlavorNotFound, AdmissionCheckInactive, or a queue with both a
@@ -42,12 +42,8 @@ class KueueArgs:
     also_after: Callable[[pulumi.Resource], Mapping[str, Sequence[pulumi.Resource]]] | None = None
 
 
-# A provisioning AdmissionCheck's status is written only when its value changes (v0.19.2,
-# admissioncheck_reconciler.go), so after an in-place spec change (a gate's configName) its
-# condition keeps the old observedGeneration and `condition=Active`, which requires it current,
-# never holds. The provider's JSONPath wait looks only at a top-level status.observedGeneration,
-# which an AdmissionCheck has none of (pulumi-kubernetes 4.25.0, await/condition/jsonpath.go).
-ACTIVE_STATUS = 'jsonpath={.status.conditions[?(@.type=="Active")].status}=True'
+# A provisioning AdmissionCheck waits on ACTIVE_STATUS: an in-place spec change (a gate's
+# configName) does not get its Active condition rewritten by v0.19.2 (see constants).
 
 
 def _wait_for(m: Manifest) -> str:

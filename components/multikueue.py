@@ -13,8 +13,13 @@ from builders import multikueue as mk
 from components.kube import custom_resource, kube_object
 from config.models import FleetConfig
 from config.resolve import dispatch_sets, enabled_workers, rotation_of
-from constants import MULTIKUEUE_ADMISSION_CHECK, MULTIKUEUE_CONFIG, TYPE_PREFIX
-from upstream.kueue import DEFAULT_CONNECT_TIMEOUT, KUEUE_NAMESPACE
+from constants import (
+    KUBERNETES_PROVIDER_VERSION,
+    MULTIKUEUE_ADMISSION_CHECK,
+    MULTIKUEUE_CONFIG,
+    TYPE_PREFIX,
+)
+from upstream.kueue import DEFAULT_CONNECT_TIMEOUT, KUEUE_NAMESPACE, SERVICE_ACCOUNT
 
 
 def _options(
@@ -54,11 +59,13 @@ class MultiKueueWorkerAccessArgs:
 
 
 class MultiKueueWorkerAccess(pulumi.ComponentResource):
-    """ServiceAccount, ClusterRole, binding and token Secret on a worker; exposes token and CA."""
+    """ServiceAccount, ClusterRole, binding, proof Role and token Secret on a worker; exposes
+    token and CA, and the proof RoleBinding a read with the token must wait for."""
 
     token: pulumi.Output[str]
     ca_data: pulumi.Output[str]
     token_secret: k8s.core.v1.Secret
+    proof_binding: pulumi.Resource
 
     def __init__(
         self,
@@ -79,6 +86,12 @@ class MultiKueueWorkerAccess(pulumi.ComponentResource):
             f"{name}-binding",
             mk.cluster_role_binding(ns),
             _options(self, args.provider, args.depends_on, account, role),
+        )
+        proof_role = kube_object(f"{name}-proof-role", mk.proof_role(ns), after_kueue)
+        self.proof_binding = kube_object(
+            f"{name}-proof-binding",
+            mk.proof_role_binding(ns),
+            _options(self, args.provider, args.depends_on, account, proof_role),
         )
         # The token controller deletes a token Secret whose ServiceAccount does not exist yet.
         self.token_secret = k8s.core.v1.Secret(
@@ -105,6 +118,8 @@ class WorkerLink:
     ca_data: pulumi.Input[str]
     token: pulumi.Input[str]
     rotation: int = 0
+    # What a read with the token needs on the worker first (MultiKueueWorkerAccess.proof_binding).
+    proof_after: Sequence[pulumi.Resource] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,10 +164,15 @@ class MultiKueueManager(pulumi.ComponentResource):
                 )
             )
             kubeconfigs[worker.name] = kubeconfig
+            proof = self._proof(name, worker, kubeconfig, args.namespace)
             secret_obj = mk.kubeconfig_secret(
                 worker.name, kubeconfig.apply(mk.encode), worker.rotation, args.namespace
             )
-            secret = kube_object(f"{name}-{worker.name}-kubeconfig", secret_obj, after_kueue)
+            secret = kube_object(
+                f"{name}-{worker.name}-kubeconfig",
+                secret_obj,
+                _options(self, args.provider, args.depends_on, proof),
+            )
             self.clusters[worker.name] = custom_resource(
                 f"{name}-{worker.name}",
                 mk.multikueue_cluster(worker.name, worker.rotation, args.connect_timeout),
@@ -177,6 +197,33 @@ class MultiKueueManager(pulumi.ComponentResource):
         self.admission_check_name = MULTIKUEUE_ADMISSION_CHECK
         self.kubeconfigs = pulumi.Output.secret(pulumi.Output.all(**kubeconfigs))
         self.register_outputs({"kubeconfigs": self.kubeconfigs})
+
+    def _proof(
+        self, name: str, worker: WorkerLink, kubeconfig: pulumi.Output[str], namespace: str
+    ) -> pulumi.Resource:
+        """Read the worker's ServiceAccount with the very kubeconfig Kueue will get.
+
+        The kubeconfig Secret (hence the MultiKueueCluster) waits for this read, so a token the
+        worker refuses fails `up` here, naming the worker, before Kueue is pointed at it (a 401
+        leaves the provider without the API's schema: "cluster is unreachable ... Unauthorized").
+        Kueue v0.19.2 gives no generation-current verdict after a good -> good rotation (see
+        builders.multikueue.multikueue_cluster), so this read is the proof of the new token.
+        """
+        provider = k8s.Provider(
+            f"{name}-{worker.name}-proof",
+            kubeconfig=kubeconfig,
+            cluster_identifier=f"{worker.name}-{SERVICE_ACCOUNT}",
+            enable_server_side_apply=True,
+            delete_unreachable=False,
+            opts=pulumi.ResourceOptions(parent=self, version=KUBERNETES_PROVIDER_VERSION),
+        )
+        return k8s.core.v1.ServiceAccount.get(
+            f"{name}-{worker.name}-proof",
+            f"{namespace}/{SERVICE_ACCOUNT}",
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=provider, depends_on=[*worker.proof_after]
+            ),
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -228,6 +275,7 @@ class MultiKueue(pulumi.ComponentResource):
                     ca_data=access.ca_data,
                     token=access.token,
                     rotation=rotation,
+                    proof_after=[access.proof_binding],
                 )
             )
         self.manager = MultiKueueManager(

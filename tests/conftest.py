@@ -203,6 +203,7 @@ class StrictMonitor(pulumi_mocks.MockMonitor):
     def __init__(self, mocks: RecordingMocks) -> None:
         super().__init__(mocks)
         self.registered: dict[str, Registered] = {}
+        self.reads: dict[str, Registered] = {}
 
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
         urn = self.make_urn(request.parent, request.type, request.name)
@@ -227,6 +228,24 @@ class StrictMonitor(pulumi_mocks.MockMonitor):
             )
         return super().RegisterResource(request)
 
+    def ReadResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
+        """A `.get` read: recorded apart (`reads`), since it creates nothing."""
+        urn = self.make_urn(request.parent, request.type, request.name)
+        self.reads[urn] = Registered(
+            type=request.type,
+            name=request.name,
+            urn=urn,
+            inputs={"id": request.id},
+            parent=request.parent,
+            provider=request.provider,
+            dependencies=list(request.dependencies),
+            ignore_changes=[],
+            additional_secret_outputs=list(request.additionalSecretOutputs),
+            custom=True,
+            version=request.version,
+        )
+        return super().ReadResource(request)
+
 
 @dataclass
 class Graph:
@@ -240,6 +259,11 @@ class Graph:
     @property
     def resources(self) -> list[Registered]:
         return list(self.monitor.registered.values())
+
+    @property
+    def reads(self) -> list[Registered]:
+        """The `.get` reads of existing objects (not among `resources`)."""
+        return list(self.monitor.reads.values())
 
     def of_type(self, type_: str) -> list[Registered]:
         return [r for r in self.resources if r.type == type_]

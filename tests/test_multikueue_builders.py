@@ -228,7 +228,14 @@ def test_token_secret_is_named_by_rotation_and_waits_for_the_token() -> None:
     assert "stringData" not in secret
     assert mk.token_secret(4)["metadata"]["name"] != meta["name"]
     kinds = [o["kind"] for o in mk.worker_objects("v0.19.2", ["batch/job"], 0)]
-    assert kinds == ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Secret"]
+    assert kinds == [
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "Secret",
+    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -392,7 +399,9 @@ def test_manager_objects_chain_secret_cluster_config_check() -> None:
         }
     }
     assert cluster["metadata"]["annotations"] == {
-        "pulumi.com/waitFor": "condition=Active",
+        # The condition's value: Kueue v0.19.2 keeps an old observedGeneration after a good ->
+        # good rotation, so condition=Active (which requires it current) would never hold.
+        "pulumi.com/waitFor": 'jsonpath={.status.conditions[?(@.type=="Active")].status}=True',
         "pulumi.com/timeoutSeconds": "300",
     }
     assert config["spec"] == {"clusters": ["worker-1", "worker-2"]}
@@ -457,6 +466,8 @@ def test_render_targets_each_side() -> None:
         "ServiceAccount/multikueue-sa",
         "ClusterRole/multikueue-sa-role",
         "ClusterRoleBinding/multikueue-sa-crb",
+        "Role/multikueue-sa-whoami",
+        "RoleBinding/multikueue-sa-whoami",
         "Secret/multikueue-sa-token-0",
     ]
     assert by_target == {

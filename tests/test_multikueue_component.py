@@ -21,6 +21,7 @@ from components.multikueue import (
     MultiKueueWorkerAccessArgs,
     WorkerLink,
 )
+from constants import ACTIVE_STATUS
 from tests.conftest import Graph, Registered, resolve, run_program
 from tests.test_multikueue_builders import expected_rules
 
@@ -110,6 +111,7 @@ def build(
                     ca_data=access[w].ca_data,
                     token=access[w].token,
                     rotation=rotations.get(w, 0),
+                    proof_after=[access[w].proof_binding],
                 )
                 for w in workers
             ],
@@ -139,13 +141,52 @@ def test_worker_side_on_worker_provider_manager_side_on_managers(engine: Graph) 
         provider = urn_of(built.providers[name])
         release = urn_of(built.releases[name])
         kids = children(engine, urn_of(component))
-        # worker: SA, role, binding, token; manager: per worker a Secret and a MultiKueueCluster,
-        # and the MultiKueueConfig (its AdmissionCheck is created with the manager's queues).
-        assert len(kids) == (4 if name != "manager" else 2 * 2 + 1)
+        # The credential proof (a provider on the worker and a read through it) is checked below.
+        kids = [r for r in kids if not r.name.endswith("-proof")]
+        # worker: SA, role, binding, proof Role and RoleBinding, token; manager: per worker a
+        # Secret and a MultiKueueCluster, and the MultiKueueConfig (its AdmissionCheck is
+        # created with the manager's queues).
+        assert len(kids) == (6 if name != "manager" else 2 * 2 + 1)
         for r in kids:
             assert engine.provider_urn(r) == provider, f"{r.type} {r.name} not on {name}"
             assert release in r.dependencies, f"{r.type} {r.name} does not wait for Kueue"
             assert engine.by_urn(r.parent).type.startswith("fleet:index:MultiKueue")
+
+
+def test_new_token_is_proven_on_the_worker_before_the_manager_stores_it(engine: Graph) -> None:
+    """Each worker's kubeconfig reads the worker's own ServiceAccount through a provider built
+    from that very kubeconfig; the manager's Secret (so the MultiKueueCluster) waits for it."""
+    built = run_program(build)
+    for worker, access in built.access.items():
+        (proof,) = [r for r in engine.reads if r.name == f"mk-manager-{worker}-proof"]
+        assert proof.type == "kubernetes:core/v1:ServiceAccount"
+        assert proof.inputs == {"id": "kueue-system/multikueue-sa"}
+        provider = engine.by_urn(engine.provider_urn(proof))
+        assert provider.type == "pulumi:providers:kubernetes"
+        assert provider.name == f"mk-manager-{worker}-proof"
+        secret = engine.one(SECRET, f"mk-manager-{worker}-kubeconfig")
+        stored = base64.b64decode(unwrap(secret.inputs["data"])["kubeconfig"]).decode()
+        assert unwrap(provider.inputs["kubeconfig"]) == stored
+        assert proof.urn in secret.dependencies
+        assert urn_of(access.proof_binding) in proof.dependencies
+        mkc = engine.one(MKC, f"mk-manager-{worker}")
+        assert secret.urn in mkc.dependencies
+    role = engine.one("kubernetes:rbac.authorization.k8s.io/v1:Role", "mk-worker-1-proof-role")
+    assert role.inputs["rules"] == [
+        {
+            "apiGroups": [""],
+            "resources": ["serviceaccounts"],
+            "resourceNames": ["multikueue-sa"],
+            "verbs": ["get"],
+        }
+    ]
+    binding = engine.one(
+        "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", "mk-worker-1-proof-binding"
+    )
+    assert binding.inputs["roleRef"]["name"] == role.inputs["metadata"]["name"]
+    assert binding.inputs["subjects"] == [
+        {"kind": "ServiceAccount", "name": "multikueue-sa", "namespace": "kueue-system"}
+    ]
 
 
 def test_manager_secret_depends_on_the_worker_token(engine: Graph) -> None:
@@ -230,7 +271,9 @@ def test_manager_objects_chain_and_wait_for_active(engine: Graph) -> None:
             "location": secret.inputs["metadata"]["name"],
             "locationType": "Secret",
         }
-        assert mkc.inputs["metadata"]["annotations"]["pulumi.com/waitFor"] == "condition=Active"
+        # The value, not condition=Active: Kueue v0.19.2 leaves observedGeneration old after a
+        # good -> good rotation (the token is proven before, see the test above).
+        assert mkc.inputs["metadata"]["annotations"]["pulumi.com/waitFor"] == ACTIVE_STATUS
     config = engine.one(MKCONFIG, "mk-manager-config")
     assert config.inputs["spec"] == {"clusters": ["worker-1", "worker-2"]}
     # The AdmissionCheck is created with the manager's queues (see the Fleet test below).
@@ -300,7 +343,11 @@ def test_fleet_wires_multikueue_on_the_right_clusters(engine: Graph) -> None:
     ]:
         provider = urn_of(fleet.clusters[cluster].provider)
         release = urn_of(fleet.kueues[cluster].release)
-        kids = [r for r in children(engine, urn_of(component)) if r.custom]
+        kids = [
+            r
+            for r in children(engine, urn_of(component))
+            if r.custom and not r.name.endswith("-proof")  # the proof talks to the worker
+        ]
         assert kids
         for r in kids:
             assert engine.provider_urn(r) == provider, f"{r.type} {r.name} not on {cluster}"

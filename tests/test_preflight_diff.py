@@ -150,6 +150,8 @@ def test_dispatch_set_and_worker_access_shrink(dev: Snapshot, tmp_path: Path) ->
     assert {c["key"] for c in removed} == {
         "worker-2: ClusterRole multikueue-sa-role",
         "worker-2: ClusterRoleBinding multikueue-sa-crb",
+        "worker-2: Role kueue-system/multikueue-sa-whoami",
+        "worker-2: RoleBinding kueue-system/multikueue-sa-whoami",
     }
     assert all(c["flag"] is None for c in removed)  # narrowing is not flagged
 

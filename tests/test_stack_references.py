@@ -71,9 +71,14 @@ def test_dispatch_stack_builds_multikueue_on_referenced_clusters(
 ) -> None:
     value = dispatch.parse(settings())
     run_program(lambda: dispatch.dispatch_program(value))
-    providers = {r.name: r for r in stacks.resources if r.type == "pulumi:providers:kubernetes"}
+    every = {r.name: r for r in stacks.resources if r.type == "pulumi:providers:kubernetes"}
+    providers = {n: r for n, r in every.items() if not n.endswith("-proof")}
     assert set(providers) == {f"{c}-k8s" for cs in STACKS.values() for c in cs}
-    for provider in providers.values():
+    # One more per worker: its new token's proof (components.multikueue), from the kubeconfig
+    # the manager stores.
+    workers = ("worker-001", "worker-002", "worker-021")
+    assert set(every) - set(providers) == {f"dispatch-{w}-proof" for w in workers}
+    for provider in every.values():
         assert is_secret(provider.inputs["kubeconfig"])  # read from another stack, kept secret
     tokens = [r for r in stacks.of_type("kubernetes:core/v1:Secret") if r.name.endswith("-token")]
     assert {stacks.provider_urn(t) for t in tokens} == {
