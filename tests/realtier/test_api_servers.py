@@ -257,6 +257,14 @@ def _matrix(fleet: FleetConfig) -> tuple[list[Check], list[Check]]:
         # namespaces would not be what worker_rules declares.
         allowed += [(verb, arg, sub, "") for verb in sorted(verbs)]
         denied += [(verb, arg, sub, "") for verb in VERBS if verb not in verbs]
+    # The credential proof's Role (builders.multikueue.PROOF_ROLE): the account reads itself and
+    # no other ServiceAccount, in Kueue's namespace only.
+    allowed.append(("get", f"serviceaccounts/{SERVICE_ACCOUNT}", "", KUEUE_NAMESPACE))
+    denied += [
+        ("get", "serviceaccounts/default", "", KUEUE_NAMESPACE),
+        ("list", "serviceaccounts", "", KUEUE_NAMESPACE),
+        ("update", f"serviceaccounts/{SERVICE_ACCOUNT}", "", KUEUE_NAMESPACE),
+    ]
     return allowed, denied
 
 
