@@ -205,7 +205,8 @@ class MultiKueueManager(pulumi.ComponentResource):
 
         The kubeconfig Secret (hence the MultiKueueCluster) waits for this read, so a token the
         worker refuses fails `up` here, naming the worker, before Kueue is pointed at it (a 401
-        leaves the provider without the API's schema: "cluster is unreachable ... Unauthorized").
+        leaves the provider without the API's schema: "cluster is unreachable ... the server has
+        asked for the client to provide credentials").
         Kueue v0.19.2 gives no generation-current verdict after a good -> good rotation (see
         builders.multikueue.multikueue_cluster), so this read is the proof of the new token.
         """

@@ -36,7 +36,7 @@ from pulumi import automation as auto
 
 from constants import CONFIG_KEY, MULTIKUEUE_ADMISSION_CHECK, PROJECT
 from tests.realtier.conftest import install_crds, kueue_crd_paths
-from tests.realtier.e2e import CONNECT_TIMEOUT, TEAM, e2e_fleet, e2e_raw, kubeconfig_key
+from tests.realtier.e2e import TEAM, e2e_fleet, e2e_raw, kubeconfig_key
 from tests.realtier.harness import (
     PLANES,
     ROOT,
@@ -227,12 +227,22 @@ def test_pulumi_up_creates_the_stack_and_a_second_up_is_a_noop(run: Run, report:
     changes = _counts(up.summary.resource_changes)
     assert up.summary.result == "succeeded", run.tail()
     assert set(changes) == {"create"}, changes
+    # The credential proofs are reads (not counted as changes), one per worker, in the output.
+    output = "\n".join(run.log)
+    proofs = [
+        w
+        for w in ("worker-1", "worker-2")
+        if f"read {PROOF_TYPE} {PROJECT}-multikueue-manager-{w}-proof" in output
+    ]
+    assert proofs == ["worker-1", "worker-2"], run.tail()
     created = changes["create"]
 
     t1 = time.monotonic()
     again = run.stack.up(on_output=run.add, color="never")
     again_seconds = time.monotonic() - t1
     second = _counts(again.summary.resource_changes)
+    # The proofs read again on every `up`, and a read already in the state counts as "read".
+    assert second.pop("read", 0) == len(proofs), second
     assert second == {"same": created}, f"second up is not a no-op: {second}\n{run.tail()}"
     run.created = created
     report(
@@ -252,9 +262,11 @@ def _active(manager: ControlPlane, worker: str) -> dict[str, Any]:
     return {"generation": obj["metadata"].get("generation"), **active}
 
 
-# A failed update's per-resource diagnostics: "  <type> (<name>):" then "    error: ..." lines.
+# A failed update's per-resource diagnostics: "  <type> (<name>):", any "    warning: ..." lines,
+# then "    error: ..." lines.
 _DIAGNOSTIC = re.compile(
-    r"^ +(?P<resource>\S+ \([^)]+\)):\n +error: (?P<text>.*(?:\n +\t.*)*)", re.MULTILINE
+    r"^ +(?P<resource>\S+ \([^)]+\)):\n(?: +warning: .*\n)* +error: (?P<text>.*(?:\n +\t.*)*)",
+    re.MULTILINE,
 )
 MKC_TYPE: Final = f"kubernetes:{KUEUE_GROUP}/v1beta2:MultiKueueCluster"
 
@@ -262,6 +274,16 @@ MKC_TYPE: Final = f"kubernetes:{KUEUE_GROUP}/v1beta2:MultiKueueCluster"
 def _errored(message: str) -> dict[str, str]:
     """Resource ("<type> (<name>)") -> its error text, from the engine's failure message."""
     return {m["resource"]: m["text"] for m in _DIAGNOSTIC.finditer(message)}
+
+
+PROOF_TYPE: Final = "kubernetes:core/v1:ServiceAccount"
+
+
+def _location(manager: ControlPlane, worker: str) -> str:
+    """The Secret the manager's MultiKueueCluster `worker` points Kueue at."""
+    status, body = manager.get(f"/apis/{KUEUE_GROUP}/v1beta2/multikueueclusters/{worker}")
+    assert status == 200, (status, body[:300])
+    return json.loads(body)["spec"]["clusterSource"]["kubeConfig"]["location"]
 
 
 def _secrets(plane: ControlPlane, containing: str) -> list[str]:
@@ -285,8 +307,9 @@ def test_rotation_to_a_revoked_token_fails_up_naming_the_worker(
     report: Report,
 ) -> None:
     """Rotate worker-1's credential while its token controller signs with a key its API server
-    does not trust: the new token is refused as a revoked one is, Kueue cannot connect, and
-    `pulumi up` fails through the MultiKueueCluster's readiness wait, naming worker-1."""
+    does not trust: the new token is refused as a revoked one is. The credential proof (a read
+    with the new kubeconfig) fails `pulumi up`, naming worker-1, before the manager stores the
+    kubeconfig: Kueue keeps the old Secret and stays connected."""
     if run.created is None:
         pytest.skip("pulumi up did not pass: nothing to rotate")
     worker, manager = engine_planes[BROKEN], engine_planes["manager"]
@@ -297,25 +320,31 @@ def test_rotation_to_a_revoked_token_fails_up_naming_the_worker(
     with pytest.raises(auto.CommandError) as failed:
         run.stack.up(on_output=run.add, color="never")
     seconds = time.monotonic() - t0
-    errored = _errored(str(failed.value))
-    # Only worker-1's MultiKueueCluster failed, and the error names the worker.
-    assert list(errored) == [f"{MKC_TYPE} ({PROJECT}-multikueue-manager-{BROKEN})"], errored
+    errored = {
+        resource: text
+        for resource, text in _errored(str(failed.value)).items()
+        if not resource.startswith("pulumi:pulumi:Stack")  # "update failed", the sum of it
+    }
+    # Only worker-1's proof failed: the resource's name names the worker.
+    assert list(errored) == [f"{PROOF_TYPE} ({PROJECT}-multikueue-manager-{BROKEN}-proof)"], errored
     (error,) = errored.values()
-    assert f'"{BROKEN}"' in error or f"'{BROKEN}'" in error, error
-    assert "timed out" in error, error
-    broken = _active(manager, BROKEN)
-    assert broken.get("status") == "False", broken
-    assert broken.get("reason") == "ClientConnectionFailed", broken
-    # client-go's words for a 401 from the worker: the token is refused, nothing else is wrong.
-    assert "asked for the client to provide credentials" in broken.get("message", ""), broken
-    # Seen by Kueue at the new generation: the wait judged the rotated credential, not the old.
-    assert broken.get("observedGeneration") == broken["generation"], broken
+    assert "unreachable cluster" in error, error
+    # The provider's reason, in the engine's output: client-go's words for a 401 from worker-1.
+    assert "asked for the client to provide credentials" in str(failed.value), str(failed.value)
+    # The manager never got the refused credential; Kueue still uses generation 0's Secret.
+    assert _manager_kubeconfig_secrets(manager) == [
+        f"multikueue-{BROKEN}-kubeconfig-0",
+        "multikueue-worker-2-kubeconfig-0",
+    ]
+    kept = _active(manager, BROKEN)
+    assert (kept.get("status"), kept.get("reason")) == ("True", "Active"), kept
+    assert _location(manager, BROKEN) == f"multikueue-{BROKEN}-kubeconfig-0"
     assert _active(manager, "worker-2").get("status") == "True"
     report(
         f"rotation of {BROKEN} to a token its API server refuses (signing key not trusted; "
         f"controller manager restarted in {restart:.1f}s): pulumi up failed after {seconds:.1f}s "
-        f"(connectTimeoutSeconds {CONNECT_TIMEOUT}): {' '.join(error.split())}; Kueue: "
-        f"{broken.get('reason')}"
+        f"at the credential proof: {' '.join(error.split())[:120]}; Kueue kept the old Secret: "
+        f"{kept.get('reason')}"
     )
 
 
@@ -335,7 +364,7 @@ def test_rotation_to_a_good_token_recovers(
     changes = _counts(up.summary.resource_changes)
     fixed = _active(manager, BROKEN)
     assert (fixed.get("status"), fixed.get("reason")) == ("True", "Active"), fixed
-    assert fixed.get("observedGeneration") == fixed["generation"], fixed
+    assert _location(manager, BROKEN) == f"multikueue-{BROKEN}-kubeconfig-2"
     assert _worker_token_secrets(worker) == ["multikueue-sa-token-2"]
     assert _manager_kubeconfig_secrets(manager) == [
         f"multikueue-{BROKEN}-kubeconfig-2",
@@ -395,10 +424,7 @@ def test_rotation_from_a_good_token_to_a_good_token_passes_up(
     seconds = time.monotonic() - t0
     assert up.summary.result == "succeeded", run.tail()
     changes = _counts(up.summary.resource_changes)
-    status, body = manager.get(f"/apis/{KUEUE_GROUP}/v1beta2/multikueueclusters/{ROTATED}")
-    assert status == 200, body[:300]
-    location = json.loads(body)["spec"]["clusterSource"]["kubeConfig"]["location"]
-    assert location == f"multikueue-{ROTATED}-kubeconfig-1", location
+    assert _location(manager, ROTATED) == f"multikueue-{ROTATED}-kubeconfig-1"
     assert _worker_token_secrets(worker) == ["multikueue-sa-token-1"]
     assert f"multikueue-{ROTATED}-kubeconfig-0" not in _manager_kubeconfig_secrets(manager)
     # The old token is refused now that its Secret is gone; the new one is the same account.
@@ -407,6 +433,7 @@ def test_rotation_from_a_good_token_to_a_good_token_passes_up(
     # Kueue has reconnected with the new Secret (the old token could no longer list or watch)
     # and stays Active: judged over a few seconds, not at one instant.
     deadline = time.monotonic() + 5.0
+    active = _active(manager, ROTATED)
     while time.monotonic() < deadline:
         active = _active(manager, ROTATED)
         assert (active.get("status"), active.get("reason"), active.get("message")) == (
@@ -479,6 +506,8 @@ def test_pulumi_destroy_removes_everything(
     result = outcome["result"]
     gone = _counts(result.summary.resource_changes)
     assert result.summary.result == "succeeded", run.tail()
+    # The proofs' reads (one per worker) leave the state without a delete, if counted at all.
+    assert gone.pop("discard", 2) == 2, gone
     assert gone == {"delete": run.created}, gone
     leftovers = {name: _kueue_leftovers(plane) for name, plane in engine_planes.items()}
     assert not any(leftovers.values()), f"left behind after destroy: {leftovers}"
