@@ -44,7 +44,7 @@ CLUSTER_API: Final = "cluster.karmada.io/v1alpha1"
 CLUSTER_NAMESPACE: Final = "karmada-cluster"  # karmadactl join --cluster-namespace default
 SYSTEM_LABELS: Final = {"karmada.io/system": "true"}
 IMPERSONATOR: Final = "karmada-impersonator"  # names.GenerateServiceAccountName("impersonator")
-# util.ClusterPolicyRules: what `karmadactl join` grants (memberAccess: wildcard, the default):
+# util.ClusterPolicyRules: what `karmadactl join` grants (memberAccess: wildcard, opt-in):
 # any kind can be propagated, and a Karmada compromise is admin on every member.
 WILDCARD_RULES: Final[list[dict[str, list[str]]]] = [
     {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
@@ -52,8 +52,8 @@ WILDCARD_RULES: Final[list[dict[str, list[str]]]] = [
 ]
 READ: Final = ["get", "list", "watch"]
 WRITE: Final = [*READ, "create", "update", "patch", "delete"]
-# memberAccess: scoped. What the push-mode controllers of Karmada v1.18.2 do in a member for the
-# kinds this stack propagates (not yet proven by a real control plane: README "Member access"):
+# memberAccess: scoped (the default). What the push-mode controllers of Karmada v1.18.2 do in a
+# member for the kinds this stack propagates (proven by tests/realtier/test_karmada.py):
 # - cluster status: /readyz, /healthz and discovery (nonResourceURLs), nodes and pods
 #   (resource summary), all through informers (list/watch);
 # - execution and work status: create/update/delete and watch each propagated kind: the

@@ -205,8 +205,10 @@ class KarmadaSettings(Model):
     etcd: EtcdConfig = EtcdConfig()
     control_plane: ControlPlaneConfig = ControlPlaneConfig()
     failover: FailoverConfig = FailoverConfig()
-    # What the member credential may do: `wildcard` is `karmadactl join`'s */*/* (any kind can be
-    # propagated); `scoped` covers only the kinds this stack propagates (builders.karmada).
-    member_access: MemberAccess = "wildcard"
+    # What the member credential may do: `scoped` (default) covers only the kinds this stack
+    # propagates (builders.karmada; proven sufficient and narrower by the real tier's
+    # test_karmada.py); `wildcard` is `karmadactl join`'s */*/*, for stacks that propagate
+    # arbitrary kinds.
+    member_access: MemberAccess = "scoped"
     kruise: KruiseSettings = KruiseSettings()
     applications: list[ApplicationConfig] = Field(default_factory=list[ApplicationConfig])

@@ -243,7 +243,7 @@ def test_application_namespaces_are_created_once_on_karmada_only() -> None:
 
 
 def test_member_objects_are_what_karmadactl_join_creates() -> None:
-    manifests = kb.member_objects("worker-1", kb.member_rules(kb.settings_of(dev())))
+    manifests = kb.member_objects("worker-1", kb.WILDCARD_RULES)
     assert {m.target for m in manifests} == {"worker-1"}
     objs = {(m.kind, m.name): m.obj for m in manifests}
     # Each object names what must exist first: the namespace, a token's account, a role.

@@ -15,7 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from upstream.karmada import DEFAULT_KRUISE_CHART_VERSION, kruise_app_version
+from upstream.karmada import (
+    DEFAULT_KARMADA_CHART_VERSION,
+    DEFAULT_KRUISE_CHART_VERSION,
+    kruise_app_version,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "build-real-tier-tools"
@@ -30,6 +34,7 @@ TOOLS = (
     "kueue",
     "kwok",
     "kruise",
+    "karmada",
 )
 
 
@@ -198,6 +203,32 @@ def test_kruise_is_built_from_its_module_root_with_upstreams_replaces(tmp_path: 
     assert 'github.com/openkruise/kruise "v$KRUISE_VERSION" github.com/openkruise/kruise ' in (
         result.stdout
     )
+
+
+def test_karmada_pin_is_the_deployed_chart() -> None:
+    """The real tier's Karmada control plane is the release the program installs by chart."""
+    assert "v" + _pins()["KARMADA_VERSION"] == DEFAULT_KARMADA_CHART_VERSION
+
+
+def test_karmada_builds_its_four_components_from_one_module(tmp_path: Path) -> None:
+    """No replaces in Karmada's go.mod; four binaries (cmd/<name without karmada->) in one bin/,
+    the controller manager being the tool's binary (the one --print-paths names)."""
+    gomod = tmp_path / "go.mod"
+    gomod.write_text("module github.com/karmada-io/karmada\n\ngo 1.24.0\n")
+    result = _bash(
+        f'replace_lines karmada "{gomod}"; tool_version karmada; tool_path karmada; '
+        'echo "${KARMADA_BINARIES[*]}"; type build_karmada',
+        tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    pin = _pins()["KARMADA_VERSION"]
+    lines = result.stdout.splitlines()
+    assert lines[:3] == [
+        pin,
+        str(tmp_path / "cache" / f"karmada-{pin}/bin/karmada-controller-manager"),
+        "karmada-aggregated-apiserver karmada-controller-manager karmada-scheduler karmada-webhook",
+    ]
+    assert "$module/cmd/${bin#karmada-}" in result.stdout
 
 
 def test_each_version_is_written_once() -> None:

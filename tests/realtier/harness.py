@@ -410,6 +410,8 @@ class ControlPlane:
     tools: Tools | None = None
     # kube-controller-manager's --controllers (a twin adds the Job controller: its Jobs run)
     controllers: tuple[str, ...] = CONTROLLERS
+    # more kube-apiserver flags (Karmada's API server adds its aggregation front proxy's)
+    apiserver_args: tuple[str, ...] = ()
     timings: Timings = field(default_factory=Timings, init=False)
     _processes: list[_Process] = field(default_factory=list[_Process], init=False, repr=False)
     _pki: Pki | None = field(default=None, init=False, repr=False)
@@ -432,6 +434,11 @@ class ControlPlane:
     def url(self) -> str:
         """The API server URL (https://127.0.0.1:<port>)."""
         return f"https://127.0.0.1:{self._apiserver_port}"
+
+    @property
+    def etcd_url(self) -> str:
+        """The plane's etcd client URL (Karmada's aggregated API server stores there too)."""
+        return f"http://127.0.0.1:{self._etcd_port}"
 
     @property
     def kubeconfig(self) -> Path:
@@ -696,6 +703,7 @@ class ControlPlane:
                 # `kubernetes` Service here: don't reconcile it (avoids an error every 10 s).
                 "--endpoint-reconciler-type=none",
                 "--profiling=false",
+                *self.apiserver_args,
             ],
         )
 

@@ -1,0 +1,649 @@
+"""The dev stack's Karmada layer on a real Karmada control plane, with real Kruise members.
+
+One Karmada plane (tests/realtier/karmada.py: v1.18.2's four components beside its own API
+server, seeded as the chart's jobs seed it) and the dev stack's two members (loopback twins with
+their AKS pools as kwok nodes, the virtual node included, the real kube-scheduler and
+kruise-manager v1.9.1), shared by every test of this module. On them, the objects the program
+creates for the dev stack's Karmada layer, taken from its builders (join objects with
+`memberAccess: scoped`, the Kruise UnitedDeployment CRD, the interpreter, the namespace, the
+PropagationPolicy, the UnitedDeployment), then:
+
+- the real karmada-scheduler divides the dev application as `preflight placement` predicts,
+  and a table of (replicas, weights) cases with ties and zero shares, each its own policy with
+  dispatching suspended (scheduled, not sent to members: the table costs no pods);
+- each member's UnitedDeployment gets its share, Kruise makes the subsets, the pods land where
+  the preview says (subset-a on normal nodes, subset-b on the virtual node);
+- Karmada's UnitedDeployment status is the sum of the members' (the project's AggregateStatus),
+  InterpretHealth says Healthy, a ConfigMap the pod template uses reaches the members
+  (propagateDeps);
+- a weight change moves replicas; deleting the objects leaves nothing on any plane;
+- the scoped member credential cannot touch an unrelated kind.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+
+from builders import applications as apps
+from builders import karmada as kb
+from builders.interpreter import united_deployment_interpreter
+from builders.kruise import CHART as KRUISE_CHART
+from config.karmada import ApplicationConfig, FailoverConfig
+from config.models import FleetConfig
+from config.resolve import member_names, subset_specs
+from preflight.sources import collect
+from tests.realtier.conftest import _REPORT, install_crds  # pyright: ignore[reportPrivateUsage]
+from tests.realtier.harness import ControlPlane, Report, Tools, apply, namespace
+from tests.realtier.karmada import (
+    KarmadaPlane,
+    KarmadaTools,
+    find_karmada,
+    join_members,
+)
+from tests.realtier.kruise import KruiseTools, Member, find_kruise, running_members
+from tests.realtier.twin import is_virtual_node
+from tests.realtier.twin_run import SimulationTools, find_simulation_tools
+from upstream.placement import divide_static_weights, plan_placement
+
+pytestmark = [pytest.mark.real, pytest.mark.slow]
+
+UD_API: Final = "/apis/apps.kruise.io/v1alpha1"
+RB_API: Final = "/apis/work.karmada.io/v1alpha2"
+SUBSET_LABEL: Final = "apps.kruise.io/subset-name"
+TIMEOUT: Final = 180.0
+POLL: Final = 0.5
+TABLE_NAMESPACE: Final = "placement-table"
+UD_CRD: Final = "apps.kruise.io_uniteddeployments.yaml"
+# (replicas, weight of worker-1, weight of worker-2): ties (equal weights, odd replicas), zero
+# shares (fewer replicas than a weight ratio gives a seat), 0 replicas, large ratios.
+TABLE: Final = (
+    (6, 1, 2),
+    (1, 1, 1),
+    (3, 1, 1),
+    (5, 1, 1),
+    (7, 1, 1),
+    (2, 1, 1),
+    (0, 1, 2),
+    (1, 1, 2),
+    (1, 2, 1),
+    (2, 1, 3),
+    (1, 1, 5),
+    (2, 1, 9),
+    (3, 1, 9),
+    (4, 3, 5),
+    (10, 1, 2),
+    (10, 3, 7),
+    (11, 2, 3),
+    (9, 4, 4),
+    (13, 5, 8),
+    (100, 1, 2),
+    (17, 1, 1000),
+    (25, 7, 3),
+    (8, 5, 3),
+)
+
+
+def _json(plane: ControlPlane, path: str) -> dict[str, Any] | None:
+    status, body = plane.get(path)
+    return json.loads(body) if status == 200 else None
+
+
+def _until(what: str, probe: Callable[[], Any], state: Callable[[], Any]) -> Any:
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        result = probe()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not after {TIMEOUT:.0f}s; last seen: {state()}")
+        time.sleep(POLL)
+
+
+# ---- fixtures: one Karmada plane, two members, the dev layer applied -----------------------------
+
+
+@pytest.fixture(scope="module")
+def karmada_tools() -> KarmadaTools:
+    found, missing = find_karmada()
+    if found is None:
+        pytest.skip("real tier (karmada): " + "; ".join(missing))
+    return found
+
+
+@pytest.fixture(scope="module")
+def kruise_tools() -> KruiseTools:
+    found, missing = find_kruise()
+    if found is None:
+        pytest.skip("real tier (kruise): " + "; ".join(missing))
+    return found
+
+
+@pytest.fixture(scope="module")
+def simulation() -> SimulationTools:
+    found, missing = find_simulation_tools()
+    if found is None:
+        pytest.skip("real tier (twin): " + "; ".join(missing))
+    return found
+
+
+@pytest.fixture(scope="module")
+def fleet(dev_fleet: FleetConfig) -> FleetConfig:
+    """dev, with the member credential scoped to what the stack propagates."""
+    assert dev_fleet.karmada is not None
+    return dev_fleet.model_copy(
+        update={"karmada": dev_fleet.karmada.model_copy(update={"member_access": "scoped"})}
+    )
+
+
+@pytest.fixture(scope="module")
+def app(fleet: FleetConfig) -> ApplicationConfig:
+    assert fleet.karmada is not None
+    return fleet.karmada.applications[0]
+
+
+@dataclass
+class Layer:
+    """What the tests share: the Karmada plane, the members, the dev application's UID."""
+
+    karmada: KarmadaPlane
+    members: dict[str, Member]
+    uid: str
+
+
+def _kruise_values(fleet: FleetConfig) -> dict[str, dict[str, Any]]:
+    _, releases = collect(fleet)
+    return {r.target: dict(r.values) for r in releases if r.chart == KRUISE_CHART}
+
+
+def _ud(plane: ControlPlane, ns: str, name: str) -> dict[str, Any] | None:
+    return _json(plane, f"{UD_API}/namespaces/{ns}/uniteddeployments/{name}")
+
+
+def _binding(karmada: ControlPlane, ns: str, name: str) -> dict[str, Any] | None:
+    return _json(karmada, f"{RB_API}/namespaces/{ns}/resourcebindings/{name}-uniteddeployment")
+
+
+def _scheduled(binding: Mapping[str, Any] | None) -> dict[str, int] | None:
+    """Member -> replicas of a binding the scheduler has placed (its current generation)."""
+    if binding is None:
+        return None
+    status = binding.get("status") or {}
+    if status.get("schedulerObservedGeneration") != binding["metadata"]["generation"]:
+        return None
+    return {c["name"]: int(c.get("replicas", 0)) for c in binding["spec"].get("clusters") or []}
+
+
+@pytest.fixture(scope="module")
+def layer(  # noqa: PLR0917 - pytest fixtures
+    fleet: FleetConfig,
+    app: ApplicationConfig,
+    tools: Tools,
+    simulation: SimulationTools,
+    kruise_tools: KruiseTools,
+    karmada_tools: KarmadaTools,
+    tmp_path_factory: pytest.TempPathFactory,
+    pytestconfig: pytest.Config,
+) -> Iterator[Layer]:
+    names = member_names(fleet)
+    settings = kb.settings_of(fleet)
+    work = tmp_path_factory.mktemp("karmada")
+    t0 = time.monotonic()
+    with running_members(
+        fleet,
+        names,
+        tools=tools,
+        sim=simulation,
+        kruise=kruise_tools,
+        values=_kruise_values(fleet),
+        workdir=work / "members",
+    ) as members:
+        members_up = time.monotonic() - t0
+        karmada = KarmadaPlane(
+            work / "karmada",
+            tools,
+            karmada_tools,
+            kb.karmada_values(fleet, address="127.0.0.1", resource_group="realtier"),
+        )
+        karmada.start()
+        try:
+            regions = {}
+            for name in names:
+                cluster = fleet.cluster(name)
+                regions[name] = kb.region_of(fleet, cluster) if cluster else None
+            joined = join_members(
+                karmada.plane,
+                {n: m.plane for n, m in members.items()},
+                kb.member_rules(settings),
+                regions,
+            )
+            t1 = time.monotonic()
+            plane = karmada.plane
+            install_crds(plane, [kruise_tools.crd_dir / UD_CRD])
+            objects = [
+                united_deployment_interpreter(),
+                *apps.application_namespaces(settings.applications),
+                apps.propagation_policy(app, settings.failover),
+            ]
+            applied = apply(plane, objects)
+            assert not applied.rejected, applied.stderr
+            applied = apply(plane, [apps.united_deployment(app)])
+            assert not applied.rejected, applied.stderr
+            ud = _ud(plane, app.namespace, app.name)
+            assert ud is not None
+            pytestconfig.stash[_REPORT].append(
+                f"Karmada v{karmada_tools.version} plane up in {karmada.started_after:.1f}s "
+                f"(members with Kruise {members_up:.1f}s before it); {len(members)} members "
+                f"joined (scoped credential) and Ready in {joined:.1f}s; dev layer applied in "
+                f"{time.monotonic() - t1:.1f}s"
+            )
+            yield Layer(karmada, members, ud["metadata"]["uid"])
+        finally:
+            karmada.stop()
+
+
+# ---- the dev application -------------------------------------------------------------------------
+
+
+def _pods(plane: ControlPlane, ns: str, name: str) -> list[dict[str, Any]]:
+    listing = _json(
+        plane, f"/api/v1/namespaces/{ns}/pods?labelSelector=app.kubernetes.io%2Fname%3D{name}"
+    )
+    return [
+        p for p in (listing or {}).get("items") or [] if not p["metadata"].get("deletionTimestamp")
+    ]
+
+
+def _placement(member: Member, ns: str, name: str) -> dict[str, list[bool]] | None:
+    """Subset -> [is its node virtual] of the member's running pods; None while one is unbound."""
+    nodes = {n["metadata"]["name"]: n for g in member.nodes for n in g.nodes}
+    out: dict[str, list[bool]] = {}
+    for pod in _pods(member.plane, ns, name):
+        node = pod["spec"].get("nodeName")
+        if not node or (pod.get("status") or {}).get("phase") != "Running":
+            return None
+        subset = pod["metadata"]["labels"].get(SUBSET_LABEL, "?")
+        out.setdefault(subset, []).append(is_virtual_node(nodes[node]))
+    return out
+
+
+def test_scheduler_divides_the_dev_application_as_preflight_predicts(
+    layer: Layer, app: ApplicationConfig, report: Report
+) -> None:
+    plan = plan_placement(
+        app.replicas, app.propagation.weights, subset_specs(app), resource_uid=layer.uid
+    )
+    t0 = time.monotonic()
+    karmada = layer.karmada.plane
+    placed = _until(
+        "the dev application scheduled",
+        lambda: _scheduled(_binding(karmada, app.namespace, app.name)),
+        lambda: _binding(karmada, app.namespace, app.name),
+    )
+    assert placed == dict(plan.members)
+    # Each member's copy gets its share; Kruise splits it; pods land as the preview says.
+    for name, member in layer.members.items():
+        share = plan.members[name]
+        ud = _until(
+            f"[{name}] UnitedDeployment with {share} replicas",
+            lambda m=member, s=share: (
+                (u := _ud(m.plane, app.namespace, app.name)) and u["spec"]["replicas"] == s and u
+            ),
+            lambda m=member: _ud(m.plane, app.namespace, app.name),
+        )
+        assert ud["spec"]["replicas"] == share
+        wanted = dict(plan.member_subsets[name])
+
+        def landed(m: Member = member, w: Mapping[str, int] = wanted) -> dict[str, list[bool]]:
+            where = _placement(m, app.namespace, app.name)
+            if where is None or {k: len(v) for k, v in where.items()} != {
+                k: v for k, v in w.items() if v
+            }:
+                return {}
+            return where
+
+        where = _until(
+            f"[{name}] pods of {wanted}",
+            landed,
+            lambda m=member: _placement(m, app.namespace, app.name),
+        )
+        assert where.get("subset-a", []) == [False] * wanted.get("subset-a", 0)
+        assert where.get("subset-b", []) == [True] * wanted.get("subset-b", 0)
+    report(
+        f"dev application: karmada-scheduler placed {dict(placed)} as preflight predicts; "
+        f"Kruise split { ({n: dict(s) for n, s in plan.member_subsets.items()}) }, pods running "
+        f"(subset-a on normal nodes, subset-b on the virtual node) {time.monotonic() - t0:.1f}s "
+        "after the layer was applied"
+    )
+
+
+def test_aggregated_status_is_the_members_sum_and_healthy(
+    layer: Layer, app: ApplicationConfig
+) -> None:
+    """AggregateStatus on Karmada's template = the members' statuses added up; the binding's
+    aggregated items say Healthy (InterpretHealth) once every pod is ready."""
+    karmada = layer.karmada.plane
+    counters = ("replicas", "readyReplicas", "updatedReplicas", "updatedReadyReplicas")
+
+    def agreed() -> tuple[dict[str, Any], dict[str, int]] | None:
+        template = _ud(karmada, app.namespace, app.name) or {}
+        members = [_ud(m.plane, app.namespace, app.name) or {} for m in layer.members.values()]
+        sums = {c: sum(int((u.get("status") or {}).get(c, 0)) for u in members) for c in counters}
+        status = template.get("status") or {}
+        if sums["readyReplicas"] != app.replicas:
+            return None
+        if {c: int(status.get(c, 0)) for c in counters} != sums:
+            return None
+        return status, sums
+
+    status, sums = _until(
+        "aggregated status = sum of the members'",
+        agreed,
+        lambda: (_ud(karmada, app.namespace, app.name) or {}).get("status"),
+    )
+    assert sums["replicas"] == app.replicas
+    subsets = {s["name"]: s["replicas"] for s in status.get("subsetStatuses") or []}
+    assert sum(subsets.values()) == app.replicas, status
+
+    def healthy() -> list[dict[str, Any]] | None:
+        binding = _binding(karmada, app.namespace, app.name) or {}
+        items = (binding.get("status") or {}).get("aggregatedStatus") or []
+        if len(items) == len(layer.members) and all(i.get("health") == "Healthy" for i in items):
+            return items
+        return None
+
+    items = _until("InterpretHealth Healthy on every member", healthy, lambda: None)
+    assert {i["clusterName"] for i in items} == set(layer.members)
+
+
+CONFIG_MAP: Final = "deps-config"
+
+
+def test_a_configmap_the_pod_template_uses_follows_it(
+    layer: Layer, app: ApplicationConfig, fleet: FleetConfig
+) -> None:
+    """propagateDeps (the program's policy) + GetDependencies: a second application whose pods
+    read a ConfigMap; the ConfigMap reaches every member that got replicas."""
+    settings = kb.settings_of(fleet)
+    deps_app = app.model_copy(update={"name": "deps-ud"})
+    ud = apps.united_deployment(deps_app)
+    template_key = next(k for k in ud["spec"]["template"] if k.endswith("Template"))
+    pod_spec = ud["spec"]["template"][template_key]["spec"]["template"]["spec"]
+    pod_spec["containers"][0]["envFrom"] = [{"configMapRef": {"name": CONFIG_MAP}}]
+    karmada = layer.karmada.plane
+    config_map = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": CONFIG_MAP, "namespace": app.namespace},
+        "data": {"GREETING": "hello"},
+    }
+    applied = apply(karmada, [config_map, apps.propagation_policy(deps_app, settings.failover), ud])
+    assert not applied.rejected, applied.stderr
+    path = f"/api/v1/namespaces/{app.namespace}/configmaps/{CONFIG_MAP}"
+    for name, member in layer.members.items():
+        got = _until(
+            f"[{name}] ConfigMap {CONFIG_MAP}",
+            lambda m=member: _json(m.plane, path),
+            lambda: None,
+        )
+        assert got["data"] == {"GREETING": "hello"}
+    karmada.kubectl(
+        "delete",
+        "uniteddeployments.apps.kruise.io,propagationpolicies.policy.karmada.io",
+        "deps-ud",
+        "-n",
+        app.namespace,
+        "--wait=false",
+    )
+    karmada.kubectl("delete", "configmap", CONFIG_MAP, "-n", app.namespace, "--wait=false")
+
+
+# ---- the table -----------------------------------------------------------------------------------
+
+
+def _table_objects(
+    index: int, replicas: int, weights: Mapping[str, int], app: ApplicationConfig
+) -> list[dict[str, Any]]:
+    case = app.model_copy(
+        update={
+            "name": f"case-{index}",
+            "namespace": TABLE_NAMESPACE,
+            "replicas": replicas,
+            "propagation": app.propagation.model_copy(update={"weights": dict(weights)}),
+        }
+    )
+    policy = apps.propagation_policy(case, FailoverConfig())
+    # Scheduled, not dispatched: the table judges the scheduler and costs no member pods.
+    policy["spec"]["suspension"] = {"dispatching": True}
+    return [policy, apps.united_deployment(case)]
+
+
+def test_scheduler_matches_preflight_placement_over_a_table(
+    layer: Layer, app: ApplicationConfig, report: Report
+) -> None:
+    karmada = layer.karmada.plane
+    names = sorted(layer.members)
+    assert len(TABLE) >= 20
+    objects: list[dict[str, Any]] = [namespace(TABLE_NAMESPACE)]
+    for i, (replicas, w1, w2) in enumerate(TABLE):
+        objects += _table_objects(i, replicas, dict(zip(names, (w1, w2), strict=True)), app)
+    t0 = time.monotonic()
+    applied = apply(karmada, objects)
+    assert not applied.rejected, applied.stderr
+    mismatches: list[str] = []
+    ties = 0
+    for i, (replicas, w1, w2) in enumerate(TABLE):
+        name = f"case-{i}"
+        ud = _ud(karmada, TABLE_NAMESPACE, name)
+        assert ud is not None
+        weights = dict(zip(names, (w1, w2), strict=True))
+        predicted = divide_static_weights(replicas, weights, resource_uid=ud["metadata"]["uid"])
+        placed = (
+            _until(
+                f"{name} scheduled",
+                lambda n=name: _scheduled(_binding(karmada, TABLE_NAMESPACE, n)),
+                lambda n=name: _binding(karmada, TABLE_NAMESPACE, n),
+            )
+            if replicas
+            else _scheduled_or_empty(karmada, name)
+        )
+        ties += int(w1 == w2 and replicas % 2 == 1)
+        if placed != predicted:
+            mismatches.append(f"{replicas} x {weights}: scheduler {placed}, preflight {predicted}")
+    assert not mismatches, "\n".join(mismatches)
+    report(
+        f"placement table: {len(TABLE)} (replicas, weights) cases ({ties} exact ties broken by "
+        f"the template UID, zero shares included) scheduled by karmada-scheduler exactly as "
+        f"preflight predicts, in {time.monotonic() - t0:.1f}s"
+    )
+
+
+def _scheduled_or_empty(karmada: ControlPlane, name: str) -> dict[str, int]:
+    """0 replicas: the scheduler still schedules (a workload with replica requirements), and
+    every member gets 0, which removeZeroReplicasCluster drops."""
+    return _until(
+        f"{name} scheduled",
+        lambda: (s := _scheduled(_binding(karmada, TABLE_NAMESPACE, name))) is not None and (s,),
+        lambda: _binding(karmada, TABLE_NAMESPACE, name),
+    )[0]
+
+
+# ---- changes, access, deletion -------------------------------------------------------------------
+
+
+def test_a_weight_change_moves_replicas(
+    layer: Layer, app: ApplicationConfig, fleet: FleetConfig, report: Report
+) -> None:
+    settings = kb.settings_of(fleet)
+    karmada = layer.karmada.plane
+    order = sorted(app.propagation.weights)
+    # the dev weights swapped between the members: 1:2 -> 2:1
+    weights = dict(zip(order, [app.propagation.weights[n] for n in reversed(order)], strict=True))
+    assert weights != dict(app.propagation.weights)
+    changed = app.model_copy(
+        update={"propagation": app.propagation.model_copy(update={"weights": weights})}
+    )
+    expected = divide_static_weights(app.replicas, weights, resource_uid=layer.uid)
+    t0 = time.monotonic()
+    applied = apply(karmada, [apps.propagation_policy(changed, settings.failover)])
+    assert not applied.rejected, applied.stderr
+    # Judged on the workloads, not on pods: the subsets are StatefulSets (OrderedReady), whose
+    # pods come and go only while every pod is Ready, and a twin under load can lose its kwok
+    # node heartbeats for a moment, after which the node controller leaves pods NotReady.
+    plan = plan_placement(app.replicas, weights, subset_specs(app), resource_uid=layer.uid)
+    for name, member in layer.members.items():
+        share = expected.get(name, 0)
+        _until(
+            f"[{name}] UnitedDeployment and subsets at {share} after the weight change",
+            lambda m=member, n=name, s=share: (
+                (_ud(m.plane, app.namespace, app.name) or {}).get("spec", {}).get("replicas") == s
+                and _subset_replicas(m, app) == dict(plan.member_subsets.get(n, {}))
+            ),
+            lambda m=member: _subset_replicas(m, app),
+        )
+    report(
+        f"weight change {dict(app.propagation.weights)} -> {weights}: members' "
+        f"UnitedDeployments {expected}, Kruise's subsets "
+        f"{ ({n: dict(v) for n, v in plan.member_subsets.items()}) } in "
+        f"{time.monotonic() - t0:.1f}s"
+    )
+
+
+def _subset_replicas(member: Member, app: ApplicationConfig) -> dict[str, int]:
+    """Subset -> spec.replicas of the StatefulSets Kruise made for the member's copy."""
+    listing = _json(member.plane, f"/apis/apps/v1/namespaces/{app.namespace}/statefulsets")
+    out: dict[str, int] = {}
+    for sts in (listing or {}).get("items") or []:
+        labels = sts["metadata"].get("labels") or {}
+        subset = labels.get(SUBSET_LABEL)
+        mine = labels.get(apps.APP_LABEL) == app.name
+        if mine and subset and not sts["metadata"].get("deletionTimestamp"):
+            out[subset] = out.get(subset, 0) + int(sts["spec"].get("replicas", 0))
+    return out
+
+
+def _member_token(member: Member) -> str:
+    secret = _json(
+        member.plane,
+        f"/api/v1/namespaces/{kb.CLUSTER_NAMESPACE}/secrets/"
+        f"{kb.member_service_account(member.plane.name)}",
+    )
+    assert secret is not None
+    return base64.b64decode(secret["data"]["token"]).decode()
+
+
+def test_the_scoped_member_credential_cannot_touch_an_unrelated_kind(
+    layer: Layer, tmp_path: Path
+) -> None:
+    """The credential Karmada holds for a member works (the tests above: status, health, sync)
+    and is narrower than `karmadactl join`'s */*/*: no Jobs, Deployments, Node deletion or
+    role escalation, none of which the stack propagates (Secrets it may touch: dependencies)."""
+    for name, member in layer.members.items():
+        kubeconfig = tmp_path / f"{name}.kubeconfig"
+        doc = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": name,
+                    "cluster": {
+                        "server": member.plane.url,
+                        "certificate-authority": str(member.plane.ca_cert),
+                    },
+                }
+            ],
+            "users": [{"name": "karmada", "user": {"token": _member_token(member)}}],
+            "contexts": [{"name": name, "context": {"cluster": name, "user": "karmada"}}],
+            "current-context": name,
+        }
+        kubeconfig.write_text(json.dumps(doc))
+        can = member.plane.kubectl(
+            "auth",
+            "can-i",
+            "get",
+            "uniteddeployments.apps.kruise.io",
+            "-n",
+            "sample",
+            kubeconfig=kubeconfig,
+            check=False,
+        )
+        assert can.stdout.strip() == "yes", (can.stdout, can.stderr)
+        for verb, resource in (
+            ("create", "jobs.batch"),
+            ("create", "deployments.apps"),
+            ("delete", "nodes"),
+            ("escalate", "clusterroles.rbac.authorization.k8s.io"),
+        ):
+            probe = member.plane.kubectl(
+                "auth",
+                "can-i",
+                verb,
+                resource,
+                "-n",
+                "kube-system",
+                kubeconfig=kubeconfig,
+                check=False,
+            )
+            assert probe.stdout.strip() == "no", (name, verb, resource, probe.stdout)
+        denied = member.plane.kubectl(
+            "get", "jobs.batch", "-n", "kube-system", kubeconfig=kubeconfig, check=False
+        )
+        assert denied.returncode != 0, denied.stdout
+        assert "forbidden" in denied.stderr.lower(), denied.stderr
+
+
+def test_deleting_the_layer_leaves_nothing_on_any_plane(
+    layer: Layer, app: ApplicationConfig, report: Report
+) -> None:
+    """The program's objects deleted in reverse order (as `pulumi destroy` does): the members'
+    copies, their pods and Karmada's bindings go; the Clusters unjoin."""
+    karmada = layer.karmada.plane
+    t0 = time.monotonic()
+    karmada.kubectl("delete", "namespace", TABLE_NAMESPACE, "--wait=false")
+    karmada.kubectl("delete", "uniteddeployments.apps.kruise.io", app.name, "-n", app.namespace)
+    karmada.kubectl(
+        "delete", "propagationpolicies.policy.karmada.io", app.name, "-n", app.namespace
+    )
+    for name, member in layer.members.items():
+        _until(
+            f"[{name}] {app.name} and its pods gone",
+            lambda m=member: (
+                _ud(m.plane, app.namespace, app.name) is None
+                and not _pods(m.plane, app.namespace, app.name)
+            ),
+            lambda m=member: len(_pods(m.plane, app.namespace, app.name)),
+        )
+    karmada.kubectl("delete", "clusters.cluster.karmada.io", *sorted(layer.members))
+    _until(
+        "no Cluster, Work or execution namespace left on Karmada",
+        lambda: (
+            not karmada.kubectl(
+                "get", "clusters.cluster.karmada.io,works.work.karmada.io", "-A", "-o", "name"
+            ).stdout.split()
+            and not [
+                n
+                for n in karmada.kubectl("get", "namespaces", "-o", "name").stdout.split()
+                if n.startswith("namespace/karmada-es-")
+            ]
+        ),
+        lambda: (
+            karmada.kubectl(
+                "get",
+                "clusters.cluster.karmada.io,works.work.karmada.io,namespaces",
+                "-A",
+                "-o",
+                "name",
+            ).stdout
+        ),
+    )
+    report(
+        f"deleting the layer: nothing left on Karmada or the members in "
+        f"{time.monotonic() - t0:.1f}s"
+    )
