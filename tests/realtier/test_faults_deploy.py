@@ -5,6 +5,12 @@ runs) halfway through a first `up` and halfway through an update; the README's r
 read from the README and run as written, must converge to the objects an uninterrupted run makes,
 with no orphan on any plane and no credential left behind.
 
+A Kueue upgrade with work in the queues: the stack deployed with `kueue.version: 0.17.8` (the
+managers are `kueue-previous`, v0.17.1: the module proxy serves no later 0.17), Jobs running on
+the workers and others queued; the twin stops the old managers, `up` with 0.19.2 applies the new
+CRDs and objects (the program's part), the twin starts the 0.19.2 managers (on AKS the Helm
+release does that part). Nothing may be recreated; queued work is admitted, running work ends.
+
 As in test_pulumi_engine.py: the project's `__main__.py` as an inline program, a local file
 backend, three fresh planes as `source: existing` clusters, Kueue `manifests-only` with the real
 manager beside each plane (the CRDs applied first: Kueue exits when they are not served).
