@@ -20,6 +20,7 @@ from upstream.karmada import (
     DEFAULT_KRUISE_CHART_VERSION,
     kruise_app_version,
 )
+from upstream.kueue import DEFAULT_KUEUE_VERSION, KUEUE_VERSIONS
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "build-real-tier-tools"
@@ -35,6 +36,7 @@ TOOLS = (
     "kwok",
     "kruise",
     "karmada",
+    "kueue-previous",
 )
 
 
@@ -165,6 +167,24 @@ def test_kueue_pin_is_the_projects_default_kueue_version() -> None:
         assert pins["KUEUE_VERSION"] in builder.read_text()
     else:
         pytest.skip("no default Kueue version in the project yet (config/ or builders/kueue.py)")
+
+
+def test_kueue_previous_pin_is_an_older_release_of_a_supported_minor(tmp_path: Path) -> None:
+    """The upgrade test starts from kueue-previous: an older minor than the default that the
+    project supports (its CRDs and tables are the supported patch's), built like kueue itself."""
+    previous = _semver(_pins()["KUEUE_PREVIOUS_VERSION"])
+    assert previous < _semver(DEFAULT_KUEUE_VERSION)
+    assert previous[:2] in {_semver(v)[:2] for v in KUEUE_VERSIONS if v != DEFAULT_KUEUE_VERSION}
+    result = _bash(
+        "tool_version kueue-previous; tool_path kueue-previous; type build_kueue-previous", tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    pin = _pins()["KUEUE_PREVIOUS_VERSION"]
+    lines = result.stdout.splitlines()
+    assert lines[:2] == [pin, str(tmp_path / "cache" / f"kueue-previous-{pin}/bin/kueue-manager")]
+    assert 'sigs.k8s.io/kueue "v$KUEUE_PREVIOUS_VERSION" sigs.k8s.io/kueue/cmd/kueue' in (
+        result.stdout
+    )
 
 
 def test_kruise_pin_is_the_deployed_release_plus_its_patch() -> None:
