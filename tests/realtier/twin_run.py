@@ -27,7 +27,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -412,8 +412,13 @@ def running_twin(
     kueue_binary: Path,
     kueue_crds: Sequence[Path],
     workdir: Path,
+    nodes: Callable[[FleetConfig], dict[str, list[PoolNodes]]] = fleet_nodes,
 ) -> Iterator[Twin]:
-    """Start the stack's twin (planes, nodes, scheduler, kwok, Kueue, objects); always stop it."""
+    """Start the stack's twin (planes, nodes, scheduler, kwok, Kueue, objects); always stop it.
+
+    `nodes` gives the nodes registered at start (default: every pool at maxCount;
+    tests/realtier/autoscaler.py's `nodes_at_min` leaves the user pools to the autoscaler).
+    """
     from tests.realtier.conftest import install_crds  # noqa: PLC0415 - the tier's one CRD path
 
     t0 = time.monotonic()
@@ -427,7 +432,7 @@ def running_twin(
         try:
             start_all(planes.values())
             fleet = twin_fleet(stack_fleet, {n: p.kubeconfig for n, p in planes.items()})
-            twin = Twin(stack, fleet, planes, fleet_nodes(fleet), kueues)
+            twin = Twin(stack, fleet, planes, nodes(fleet), kueues)
             twin.timings["planes"] = time.monotonic() - t0
             for plane in planes.values():
                 install_crds(plane, [*kueue_crds, sim.provisioning_crd])
