@@ -7,6 +7,7 @@ test_provisioning_gate.py runs the autoscaler on them).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -18,11 +19,13 @@ from tests.realtier.autoscaler import (
     MIN_ANNOTATION,
     NAMESPACE,
     TEMPLATES_MAP,
+    autoscaler_args,
     nodes_at_min,
     provider_config_maps,
     provider_id,
     templates,
 )
+from tests.realtier.harness import ControlPlane
 from tests.realtier.twin import AGENTPOOL_LABEL, KWOK_ANNOTATION, fleet_nodes, load_stack, stacks
 
 
@@ -91,3 +94,14 @@ def test_provider_config_reads_templates_from_its_config_map_grouped_by_agentpoo
     listed = json.loads(templates_map["data"]["templates"])
     assert listed["kind"] == "List"
     assert [n["metadata"]["labels"][AGENTPOOL_LABEL] for n in listed["items"]] == ["batch"]
+
+
+def test_autoscaler_talks_json_so_it_can_write_provisioning_requests(tmp_path: Path) -> None:
+    """Found on the real tier: with the default protobuf content type every ProvisioningRequest
+    status update fails (a CRD has no protobuf form) and no request is ever Accepted."""
+    plane = ControlPlane("worker-1", tmp_path / "worker-1")
+    args = autoscaler_args(tmp_path / "cluster-autoscaler", plane, "least-waste")
+    assert "--kube-api-content-type=application/json" in args
+    assert "--enable-provisioning-requests=true" in args
+    assert "--cloud-provider=kwok" in args
+    assert "--expander=least-waste" in args

@@ -164,6 +164,11 @@ def autoscaler_args(binary: Path, plane: ControlPlane, expander: str | None) -> 
         f"--kubeconfig={plane.kubeconfig}",
         f"--namespace={NAMESPACE}",
         "--enable-provisioning-requests=true",
+        # The ProvisioningRequest client shares the autoscaler's REST config, whose default
+        # content type is protobuf, which a CRD cannot take: without this every status update
+        # fails ("does not implement the protobuf marshalling interface") and no request is
+        # ever Accepted.
+        "--kube-api-content-type=application/json",
         "--leader-elect=false",
         f"--address=127.0.0.1:{free_port()}",
         f"--scan-interval={SCAN_INTERVAL}",
