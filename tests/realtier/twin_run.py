@@ -8,9 +8,11 @@ of Jobs), the pinned Kueue CRDs plus the ProvisioningRequest CRD, and a real Kue
 stack's frameworks. Then the stack's Kueue/MultiKueue objects, as the program renders them, with
 real worker tokens in the manager's kubeconfig Secrets.
 
-The cluster autoscaler is the one part not run: every pool already has its `maxCount` nodes, and
-`answer_provisioning_requests` answers each ProvisioningRequest Kueue creates `Provisioned=True`
-(what a check-capacity answer says when the nodes are there).
+The cluster autoscaler is not run by default: every pool already has its `maxCount` nodes, and
+`answer_provisioning_requests` (a test double of the autoscaler) answers each ProvisioningRequest
+Kueue creates `Provisioned=True` (what a check-capacity answer says when the nodes are there).
+tests/realtier/autoscaler.py runs the real one instead (`nodes=nodes_at_min`, then
+`start_autoscalers`; test_provisioning_gate.py).
 
 Everything is started from the main thread (children die with pytest) and always stopped by
 process group, as the rest of the tier does.
