@@ -37,6 +37,7 @@ TOOLS = (
     "kruise",
     "karmada",
     "kueue-previous",
+    "cluster-autoscaler",
 )
 
 
@@ -249,6 +250,90 @@ def test_karmada_builds_its_four_components_from_one_module(tmp_path: Path) -> N
         "karmada-aggregated-apiserver karmada-controller-manager karmada-scheduler karmada-webhook",
     ]
     assert "$module/cmd/${bin#karmada-}" in result.stdout
+
+
+def test_cluster_autoscaler_maps_its_apis_replace_to_the_pinned_pseudo_version(
+    tmp_path: Path,
+) -> None:
+    """The CA's `apis => ./apis` becomes the apis pseudo-version pinned (Kueue's); its other
+    replaces are copied verbatim."""
+    gomod = tmp_path / "go.mod"
+    gomod.write_text(
+        "module k8s.io/autoscaler/cluster-autoscaler\n\ngo 1.24.0\n\n"
+        "replace k8s.io/kms => k8s.io/kms v0.33.1\n\n"
+        "replace k8s.io/autoscaler/cluster-autoscaler/apis => ./apis\n"
+    )
+    result = _bash(
+        f'replace_lines cluster-autoscaler "{gomod}"; tool_version cluster-autoscaler; '
+        "tool_path cluster-autoscaler",
+        tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    pins = _pins()
+    apis = "k8s.io/autoscaler/cluster-autoscaler/apis"
+    assert result.stdout.splitlines() == [
+        "replace k8s.io/kms => k8s.io/kms v0.33.1",
+        f"replace {apis} => {apis} {pins['CLUSTER_AUTOSCALER_APIS_VERSION']}",
+        pins["CLUSTER_AUTOSCALER_VERSION"],
+        str(
+            tmp_path
+            / "cache"
+            / f"cluster-autoscaler-{pins['CLUSTER_AUTOSCALER_VERSION']}/bin/cluster-autoscaler"
+        ),
+    ]
+
+
+def test_cluster_autoscaler_replaces_kubernetes_staging_modules_not_yet_replaced(
+    tmp_path: Path,
+) -> None:
+    """k8s.io/kubernetes (a CA requirement) needs its staging modules at v0.0.0: each gets the
+    pinned published version, except those the wrapper already replaces. `gocmd` is a test
+    double that answers `go mod download -json` with a local go.mod, as the proxy would."""
+    work = tmp_path / "work"
+    (work / "src").mkdir(parents=True)
+    upstream = tmp_path / "ca.mod"
+    upstream.write_text(
+        "module k8s.io/autoscaler/cluster-autoscaler\n\nrequire (\n\tk8s.io/kubernetes v1.33.1\n)\n"
+    )
+    (work / "upstream.mod.path").write_text(str(upstream))
+    kubernetes = tmp_path / "kubernetes.mod"
+    kubernetes.write_text(
+        "module k8s.io/kubernetes\n\nreplace (\n"
+        "\tk8s.io/api => ./staging/src/k8s.io/api\n"
+        "\tk8s.io/kms => ./staging/src/k8s.io/kms\n"
+        "\tgithub.com/x/y => github.com/x/z v1.0.0\n"
+        ")\n"
+    )
+    (work / "src" / "go.mod").write_text(
+        "module realtier.local/ca\n\nreplace k8s.io/kms => k8s.io/kms v0.33.1\n"
+    )
+    fake_gocmd = (
+        'gocmd() { [[ "$*" == "mod download -json k8s.io/kubernetes@v1.33.1" ]] || return 9; '
+        f'printf \'{{\\n\\t"GoMod": "%s",\\n}}\\n\' "{kubernetes}"; }}'
+    )
+    result = _bash(
+        f'{fake_gocmd}; WORK="{work}"; CURRENT_LOG=/dev/null; ca_staging_replaces; '
+        f'cat "{work}/src/go.mod"',
+        tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    staging = _pins()["CLUSTER_AUTOSCALER_KUBE_STAGING_VERSION"]
+    replaces = [line for line in result.stdout.splitlines() if line.startswith("replace ")]
+    assert replaces == [
+        "replace k8s.io/kms => k8s.io/kms v0.33.1",
+        f"replace k8s.io/api => k8s.io/api {staging}",
+    ]
+
+
+def test_cluster_autoscaler_builds_only_the_kwok_provider_without_checksums_it_cannot_get(
+    tmp_path: Path,
+) -> None:
+    result = _bash("type build_cluster-autoscaler", tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "-tags kwok" in result.stdout
+    assert "GONOSUMDB=$CLUSTER_AUTOSCALER_NOSUMDB" in result.stdout
+    nosumdb = _pins()["CLUSTER_AUTOSCALER_NOSUMDB"].split(",")
+    assert "k8s.io/autoscaler/cluster-autoscaler" in nosumdb
 
 
 def test_each_version_is_written_once() -> None:

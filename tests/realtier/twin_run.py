@@ -8,9 +8,11 @@ of Jobs), the pinned Kueue CRDs plus the ProvisioningRequest CRD, and a real Kue
 stack's frameworks. Then the stack's Kueue/MultiKueue objects, as the program renders them, with
 real worker tokens in the manager's kubeconfig Secrets.
 
-The cluster autoscaler is the one part not run: every pool already has its `maxCount` nodes, and
-`answer_provisioning_requests` answers each ProvisioningRequest Kueue creates `Provisioned=True`
-(what a check-capacity answer says when the nodes are there).
+The cluster autoscaler is not run by default: every pool already has its `maxCount` nodes, and
+`answer_provisioning_requests` (a test double of the autoscaler) answers each ProvisioningRequest
+Kueue creates `Provisioned=True` (what a check-capacity answer says when the nodes are there).
+tests/realtier/autoscaler.py runs the real one instead (`nodes=nodes_at_min`, then
+`start_autoscalers`; test_provisioning_gate.py).
 
 Everything is started from the main thread (children die with pytest) and always stopped by
 process group, as the rest of the tier does.
@@ -27,7 +29,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -412,8 +414,13 @@ def running_twin(
     kueue_binary: Path,
     kueue_crds: Sequence[Path],
     workdir: Path,
+    nodes: Callable[[FleetConfig], dict[str, list[PoolNodes]]] = fleet_nodes,
 ) -> Iterator[Twin]:
-    """Start the stack's twin (planes, nodes, scheduler, kwok, Kueue, objects); always stop it."""
+    """Start the stack's twin (planes, nodes, scheduler, kwok, Kueue, objects); always stop it.
+
+    `nodes` gives the nodes registered at start (default: every pool at maxCount;
+    tests/realtier/autoscaler.py's `nodes_at_min` leaves the user pools to the autoscaler).
+    """
     from tests.realtier.conftest import install_crds  # noqa: PLC0415 - the tier's one CRD path
 
     t0 = time.monotonic()
@@ -427,7 +434,7 @@ def running_twin(
         try:
             start_all(planes.values())
             fleet = twin_fleet(stack_fleet, {n: p.kubeconfig for n, p in planes.items()})
-            twin = Twin(stack, fleet, planes, fleet_nodes(fleet), kueues)
+            twin = Twin(stack, fleet, planes, nodes(fleet), kueues)
             twin.timings["planes"] = time.monotonic() - t0
             for plane in planes.values():
                 install_crds(plane, [*kueue_crds, sim.provisioning_crd])
