@@ -412,6 +412,7 @@ def running_twin(
     kueue_binary: Path,
     kueue_crds: Sequence[Path],
     workdir: Path,
+    worker_lost_timeout: str = "2m",
 ) -> Iterator[Twin]:
     """Start the stack's twin (planes, nodes, scheduler, kwok, Kueue, objects); always stop it."""
     from tests.realtier.conftest import install_crds  # noqa: PLC0415 - the tier's one CRD path
@@ -449,6 +450,7 @@ def running_twin(
                         kueue_binary,
                         workdir / "kueue" / name,
                         frameworks=tuple(fleet.kueue.frameworks),
+                        worker_lost_timeout=worker_lost_timeout,
                     )
                     for name, plane in planes.items()
                 }
