@@ -8,8 +8,15 @@ their pods stay Running for a while (tests/realtier/faults.py, timed kwok Stages
   completes once (succeeded = its completions, its Workload Finished, on worker-2); then
   worker-1 comes back, its MultiKueueCluster is Active again, and nothing runs twice: the
   manager's Jobs and Workloads are unchanged and worker-1 starts no new pod of them.
+  Workloads Kueue 0.19.2 evicts but cannot release (their manager Job keeps the lost worker's
+  pod counts) get the README's operator step 60 s after the timeout, and are reported.
 - Kueue killed: the manager's Kueue gets SIGKILL while it is dispatching a batch of jobs and is
   started again. Asserted: every job completes, each on exactly one worker, none twice.
+- Destroy with work in the queues (the real engine on the e2e stack, its own planes, as
+  test_pulumi_engine.py runs it): jobs admitted and dispatched, then `destroy`. Asserted: it
+  succeeds, deletes everything `up` created, leaves no Kueue object, CRD, credential, team
+  namespace or Job, and no ClusterQueue is ever being deleted while its team namespace is not
+  (Kueue's resource-in-use finalizer would hold it); what it waited for is reported.
 
 Measured times go to the run's report ("real tier: measured").
 """
