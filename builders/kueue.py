@@ -416,6 +416,17 @@ def _cluster_queue_manifest(
     return Manifest(target, obj, tuple(needs))
 
 
+def _namespace_manifest(target: str, ns: TeamNamespace, queues: KueueObjects) -> Manifest:
+    """A team namespace, made after (so deleted before) the ClusterQueues that admit from it.
+
+    A ClusterQueue keeps its `kueue.x-k8s.io/resource-in-use` finalizer while it has admitted
+    Workloads; only deleting their namespace deletes the Jobs and so the Workloads. Deleted the
+    other way round, `destroy` with jobs running waits on the ClusterQueue until it times out.
+    """
+    admit = dict.fromkeys(lq.cluster_queue for lq in queues.local_queues if lq.namespace == ns.name)
+    return Manifest(target, namespace(ns), tuple(f"ClusterQueue/{cq}" for cq in admit))
+
+
 def cluster_objects(
     cluster: ClusterConfig, added_checks: AdmissionChecks | None = None
 ) -> list[Manifest]:
@@ -425,7 +436,6 @@ def cluster_objects(
     used_gates = {cq.provisioning_gate.name for cq in q.cluster_queues if cq.provisioning_gate}
     gates = [g for g in q.provisioning_gates if g.name in used_gates]
     return [
-        *(Manifest(target, namespace(ns)) for ns in q.namespaces),
         *(Manifest(target, resource_flavor(f, cluster)) for f in q.flavors),
         *(Manifest(target, provisioning_request_config(g)) for g in gates),
         *(
@@ -440,6 +450,7 @@ def cluster_objects(
             _cluster_queue_manifest(target, cq, q, added.get(cq.name, ()))
             for cq in q.cluster_queues
         ),
+        *(_namespace_manifest(target, ns, q) for ns in q.namespaces),
         *(
             Manifest(
                 target,

@@ -19,11 +19,13 @@ from upstream.aks import AGENTPOOL_LABELS
 from upstream.k8s import NAMESPACE_NAME_LABEL, go_duration_seconds, quantity_value
 from upstream.kueue import (
     BATCH_JOB,
+    DEFAULT_WORKER_LOST_TIMEOUT,
     FEATURE_GATES,
     FRAMEWORK_GATES,
     FRAMEWORKS,
     KUEUE_VERSIONS,
     LOCKED_GATES,
+    MIN_QUIET_WORKER_LOST_TIMEOUT_SECONDS,
     OWNED_VALUES,
     REMOVED_GATES,
     RESERVED_NAMESPACES,
@@ -103,6 +105,28 @@ FAIR_SHARING_STRATEGIES = (
 INCREMENTAL_CONFIG_VERSIONS = ("0.19.2",)
 
 
+def _check_worker_lost_timeout(mk: MultiKueueManagerSettings) -> Iterator[Issue]:
+    """`multiKueue.workerLostTimeout`: 0 or a few seconds turn any blip into re-run jobs."""
+    if mk.worker_lost_timeout is None:
+        return  # Kueue's DEFAULT_WORKER_LOST_TIMEOUT
+    path = "kueue.multiKueue.workerLostTimeout"
+    seconds = go_duration_seconds(mk.worker_lost_timeout)
+    if seconds == 0:
+        yield Issue(
+            path,
+            "must be more than 0: the manager would re-admit a worker's running jobs elsewhere "
+            f"at its first failed connection (Kueue's default: {DEFAULT_WORKER_LOST_TIMEOUT})",
+        )
+    elif seconds < MIN_QUIET_WORKER_LOST_TIMEOUT_SECONDS:
+        yield Issue(
+            path,
+            f"{mk.worker_lost_timeout}: a worker API outage longer than this (an AKS upgrade, a "
+            "network blip) re-admits its running jobs on another worker, where their work "
+            f"starts over (Kueue's default: {DEFAULT_WORKER_LOST_TIMEOUT})",
+            "warning",
+        )
+
+
 def check_kueue_configuration(fleet: FleetConfig) -> Iterator[Issue]:
     """The typed Configuration settings as Kueue's own config validation would judge them."""
     s = fleet.kueue
@@ -129,6 +153,7 @@ def check_kueue_configuration(fleet: FleetConfig) -> Iterator[Issue]:
             + " (in that order)",
         )
     mk = s.multi_kueue
+    yield from _check_worker_lost_timeout(mk)
     if mk.incremental_dispatcher_config is not None:
         path = "kueue.multiKueue.incrementalDispatcherConfig"
         if mk.dispatcher != "Incremental":

@@ -119,11 +119,11 @@ def test_dev_worker_objects() -> None:
     deployed = with_mirrored_queues(stack("dev"))
     manifests = [m for m in render_kueue(deployed) if m.target == "worker-1"]
     assert [(m.kind, m.name) for m in manifests] == [
-        ("Namespace", "team-a"),
         ("ResourceFlavor", "batch"),
         ("ProvisioningRequestConfig", "batch-scaleup-config"),
         ("AdmissionCheck", "batch-scaleup"),
         ("ClusterQueue", "team-a"),
+        ("Namespace", "team-a"),  # after its ClusterQueue: deleted before it (destroy)
         ("LocalQueue", "team-a"),
     ]
     objs = {m.kind: m.obj for m in manifests}

@@ -109,6 +109,8 @@ def test_objects_depend_on_what_they_name(solo: Graph) -> None:
     assert deps("ClusterQueue") == {"Release", "ResourceFlavor", "AdmissionCheck"}
     assert deps("LocalQueue") == {"Release", "ClusterQueue", "Namespace"}
     assert deps("ResourceFlavor") == {"Release"}
+    # made after, so deleted before, the ClusterQueue that admits from it (destroy's order)
+    assert deps("Namespace") == {"Release", "ClusterQueue"}
 
 
 def test_queues_and_checks_must_become_active(solo: Graph) -> None:

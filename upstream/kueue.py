@@ -263,6 +263,13 @@ GATE_REASON: Final = "MultiKueueWithProvisioningRequest"
 
 # Seconds `pulumi up` waits for a MultiKueueCluster to be Active (multiKueue.connectTimeoutSeconds).
 DEFAULT_CONNECT_TIMEOUT: Final = 300
+# Kueue's `multiKueue.workerLostTimeout` when unset (apis/config/v1beta2/defaults.go at v0.19.2,
+# DefaultMultiKueueWorkerLostTimeout): how long the manager waits for a worker it lost contact
+# with before it evicts that worker's workloads and admits them again (on another worker).
+DEFAULT_WORKER_LOST_TIMEOUT: Final = "15m"
+# Below this, a worker's short API outage (an AKS upgrade of its control plane, a network blip)
+# re-admits its running jobs elsewhere: their work starts over.
+MIN_QUIET_WORKER_LOST_TIMEOUT_SECONDS: Final = 60
 
 
 # --------------------------------------------------------------------------------------------

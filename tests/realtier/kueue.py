@@ -147,6 +147,7 @@ def manager_configuration(
     health_port: int,
     cert_dir: Path,
     frameworks: Sequence[str] = ("batch/job",),
+    worker_lost_timeout: str = "2m",
 ) -> dict[str, object]:
     """The Configuration file (field names as in v0.19.2's apis/config/v1beta2)."""
     return {
@@ -163,7 +164,11 @@ def manager_configuration(
         "integrations": {"frameworks": list(frameworks)},
         # MultiKueue is on by default in 0.19 (the manager's controllers watch
         # MultiKueueClusters); short GC/loss timeouts keep a broken test from lingering.
-        "multiKueue": {"gcInterval": "30s", "origin": "multikueue", "workerLostTimeout": "2m"},
+        "multiKueue": {
+            "gcInterval": "30s",
+            "origin": "multikueue",
+            "workerLostTimeout": worker_lost_timeout,
+        },
     }
 
 
@@ -176,6 +181,8 @@ class KueueManager:
     workdir: Path
     # integrations.frameworks of its Configuration (a twin: the stack's kueue.frameworks)
     frameworks: tuple[str, ...] = ("batch/job",)
+    # multiKueue.workerLostTimeout (a fault test shortens it; 2m keeps a broken test short)
+    worker_lost_timeout: str = "2m"
     started_after: float = field(default=0.0, init=False)  # seconds from start to ready
     _process: _Process | None = field(default=None, init=False, repr=False)
     _health_port: int = field(default=0, init=False, repr=False)
@@ -198,7 +205,13 @@ class KueueManager:
         config = self.workdir / "kueue-config.yaml"
         config.write_text(
             yaml.safe_dump(
-                manager_configuration(free_port(), self._health_port, cert_dir, self.frameworks)
+                manager_configuration(
+                    free_port(),
+                    self._health_port,
+                    cert_dir,
+                    self.frameworks,
+                    self.worker_lost_timeout,
+                )
             )
         )
         log_path = self.workdir / "kueue.log"

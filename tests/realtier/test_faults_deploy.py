@@ -88,7 +88,7 @@ pytestmark = [pytest.mark.real, pytest.mark.slow]
 STACK: Final = "e2e"
 PASSPHRASE: Final = "realtier-fixed-passphrase"  # a throwaway state in a tmp dir
 RECOVERY: Final = "### A `pulumi up` killed halfway"
-# The first `up` registers 80 resources (test_pulumi_engine.py). Killed after 30 it was still
+# The first `up` registers 86 resources (test_pulumi_engine.py). Killed after 30 it was still
 # adopting the Kueue CRDs (nothing new on the planes); after 55, measured: 17 new objects on the
 # planes and 5 creates pending in the state.
 KILL_FIRST_UP_AFTER: Final = 55
@@ -412,7 +412,8 @@ def test_a_killed_up_recovers_by_the_readme_to_an_uninterrupted_runs_objects(
     first = _snapshot(planes)
     first_urns = cut.urns()
     again = op_counts(cut.up().summary.resource_changes)
-    assert set(again) == {"same"}, f"up after the recovery is not a no-op: {again}"
+    # The credential proofs (reads of each worker's ServiceAccount) run again on every `up`.
+    assert set(again) <= {"same", "read"}, f"up after the recovery is not a no-op: {again}"
 
     # 2. An update killed halfway, then the same recovery.
     _configure(cut, planes, _updated_raw())

@@ -415,6 +415,7 @@ def running_twin(
     kueue_crds: Sequence[Path],
     workdir: Path,
     nodes: Callable[[FleetConfig], dict[str, list[PoolNodes]]] = fleet_nodes,
+    worker_lost_timeout: str = "2m",
 ) -> Iterator[Twin]:
     """Start the stack's twin (planes, nodes, scheduler, kwok, Kueue, objects); always stop it.
 
@@ -456,6 +457,7 @@ def running_twin(
                         kueue_binary,
                         workdir / "kueue" / name,
                         frameworks=tuple(fleet.kueue.frameworks),
+                        worker_lost_timeout=worker_lost_timeout,
                     )
                     for name, plane in planes.items()
                 }
