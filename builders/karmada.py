@@ -306,8 +306,8 @@ def karmada_releases(fleet: FleetConfig) -> list[HelmRelease]:
 
 
 def kruise_releases(fleet: FleetConfig) -> list[HelmRelease]:
-    """One pinned Kruise release per Karmada member."""
-    if fleet.karmada is None:
+    """One pinned Kruise release per Karmada member (none with `kruise.install: manifests-only`)."""
+    if fleet.karmada is None or fleet.karmada.kruise.install == "manifests-only":
         return []
     return [
         kruise_release(name, fleet.karmada.kruise, on_aks=on_aks(fleet, name))
