@@ -6,10 +6,11 @@ Order, each step waiting for the one before:
    configured internal address), so it is in the certificate SANs at the first install;
 2. the karmada chart on the host, its Service bound to that address;
 3. the chart's kubeconfig Secret, read back, server rewritten to the address: the Karmada provider;
-4. Kruise on every member, the member-side service accounts and token Secrets, then on Karmada the
-   credential Secrets and the Cluster objects (Ready, so their API list includes UnitedDeployment);
-5. the Kruise CRDs (from the pinned Kruise release), the UnitedDeployment interpreter, and the
-   applications: PropagationPolicy first, UnitedDeployment last.
+4. Kruise on every member (unless `kruise.install: manifests-only`), the member-side service
+   accounts and token Secrets, then on Karmada the credential Secrets and the Cluster objects
+   (Ready, so their API list includes UnitedDeployment);
+5. the Kruise CRDs (the pinned release's, by URL or from `kruise.crdDir`), the UnitedDeployment
+   interpreter, and the applications: PropagationPolicy first, UnitedDeployment last.
 """
 
 from __future__ import annotations
