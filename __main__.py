@@ -115,6 +115,7 @@ fleet = Fleet(
         kueue_crd_files=files.crd_files,
         kueue_values_secret=secret_chart_values(secrets),
         karmada_kubeconfig=karmada_kubeconfig,
+        kruise_crd_files=files.kruise_crd_files,
     ),
 )
 

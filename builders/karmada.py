@@ -306,8 +306,8 @@ def karmada_releases(fleet: FleetConfig) -> list[HelmRelease]:
 
 
 def kruise_releases(fleet: FleetConfig) -> list[HelmRelease]:
-    """One pinned Kruise release per Karmada member."""
-    if fleet.karmada is None:
+    """One pinned Kruise release per Karmada member (none with `kruise.install: manifests-only`)."""
+    if fleet.karmada is None or fleet.karmada.kruise.install == "manifests-only":
         return []
     return [
         kruise_release(name, fleet.karmada.kruise, on_aks=on_aks(fleet, name))
@@ -480,7 +480,8 @@ def render_karmada(fleet: FleetConfig) -> list[Manifest]:
     """Everything for the Karmada API server (credentials redacted) and each member's side.
 
     Not included: the Kruise CRDs, applied from the pinned Kruise release by URL
-    (builders.kruise.karmada_crd_urls), and Helm releases (karmada_releases, kruise_releases).
+    (builders.kruise.karmada_crd_urls) or from `kruise.crdDir`, and Helm releases
+    (karmada_releases, kruise_releases).
     Nor the `karmada-cluster` Namespace on the Karmada API server: the chart's static-resource
     job (or `karmadactl init`) makes it, and creating it again fails with AlreadyExists.
     """

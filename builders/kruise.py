@@ -27,7 +27,7 @@ from typing import Any, Final
 from builders.manifest import HelmRelease
 from config.karmada import KruiseSettings
 from upstream.aks import CRITICAL_ADDONS_TAINT, VIRTUAL_NODE_LABELS
-from upstream.karmada import kruise_app_version
+from upstream.karmada import KARMADA_CRD_FILES, kruise_app_version
 
 CHART: Final = "kruise"
 REPO: Final = "https://openkruise.github.io/charts"
@@ -51,10 +51,6 @@ CHART_DAEMON_AFFINITY: Final[dict[str, Any]] = {
     }
 }
 
-# The Karmada API server needs only the kinds we create there: UnitedDeployment. Its subset
-# workloads (CloneSet, StatefulSet, ...) are made by kruise-manager inside each member. The
-# StatefulSet CRD also carries a conversion webhook that would point at nothing there.
-KARMADA_CRD_FILES: Final = ("apps.kruise.io_uniteddeployments.yaml",)
 CRD_URL: Final = "https://raw.githubusercontent.com/openkruise/kruise/{tag}/config/crd/bases/{file}"
 
 

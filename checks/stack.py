@@ -11,6 +11,7 @@ from checks import validate
 from config.errors import ConfigError, Issue, errors_of, key_path
 from config.loader import (
     KARMADA_KUBECONFIG_KEY,
+    kruise_crd_files,
     kueue_crd_files,
     parse_model,
     read_existing_kubeconfigs,
@@ -30,6 +31,8 @@ class StackFiles:
     crd_files: list[str] = field(default_factory=list[str])
     # `karmada.source: existing` with `kubeconfigPath`: the Karmada API server's kubeconfig.
     karmada_kubeconfig: str | None = None
+    # The Karmada API server's Kruise CRD files, when read locally (`karmada.kruise`).
+    kruise_crd_files: list[str] = field(default_factory=list[str])
 
 
 def parse_fleet(raw: Any, *, source: str = "") -> tuple[FleetConfig, list[Issue]]:
@@ -80,9 +83,19 @@ def read_files(fleet: FleetConfig, root: Path, *, source: str = "") -> StackFile
         crd_files = kueue_crd_files(fleet, root)
     except ConfigError as err:
         issues += err.issues
+    kruise_crds: list[str] = []
+    try:
+        kruise_crds = kruise_crd_files(fleet, root)
+    except ConfigError as err:
+        issues += err.issues
     if issues:
         raise ConfigError(issues, source)
-    return StackFiles(kubeconfigs=kubeconfigs, crd_files=crd_files, karmada_kubeconfig=karmada)
+    return StackFiles(
+        kubeconfigs=kubeconfigs,
+        crd_files=crd_files,
+        karmada_kubeconfig=karmada,
+        kruise_crd_files=kruise_crds,
+    )
 
 
 def load_from_file(

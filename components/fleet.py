@@ -37,6 +37,8 @@ class FleetArgs:
     kueue_values_secret: bool = False
     # `karmada.source: existing`: the Karmada API server's kubeconfig.
     karmada_kubeconfig: pulumi.Input[str] | None = None
+    # The Karmada API server's Kruise CRD files, when read locally (`karmada.kruise`).
+    kruise_crd_files: Sequence[str] = ()
 
 
 class Fleet(pulumi.ComponentResource):
@@ -141,6 +143,7 @@ class Fleet(pulumi.ComponentResource):
                     clusters=self.clusters,
                     tags=tags,
                     existing_kubeconfig=args.karmada_kubeconfig,
+                    kruise_crd_files=args.kruise_crd_files,
                 ),
                 pulumi.ResourceOptions(parent=self),
             )

@@ -6,10 +6,11 @@ Order, each step waiting for the one before:
    configured internal address), so it is in the certificate SANs at the first install;
 2. the karmada chart on the host, its Service bound to that address;
 3. the chart's kubeconfig Secret, read back, server rewritten to the address: the Karmada provider;
-4. Kruise on every member, the member-side service accounts and token Secrets, then on Karmada the
-   credential Secrets and the Cluster objects (Ready, so their API list includes UnitedDeployment);
-5. the Kruise CRDs (from the pinned Kruise release), the UnitedDeployment interpreter, and the
-   applications: PropagationPolicy first, UnitedDeployment last.
+4. Kruise on every member (unless `kruise.install: manifests-only`), the member-side service
+   accounts and token Secrets, then on Karmada the credential Secrets and the Cluster objects
+   (Ready, so their API list includes UnitedDeployment);
+5. the Kruise CRDs (the pinned release's, by URL or from `kruise.crdDir`), the UnitedDeployment
+   interpreter, and the applications: PropagationPolicy first, UnitedDeployment last.
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ class KarmadaArgs:
     tags: dict[str, str] = field(default_factory=dict[str, str])
     # `karmada.source: existing`: the Karmada API server's kubeconfig (file or secret config key).
     existing_kubeconfig: pulumi.Input[str] | None = None
+    # The Kruise CRD files for the Karmada API server, found by the composition root; empty:
+    # fetched by URL from the pinned Kruise release.
+    kruise_crd_files: Sequence[str] = ()
 
 
 def _data(data: Mapping[str, str] | None, key: str) -> str:
@@ -99,16 +103,18 @@ class Karmada(pulumi.ComponentResource):
         self.kruise = {}
         self.members = {}
         for member in member_names(fleet):
-            self.kruise[member] = Kruise(
-                f"{name}-{member}-kruise",
-                KruiseArgs(
-                    release=kruise_release(
-                        member, settings.kruise, on_aks=kb.on_aks(fleet, member)
+            # `kruise.install: manifests-only`: Kruise already runs on the member.
+            if settings.kruise.install == "helm":
+                self.kruise[member] = Kruise(
+                    f"{name}-{member}-kruise",
+                    KruiseArgs(
+                        release=kruise_release(
+                            member, settings.kruise, on_aks=kb.on_aks(fleet, member)
+                        ),
+                        provider=args.clusters[member].provider,
                     ),
-                    provider=args.clusters[member].provider,
-                ),
-                pulumi.ResourceOptions(parent=self),
-            )
+                    pulumi.ResourceOptions(parent=self),
+                )
             member_cfg = fleet.cluster(member)
             region = kb.region_of(fleet, member_cfg) if member_cfg else None
             self.members[member] = self._register(
@@ -123,7 +129,7 @@ class Karmada(pulumi.ComponentResource):
         # 5. Kruise CRDs only (no controllers, no webhooks), the interpreter, the applications.
         self.crds = k8s.yaml.v2.ConfigGroup(
             f"{name}-kruise-crds",
-            files=karmada_crd_urls(settings.kruise),
+            files=list(args.kruise_crd_files) or karmada_crd_urls(settings.kruise),
             opts=on_karmada,
         )
         self.interpreter = kube_object(
@@ -347,6 +353,10 @@ class Karmada(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self,
                 provider=self.provider,
-                depends_on=[credentials, impersonation, self.kruise[member]],
+                depends_on=[
+                    credentials,
+                    impersonation,
+                    *([self.kruise[member]] if member in self.kruise else []),
+                ],
             ),
         )

@@ -182,6 +182,14 @@ class KruiseSettings(Model):
     # `webhookConfiguration.aksIntegration` (chart >= 1.9.0): keeps Kruise's webhooks off AKS's
     # managed namespaces. Unset: on for members this stack creates on AKS, off for existing ones.
     aks_integration: bool | None = None
+    # `manifests-only`: Kruise is already installed on every member (as `kueue.install:
+    # manifests-only` means for Kueue); the stack installs no chart there, only registers them.
+    install: Literal["helm", "manifests-only"] = "helm"
+    # Where the Karmada API server's Kruise CRD (apps.kruise.io_uniteddeployments.yaml) comes
+    # from: this directory, relative to the project. Unset: with `manifests-only`, the pinned
+    # copy (.cache/crds/kruise/v<version>, else ../shared/crds/kruise/v<version>); with `helm`,
+    # raw.githubusercontent.com at the Kruise release's git tag.
+    crd_dir: str | None = None
 
 
 MemberAccess = Literal["wildcard", "scoped"]

@@ -17,6 +17,7 @@ from config import yamlsafe
 from config.errors import ConfigError, Issue, key_path
 from config.models import FleetConfig
 from constants import CONFIG_KEY, PROJECT
+from upstream.karmada import KARMADA_CRD_FILES, kruise_app_version
 
 SECRET_PLACEHOLDER = "<secret>"
 FULL_KEY = f"{PROJECT}:{CONFIG_KEY}"
@@ -343,6 +344,56 @@ def kueue_crd_files(fleet: FleetConfig, root: Path) -> list[str]:
         base = root.resolve()
         checked_files = [
             project_file(base, str(f.relative_to(base)), "kueue.crdDir", max_bytes=MAX_CRD_BYTES)
+            for f in files
+        ]
+        issues = [f for f in checked_files if isinstance(f, Issue)]
+        if issues:
+            raise ConfigError(issues)
+    return [str(path) for path in files]
+
+
+KRUISE_CRD_DIR_KEY = "karmada.kruise.crdDir"
+
+
+def kruise_crd_dir(fleet: FleetConfig, root: Path) -> Path | None:
+    """Where the Karmada API server's Kruise CRDs are read from (crdDir unchecked), or None: the
+    program fetches them by URL (`kruise.install: helm` without a crdDir)."""
+    if fleet.karmada is None:
+        return None
+    kruise = fleet.karmada.kruise
+    if kruise.crd_dir is not None:
+        return root / kruise.crd_dir
+    if kruise.install != "manifests-only":
+        return None
+    tag = kruise_app_version(kruise.chart_version)
+    cached = root / ".cache" / "crds" / "kruise" / tag
+    return cached if cached.is_dir() else root.parent / "shared" / "crds" / "kruise" / tag
+
+
+def kruise_crd_files(fleet: FleetConfig, root: Path) -> list[str]:
+    """The Karmada API server's Kruise CRD files (builders.kruise.KARMADA_CRD_FILES), from a local
+    directory; none when the program fetches them by URL. A `crdDir` must lie inside the project
+    and hold the files as regular files."""
+    directory = kruise_crd_dir(fleet, root)
+    if directory is None or fleet.karmada is None:
+        return []
+    if fleet.karmada.kruise.crd_dir is not None:
+        checked = project_dir(root, fleet.karmada.kruise.crd_dir, KRUISE_CRD_DIR_KEY)
+        if isinstance(checked, Issue):
+            raise ConfigError([checked])
+        directory = checked
+    files = [directory / name for name in KARMADA_CRD_FILES]
+    missing = [f.name for f in files if not f.is_file()]
+    if missing:
+        raise ConfigError(
+            [Issue(KRUISE_CRD_DIR_KEY, f"no {', '.join(missing)} in {directory}: set crdDir")]
+        )
+    if fleet.karmada.kruise.crd_dir is not None:
+        base = root.resolve()
+        checked_files = [
+            project_file(
+                base, str(f.relative_to(base)), KRUISE_CRD_DIR_KEY, max_bytes=MAX_CRD_BYTES
+            )
             for f in files
         ]
         issues = [f for f in checked_files if isinstance(f, Issue)]

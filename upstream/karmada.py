@@ -22,6 +22,11 @@ RESERVED_NAMESPACE_PREFIXES: Final = ("karmada-es-", "kube-")
 # Kubernetes-style feature gate names (k8s.io/component-base/featuregate).
 FEATURE_GATE: Final = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 
+# The Karmada API server needs only the kinds we create there: UnitedDeployment. Its subset
+# workloads (CloneSet, StatefulSet, ...) are made by kruise-manager inside each member. The
+# StatefulSet CRD also carries a conversion webhook that would point at nothing there.
+KARMADA_CRD_FILES: Final = ("apps.kruise.io_uniteddeployments.yaml",)
+
 
 def kruise_app_version(chart_version: str) -> str:
     """The kruise-manager image tag and the git tag of the CRDs for a chart version."""

@@ -1,0 +1,352 @@
+"""`pulumi up` / `destroy` of the dev stack's Karmada layer by the real engine, on live planes.
+
+The planes are test_karmada.py's: a real Karmada v1.18.2 control plane (tests/realtier/karmada.py)
+and the dev stack's two members with kruise-manager running (tests/realtier/kruise.py). The program
+is the project's `__main__.py`, run as an Automation API inline program by the cached `pulumi`
+CLI and `pulumi-resource-kubernetes` (test_pulumi_engine.py's engine), on a stack that maps the
+dev stack's Karmada layer onto those planes:
+
+- the members are `source: existing` clusters (their kubeconfigs as secret config keys), with
+  `karmada.kruise.install: manifests-only` (Kruise already runs there; no chart repository here)
+  and `kueue.install: manifests-only` (the members carry the Kueue CRDs, no controller);
+- Karmada is `source: existing` (its kubeconfig a secret config key); the UnitedDeployment CRD
+  comes from the pinned local copy (../shared/crds/kruise), not raw.githubusercontent.com;
+- the members get the dev stack's virtual nodes, its application and weights, `memberAccess:
+  scoped`.
+
+`up` creates the layer and the real karmada-scheduler places the application 2/4; a second `up`
+changes nothing; `destroy` leaves no Karmada object, member copy, Cluster or member credential.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+import yaml
+from pulumi import automation as auto
+
+from builders import karmada as kb
+from config.karmada import ApplicationConfig
+from config.models import FleetConfig
+from config.resolve import member_names, subset_specs
+from constants import CONFIG_KEY, PROJECT
+from tests.realtier.harness import ROOT, ControlPlane, Report, Tools
+from tests.realtier.karmada import CLUSTER_NAMESPACE, KarmadaPlane, KarmadaTools, find_karmada
+from tests.realtier.kruise import KruiseTools, Member, find_kruise, running_members
+from tests.realtier.test_karmada import (
+    _binding,  # pyright: ignore[reportPrivateUsage]
+    _kruise_values,  # pyright: ignore[reportPrivateUsage]
+    _scheduled,  # pyright: ignore[reportPrivateUsage]
+    _ud,  # pyright: ignore[reportPrivateUsage]
+    _until,  # pyright: ignore[reportPrivateUsage]
+)
+from tests.realtier.test_pulumi_engine import (
+    PASSPHRASE,
+    Run,
+    _counts,  # pyright: ignore[reportPrivateUsage]
+    _engine,  # pyright: ignore[reportPrivateUsage]
+)
+from tests.realtier.twin_run import SimulationTools, find_simulation_tools
+from upstream.placement import plan_placement
+
+pytestmark = [pytest.mark.real, pytest.mark.slow]
+
+STACK: Final = "karmada-engine"
+KARMADA: Final = "karmada"
+LOCATION: Final = "westeurope"
+DESTROY_TIMEOUT: Final = 180.0
+GONE_TIMEOUT: Final = 60.0
+
+
+def kubeconfig_key(plane: str) -> str:
+    return f"kubeconfig-{plane}"
+
+
+def engine_raw(members: list[str]) -> dict[str, Any]:
+    """The stack's `fleet` value: the dev stack's Karmada layer on existing planes."""
+    dev = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"][
+        f"{PROJECT}:{CONFIG_KEY}"
+    ]
+    return {
+        "kueue": {"install": "manifests-only", "version": dev["kueue"]["version"]},
+        "clusters": [
+            {
+                "name": name,
+                "role": "standalone",
+                "source": "existing",
+                "existing": {"kubeconfigSecret": kubeconfig_key(name)},
+                # The members' twins carry the dev pools' virtual node (subset-b lands there).
+                "virtualNodes": {"enabled": True},
+            }
+            for name in members
+        ],
+        "karmada": {
+            "source": "existing",
+            "existing": {"kubeconfigSecret": kubeconfig_key(KARMADA)},
+            "memberAccess": "scoped",
+            "kruise": {"install": "manifests-only"},
+            "applications": dev["karmada"]["applications"],
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def karmada_tools() -> KarmadaTools:
+    found, missing = find_karmada()
+    if found is None:
+        pytest.skip("real tier (karmada): " + "; ".join(missing))
+    return found
+
+
+@pytest.fixture(scope="module")
+def kruise_tools() -> KruiseTools:
+    found, missing = find_kruise()
+    if found is None:
+        pytest.skip("real tier (kruise): " + "; ".join(missing))
+    return found
+
+
+@pytest.fixture(scope="module")
+def simulation() -> SimulationTools:
+    found, missing = find_simulation_tools()
+    if found is None:
+        pytest.skip("real tier (twin): " + "; ".join(missing))
+    return found
+
+
+@pytest.fixture(scope="module")
+def app(dev_fleet: FleetConfig) -> ApplicationConfig:
+    assert dev_fleet.karmada is not None
+    return dev_fleet.karmada.applications[0]
+
+
+@dataclass
+class Planes:
+    karmada: KarmadaPlane
+    members: dict[str, Member]
+
+
+@pytest.fixture(scope="module")
+def planes(  # noqa: PLR0917 - pytest fixtures
+    dev_fleet: FleetConfig,
+    tools: Tools,
+    simulation: SimulationTools,
+    kruise_tools: KruiseTools,
+    karmada_tools: KarmadaTools,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Planes]:
+    """A bare Karmada control plane and the dev members with Kruise running: nothing joined."""
+    fleet = dev_fleet
+    work = tmp_path_factory.mktemp("karmada-engine")
+    with running_members(
+        fleet,
+        member_names(fleet),
+        tools=tools,
+        sim=simulation,
+        kruise=kruise_tools,
+        values=_kruise_values(fleet),
+        workdir=work / "members",
+    ) as members:
+        karmada = KarmadaPlane(
+            work / "karmada",
+            tools,
+            karmada_tools,
+            kb.karmada_values(fleet, address="127.0.0.1", resource_group="realtier"),
+        )
+        karmada.start()
+        try:
+            yield Planes(karmada, members)
+        finally:
+            karmada.stop()
+
+
+def _stack(planes: Planes, work: Path) -> auto.Stack:
+    engine = _engine()
+    if engine is None:
+        pytest.skip("real tier: pulumi CLI or pulumi-resource-kubernetes not built")
+
+    def program() -> None:
+        if str(ROOT) not in sys.path:
+            sys.path.insert(0, str(ROOT))
+        runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+
+    (work / "state").mkdir(parents=True)
+    (work / "project").mkdir()
+    env = {
+        "PULUMI_HOME": str(work / "home"),
+        "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
+        "PULUMI_SKIP_UPDATE_CHECK": "1",
+        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+        "PATH": f"{engine.provider_bin}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    options = auto.LocalWorkspaceOptions(
+        work_dir=str(work / "project"),
+        pulumi_home=str(work / "home"),
+        env_vars=env,
+        secrets_provider="passphrase",
+        project_settings=auto.ProjectSettings(
+            name=PROJECT,
+            runtime="python",
+            backend=auto.ProjectBackend(url=f"file://{work / 'state'}"),
+        ),
+        pulumi_command=auto.PulumiCommand(root=str(engine.pulumi_root), skip_version_check=True),
+    )
+    stack = auto.create_or_select_stack(STACK, project_name=PROJECT, program=program, opts=options)
+    kubeconfigs = {KARMADA: planes.karmada.plane.kubeconfig} | {
+        name: m.plane.kubeconfig for name, m in planes.members.items()
+    }
+    for name, path in kubeconfigs.items():
+        stack.set_config(
+            f"{PROJECT}:{kubeconfig_key(name)}",
+            auto.ConfigValue(value=Path(path).read_text(), secret=True),
+        )
+    stack.set_config("azure-native:location", auto.ConfigValue(value=LOCATION))
+    raw = engine_raw(list(planes.members))
+    stack.set_config(f"{PROJECT}:{CONFIG_KEY}", auto.ConfigValue(value=json.dumps(raw)))
+    return stack
+
+
+@pytest.fixture(scope="module")
+def run(planes: Planes, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
+    work = tmp_path_factory.mktemp("pulumi-karmada")
+    shared = Run(_stack(planes, work))
+    yield shared
+    (work / "engine-output.log").write_text("\n".join(shared.log) + "\n")
+
+
+def _names(plane: ControlPlane, kinds: str, *, namespace: str | None = None) -> list[str]:
+    scope = ["-n", namespace] if namespace else ["--all-namespaces"]
+    out = plane.kubectl("get", kinds, *scope, "-o", "name", "--ignore-not-found").stdout
+    return out.split()
+
+
+def _karmada_leftovers(karmada: ControlPlane, members: list[str]) -> list[str]:
+    """What the stack made on Karmada, still there."""
+    found = _names(karmada, "crd")
+    left = [n for n in found if "apps.kruise.io" in n]
+    left += _names(
+        karmada,
+        "propagationpolicies.policy.karmada.io,"
+        "resourceinterpretercustomizations.config.karmada.io,clusters.cluster.karmada.io",
+    )
+    left += [n for n in _names(karmada, "namespaces") if n == "namespace/sample"]
+    secrets = _names(karmada, "secrets", namespace=CLUSTER_NAMESPACE)
+    left += [s for s in secrets if any(s.startswith(f"secret/{m}") for m in members)]
+    return left
+
+
+def _member_leftovers(member: ControlPlane, name: str, app: ApplicationConfig) -> list[str]:
+    """The member's copy of the application, or its Karmada credential, still there."""
+    left = [n for n in _names(member, "namespaces") if n == f"namespace/{app.namespace}"]
+    if _ud(member, app.namespace, app.name) is not None:
+        left.append(f"uniteddeployment/{app.name}")
+    left += [
+        n
+        for n in _names(member, "serviceaccounts,secrets", namespace=CLUSTER_NAMESPACE)
+        if "karmada" in n
+    ]
+    left += [
+        n
+        for n in _names(member, "clusterroles,clusterrolebindings")
+        if n.endswith(f"karmada-controller-manager:karmada-{name}")
+    ]
+    return left
+
+
+def test_pulumi_up_places_the_application_and_a_second_up_is_a_noop(
+    run: Run, planes: Planes, app: ApplicationConfig, report: Report
+) -> None:
+    t0 = time.monotonic()
+    up = run.stack.up(on_output=run.add, color="never")
+    up_seconds = time.monotonic() - t0
+    assert up.summary.result == "succeeded", run.tail()
+    changes = _counts(up.summary.resource_changes)
+    reads = changes.pop("read", 0)
+    assert set(changes) == {"create"}, changes
+    created = changes["create"]
+
+    karmada = planes.karmada.plane
+    ud = _ud(karmada, app.namespace, app.name)
+    assert ud is not None
+    plan = plan_placement(
+        app.replicas,
+        app.propagation.weights,
+        subset_specs(app),
+        resource_uid=ud["metadata"]["uid"],
+    )
+    assert dict(plan.members) == {"worker-1": 2, "worker-2": 4}
+    placed = _until(
+        "the dev application scheduled",
+        lambda: _scheduled(_binding(karmada, app.namespace, app.name)),
+        lambda: _binding(karmada, app.namespace, app.name),
+    )
+    assert placed == dict(plan.members)
+    for name, member in planes.members.items():
+        share = plan.members[name]
+        _until(
+            f"[{name}] UnitedDeployment with {share} replicas",
+            lambda m=member, s=share: (
+                (u := _ud(m.plane, app.namespace, app.name)) and u["spec"]["replicas"] == s
+            ),
+            lambda m=member: _ud(m.plane, app.namespace, app.name),
+        )
+    placed_seconds = time.monotonic() - t0
+
+    t1 = time.monotonic()
+    again = run.stack.up(on_output=run.add, color="never")
+    again_seconds = time.monotonic() - t1
+    second = _counts(again.summary.resource_changes)
+    # `.get` reads of the members' token Secrets show as reads on every `up`.
+    second.pop("read", None)
+    assert second == {"same": created}, f"second up is not a no-op: {second}\n{run.tail()}"
+    run.created = created
+    report(
+        f"pulumi up (real engine, dev Karmada layer on a live Karmada and 2 Kruise members): "
+        f"{created} resources created ({reads} reads) in {up_seconds:.1f}s; UnitedDeployment "
+        f"placed {dict(placed)} on the members {placed_seconds:.1f}s after up began; second up "
+        f"{again_seconds:.1f}s, all {created} same"
+    )
+
+
+def test_pulumi_destroy_leaves_nothing_on_any_plane(
+    run: Run, planes: Planes, app: ApplicationConfig, report: Report
+) -> None:
+    if run.created is None:
+        pytest.skip("pulumi up did not pass: nothing to judge destroy on")
+    t0 = time.monotonic()
+    result = run.stack.destroy(on_output=run.add, color="never")
+    seconds = time.monotonic() - t0
+    assert result.summary.result == "succeeded", run.tail()
+    gone = _counts(result.summary.resource_changes)
+    gone.pop("discard", None)  # the reads leave the state without a delete
+    assert gone == {"delete": run.created}, gone
+    assert seconds < DESTROY_TIMEOUT, seconds
+
+    karmada = planes.karmada.plane
+    names = list(planes.members)
+
+    def leftovers() -> dict[str, list[str]]:
+        found = {KARMADA: _karmada_leftovers(karmada, names)}
+        found |= {n: _member_leftovers(m.plane, n, app) for n, m in planes.members.items()}
+        return {k: v for k, v in found.items() if v}
+
+    # Karmada removes the members' copies (and their namespace) after their Works go: async.
+    deadline = time.monotonic() + GONE_TIMEOUT
+    left = leftovers()
+    while left and time.monotonic() < deadline:
+        time.sleep(0.5)
+        left = leftovers()
+    assert not left, f"left behind after destroy: {left}"
+    report(
+        f"pulumi destroy: {gone['delete']} deleted in {seconds:.1f}s; no Karmada object, member "
+        f"copy, Cluster or member credential left {time.monotonic() - t0:.1f}s after it began"
+    )
