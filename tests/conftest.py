@@ -274,7 +274,10 @@ class Graph:
         return found[0]
 
     def by_urn(self, urn: str) -> Registered:
-        return self.monitor.registered[urn]
+        """A registered resource or a `.get` read: both can be another resource's dependency."""
+        found = self.monitor.registered.get(urn) or self.monitor.reads.get(urn)
+        assert found is not None, f"no resource and no read has URN {urn}"
+        return found
 
     def provider_urn(self, r: Registered) -> str:
         """The URN part of a resource's provider reference (`urn::id`)."""

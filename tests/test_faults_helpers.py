@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -155,7 +156,15 @@ def test_children_reads_the_parent_pid_from_stat_even_with_odd_names(tmp_path: P
         (tmp_path / str(pid) / "stat").write_text(f"{pid} ({comm}) S {ppid} 0 0\n")
     (tmp_path / "self").mkdir()
     assert children(10, tmp_path) == [11, 12]
-    assert children(os.getpid()) == []  # this process started nothing
+    # And on the real /proc: a process of our own is our child, and it has none. The test
+    # process itself may have others (the real tier's planes), so only membership is asserted.
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        assert sleeper.pid in children(os.getpid())
+        assert children(sleeper.pid) == []
+    finally:
+        sleeper.kill()
+        sleeper.wait()
 
 
 def test_the_cli_runs_only_pulumi_commands(tmp_path: Path) -> None:
