@@ -25,7 +25,7 @@ from tests.realtier.autoscaler import (
     provider_id,
     templates,
 )
-from tests.realtier.harness import ControlPlane
+from tests.realtier.harness import ControlPlane, Tools
 from tests.realtier.twin import AGENTPOOL_LABEL, KWOK_ANNOTATION, fleet_nodes, load_stack, stacks
 
 
@@ -99,7 +99,9 @@ def test_provider_config_reads_templates_from_its_config_map_grouped_by_agentpoo
 def test_autoscaler_talks_json_so_it_can_write_provisioning_requests(tmp_path: Path) -> None:
     """Found on the real tier: with the default protobuf content type every ProvisioningRequest
     status update fails (a CRD has no protobuf form) and no request is ever Accepted."""
-    plane = ControlPlane("worker-1", tmp_path / "worker-1")
+    # Never started: the tool paths are only carried (no cache is needed offline).
+    absent = tmp_path / "not-built"
+    plane = ControlPlane("worker-1", tmp_path / "worker-1", Tools(*[absent] * 5))
     args = autoscaler_args(tmp_path / "cluster-autoscaler", plane, "least-waste")
     assert "--kube-api-content-type=application/json" in args
     assert "--enable-provisioning-requests=true" in args
