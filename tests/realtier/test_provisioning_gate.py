@@ -4,7 +4,10 @@ On the twin of the committed stack whose ClusterQueue has a provisioning gate (d
 team-a, gate `batch-scaleup` on pool `batch`, minCount 0, maxCount 5), with every user pool at its
 minCount and the real cluster-autoscaler (kwok provider, tests/realtier/autoscaler.py) on each
 plane, a Job is submitted to the gated queue on the worker itself (its mirrored LocalQueue), with
-one pod per node (each pod asks for more than half a node's CPU). Asserted:
+one pod per node (each pod asks for more than half a node's CPU) and every pod Running for
+`RUN_FOR` (kwok's pod-complete delay, `faults.timed_simulation`): pods that completed at once would
+free their node, and a pod still waiting for its own new node to turn Ready could then be
+scheduled onto a finished pod's node (seen in CI). Asserted:
 
 - the Workload is not admitted before the autoscaler marks its ProvisioningRequest Provisioned
   (the gate held: it was seen with quota reserved and not admitted first);
@@ -37,6 +40,7 @@ from tests.realtier.autoscaler import (
     start_autoscalers,
 )
 from tests.realtier.conftest import kueue_crd_paths
+from tests.realtier.faults import COMPLETE_DELAY, timed_simulation
 from tests.realtier.harness import ControlPlane, Report, Tools, apply
 from tests.realtier.kueue import kueue_binary
 from tests.realtier.twin import AGENTPOOL_LABEL, fleet_nodes, load_stack
@@ -56,6 +60,7 @@ POLL: Final = 0.2
 ACTIVE_TIMEOUT: Final = 60.0
 JOB_TIMEOUT: Final = 90.0
 REFUSED_WINDOW: Final = 25.0  # how long the too-large Job is watched (never admitted)
+RUN_FOR: Final = "10s"  # each pod of the gated Job stays Running this long (kwok delay)
 SCALE_DOWN_TIMEOUT: Final = 90.0
 
 
@@ -108,6 +113,7 @@ def job(gated: Gated, name: str, pods: int) -> dict[str, Any]:
             "parallelism": pods,
             "completions": pods,
             "template": {
+                "metadata": {"annotations": {COMPLETE_DELAY: RUN_FOR}},
                 "spec": {
                     "restartPolicy": "Never",
                     "containers": [
@@ -267,7 +273,7 @@ def test_autoscaler_answers_the_gate(
     found, missing = find_simulation_tools()
     if found is None:
         pytest.skip("real tier (twin): " + "; ".join(missing))
-    sim: SimulationTools = found
+    sim: SimulationTools = timed_simulation(found, tmp_path / "stages")
     autoscaler, why = find_autoscaler()
     if autoscaler is None:
         pytest.skip("real tier (autoscaler): " + why)
