@@ -165,7 +165,18 @@ class Deploy:
         return "\n".join(self.log[-lines:])
 
     def up(self) -> auto.UpResult:
-        return self.stack.up(on_output=self.add, color="never")
+        """`pulumi up`; a failure is raised with the engine's error lines first (the full
+        output is long, and a CI log shows only its start)."""
+        try:
+            return self.stack.up(on_output=self.add, color="never")
+        except auto.CommandError as exc:
+            errors = [line for line in self.log if "error" in line.lower()]
+            raise AssertionError(
+                "pulumi up failed; its error lines:\n"
+                + "\n".join(errors[-30:])
+                + "\n---\n"
+                + self.tail()
+            ) from exc
 
     def urns(self) -> set[str]:
         resources = (self.stack.export_stack().deployment or {}).get("resources") or []
