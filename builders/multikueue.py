@@ -1,9 +1,11 @@
 """MultiKueue objects: worker access (RBAC, token), worker kubeconfig, the manager link. Pure.
 
-Worker side, one set per worker, on the worker's API server: a ServiceAccount in Kueue's namespace,
-a ClusterRole with the rules of the pinned Kueue version's `create-multikueue-kubeconfig.sh`
-narrowed to the enabled frameworks, its binding, a Role letting the account read itself (the
-credential proof, PROOF_ROLE), and a `kubernetes.io/service-account-token`
+Worker side, one set per worker, on the worker's API server: a ServiceAccount in Kueue's namespace;
+the rules of the pinned Kueue version's `create-multikueue-kubeconfig.sh` narrowed to the enabled
+frameworks, cut in two: the reads (get/list/watch) in a ClusterRole bound cluster-wide, the writes
+in a ClusterRole bound by a RoleBinding in each namespace the manager dispatches to that worker
+(`write_role_bindings`, after the Namespace); a Role letting the account read itself (the
+credential proof, PROOF_ROLE); and a `kubernetes.io/service-account-token`
 Secret whose name carries a rotation generation (a new generation is a new Secret, so a new token).
 
 Manager side: per worker a Secret (data key `kubeconfig`, its name also carrying the generation)
@@ -30,7 +32,13 @@ import yaml
 
 from builders.manifest import Manifest
 from config.models import ClusterConfig, FleetConfig
-from config.resolve import clusters_by_name, dispatch_sets, enabled_workers, rotation_of
+from config.resolve import (
+    clusters_by_name,
+    dispatch_sets,
+    dispatched_namespaces,
+    enabled_workers,
+    rotation_of,
+)
 from constants import (
     ACTIVE_STATUS,
     MULTIKUEUE_ADMISSION_CHECK,
@@ -49,7 +57,9 @@ from upstream.kueue import (
     MAX_WORKERS,
     MULTIKUEUE_CONTROLLER,
     SERVICE_ACCOUNT,
-    worker_rules,
+    WRITE_ROLE,
+    worker_read_rules,
+    worker_write_rules,
 )
 
 REDACTED: Final = "REDACTED"
@@ -83,12 +93,49 @@ def service_account(namespace: str = KUEUE_NAMESPACE) -> dict[str, Any]:
 def cluster_role(
     version: str, frameworks: Iterable[str], feature_gates: Mapping[str, bool] | None = None
 ) -> dict[str, Any]:
+    """The read half of the worker rules (get/list/watch), bound cluster-wide."""
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",
         "metadata": _meta(CLUSTER_ROLE),
-        "rules": [rule.to_obj() for rule in worker_rules(version, frameworks, feature_gates)],
+        "rules": [rule.to_obj() for rule in worker_read_rules(version, frameworks, feature_gates)],
     }
+
+
+def write_role(
+    version: str, frameworks: Iterable[str], feature_gates: Mapping[str, bool] | None = None
+) -> dict[str, Any]:
+    """The write half (create/delete/update/patch): bound only in dispatched namespaces."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": _meta(WRITE_ROLE),
+        "rules": [rule.to_obj() for rule in worker_write_rules(version, frameworks, feature_gates)],
+    }
+
+
+def write_role_binding(team_namespace: str, namespace: str = KUEUE_NAMESPACE) -> dict[str, Any]:
+    """The write half for the worker's account in one namespace the manager dispatches to."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": _meta(WRITE_ROLE, team_namespace),
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": WRITE_ROLE,
+        },
+        "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": namespace}],
+    }
+
+
+def write_role_bindings(fleet: FleetConfig, worker: str) -> list[Manifest]:
+    """The worker's write RoleBindings, one per dispatched namespace, each after its Namespace
+    (created with the mirrored queues, `config.resolve.mirrored_queues`)."""
+    return [
+        Manifest(worker, write_role_binding(ns), needs=(f"Namespace/{ns}",))
+        for ns in dispatched_namespaces(fleet).get(worker, [])
+    ]
 
 
 def cluster_role_binding(namespace: str = KUEUE_NAMESPACE) -> dict[str, Any]:
@@ -171,6 +218,7 @@ def worker_objects(
         service_account(namespace),
         cluster_role(version, frameworks, feature_gates),
         cluster_role_binding(namespace),
+        write_role(version, frameworks, feature_gates),
         proof_role(namespace),
         proof_role_binding(namespace),
         token_secret(rotation, namespace),
@@ -385,6 +433,7 @@ def render_multikueue(fleet: FleetConfig) -> list[Manifest]:
         gates = fleet.kueue.feature_gates
         objects = worker_objects(version, frameworks, rotation, feature_gates=gates)
         out += [Manifest(name, o) for o in objects]
+        out += write_role_bindings(fleet, name)
         doc = redacted_kubeconfig(k8s_name(name), placeholder_server(cluster, fleet.location))
         links.append((name, encode(doc), rotation))
     timeout = fleet.multi_kueue.connect_timeout_seconds

@@ -108,6 +108,7 @@ class Fleet(pulumi.ComponentResource):
                     providers={n: c.provider for n, c in self.clusters.items()},
                     api_servers={n: c.api_server_url for n, c in self.clusters.items()},
                     kueue_releases={**releases, **({manager: manager_ready} if manager else {})},
+                    kueue_objects={n: k.objects for n, k in kueues.items()},
                 ),
                 pulumi.ResourceOptions(parent=self),
             )

@@ -12,7 +12,7 @@ import pulumi_kubernetes as k8s
 from builders import multikueue as mk
 from components.kube import custom_resource, kube_object
 from config.models import FleetConfig
-from config.resolve import dispatch_sets, enabled_workers, rotation_of
+from config.resolve import dispatch_sets, dispatched_namespaces, enabled_workers, rotation_of
 from constants import (
     KUBERNETES_PROVIDER_VERSION,
     MULTIKUEUE_ADMISSION_CHECK,
@@ -56,11 +56,18 @@ class MultiKueueWorkerAccessArgs:
     namespace: str = KUEUE_NAMESPACE
     # The worker's Kueue Helm release: it creates the namespace.
     depends_on: Sequence[pulumi.Resource] = field(default_factory=list[pulumi.Resource])
+    # The namespaces the manager dispatches into on this worker (config.resolve
+    # .dispatched_namespaces), each with what its RoleBinding waits for (its Namespace object,
+    # when this stack makes it): the only places the account may create, update and delete.
+    write_namespaces: Mapping[str, Sequence[pulumi.Resource]] = field(
+        default_factory=dict[str, Sequence[pulumi.Resource]]
+    )
 
 
 class MultiKueueWorkerAccess(pulumi.ComponentResource):
-    """ServiceAccount, ClusterRole, binding, proof Role and token Secret on a worker; exposes
-    token and CA, and the proof RoleBinding a read with the token must wait for."""
+    """ServiceAccount, read ClusterRole and its cluster-wide binding, write ClusterRole bound in
+    each dispatched namespace, proof Role and token Secret on a worker; exposes token and CA, and
+    the proof RoleBinding a read with the token must wait for."""
 
     token: pulumi.Output[str]
     ca_data: pulumi.Output[str]
@@ -87,6 +94,17 @@ class MultiKueueWorkerAccess(pulumi.ComponentResource):
             mk.cluster_role_binding(ns),
             _options(self, args.provider, args.depends_on, account, role),
         )
+        write_role = kube_object(
+            f"{name}-write-role",
+            mk.write_role(args.kueue_version, args.frameworks, args.feature_gates),
+            after_kueue,
+        )
+        for team_ns, team_ns_after in args.write_namespaces.items():
+            kube_object(
+                f"{name}-write-{team_ns}",
+                mk.write_role_binding(team_ns, ns),
+                _options(self, args.provider, args.depends_on, account, write_role, *team_ns_after),
+            )
         proof_role = kube_object(f"{name}-proof-role", mk.proof_role(ns), after_kueue)
         self.proof_binding = kube_object(
             f"{name}-proof-binding",
@@ -235,6 +253,11 @@ class MultiKueueArgs:
     providers: Mapping[str, k8s.Provider]
     api_servers: Mapping[str, pulumi.Input[str]]
     kueue_releases: Mapping[str, pulumi.Resource]
+    # Per cluster, its Kueue component's objects by key (`Namespace/team-a`): a worker's write
+    # RoleBinding in a namespace waits for that Namespace.
+    kueue_objects: Mapping[str, Mapping[str, pulumi.Resource]] = field(
+        default_factory=dict[str, Mapping[str, pulumi.Resource]]
+    )
 
 
 class MultiKueue(pulumi.ComponentResource):
@@ -254,8 +277,10 @@ class MultiKueue(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         self.workers = {}
         links: list[WorkerLink] = []
+        namespaces = dispatched_namespaces(fleet)
         for worker in enabled_workers(fleet):
             rotation = rotation_of(fleet, worker)
+            objects = args.kueue_objects.get(worker, {})
             access = MultiKueueWorkerAccess(
                 f"{name}-{worker}",
                 MultiKueueWorkerAccessArgs(
@@ -265,6 +290,10 @@ class MultiKueue(pulumi.ComponentResource):
                     rotation=rotation,
                     feature_gates=fleet.kueue.feature_gates,
                     depends_on=[args.kueue_releases[worker]],
+                    write_namespaces={
+                        ns: [o for o in [objects.get(f"Namespace/{ns}")] if o is not None]
+                        for ns in namespaces.get(worker, [])
+                    },
                 ),
                 child,
             )

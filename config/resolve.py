@@ -142,6 +142,19 @@ def _reach(fleet: FleetConfig) -> dict[str, set[str]]:
     return out
 
 
+def dispatched_namespaces(fleet: FleetConfig) -> dict[str, list[str]]:
+    """Worker -> the namespaces the manager dispatches Jobs into on it (its mirrored LocalQueues'
+    namespaces, in the manager's order): where the worker grants MultiKueue its write verbs."""
+    reach = _reach(fleet)
+    mirrored = mirrored_local_queues(fleet)
+    return {
+        worker: list(
+            dict.fromkeys(lq.namespace for _, lq in mirrored if lq.cluster_queue in queues)
+        )
+        for worker, queues in reach.items()
+    }
+
+
 def mirrored_queues(
     fleet: FleetConfig, worker: ClusterConfig, reach: dict[str, set[str]] | None = None
 ) -> KueueObjects:

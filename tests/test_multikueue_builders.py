@@ -116,6 +116,19 @@ def expected_rules(
     ]
 
 
+READS = ("get", "list", "watch")
+
+
+def split_rules(rules: list[dict[str, list[str]]], reads: bool) -> list[dict[str, list[str]]]:
+    """The script's rules cut in two: get/list/watch (cluster-wide) or the rest (namespaced)."""
+    out = []
+    for rule in rules:
+        verbs = [v for v in rule["verbs"] if (v in READS) == reads]
+        if verbs:
+            out.append({**rule, "verbs": verbs})
+    return out
+
+
 FRAMEWORK_SETS = [
     [],
     ["batch/job"],
@@ -130,7 +143,7 @@ def test_tables_have_the_scripts_rule_counts() -> None:
     assert [len(SCRIPT_0_17_8), len(SCRIPT_0_19_2)] == [27, 30]
     for version in KUEUE_VERSIONS:
         everything = sorted({fw for fw, *_ in SCRIPT[version] if fw} | {"pod"})
-        rules = mk.worker_rules(version, everything, {QUOTA_AUTOMATION: True})
+        rules = upstream_kueue.worker_rules(version, everything, {QUOTA_AUTOMATION: True})
         assert len(rules) == len(SCRIPT[version])
 
 
@@ -138,7 +151,9 @@ def test_tables_have_the_scripts_rule_counts() -> None:
 def test_pods_only_with_the_pod_framework(version: str) -> None:
     # Cluster-wide pod create would let the manager's credential run a pod as any ServiceAccount.
     def pods(frameworks: list[str]) -> list[Any]:
-        return [r for r in mk.worker_rules(version, frameworks) if "pods" in r.resources]
+        return [
+            r for r in upstream_kueue.worker_rules(version, frameworks) if "pods" in r.resources
+        ]
 
     assert pods(["batch/job"]) == []
     assert pods(["batch/job", "ray.io/rayjob"]) == []
@@ -146,23 +161,30 @@ def test_pods_only_with_the_pod_framework(version: str) -> None:
 
 
 def test_batch_jobs_can_be_patched_for_elastic_jobs() -> None:
-    jobs = [r for r in mk.worker_rules("0.19.2", ["batch/job"]) if r.resources == ("jobs",)]
+    jobs = [
+        r for r in upstream_kueue.worker_rules("0.19.2", ["batch/job"]) if r.resources == ("jobs",)
+    ]
     assert [set(r.verbs) for r in jobs] == [{*CDGLW, "update", "patch"}]
     # 0.17.8 has no elastic Jobs through MultiKueue: the script's verbs stay.
-    old = [r for r in mk.worker_rules("0.17.8", ["batch/job"]) if r.resources == ("jobs",)]
+    old = [
+        r for r in upstream_kueue.worker_rules("0.17.8", ["batch/job"]) if r.resources == ("jobs",)
+    ]
     assert [list(r.verbs) for r in old] == [CDGLW]
 
 
 def test_queue_reads_only_with_quota_automation() -> None:
     def reads(gates: dict[str, bool] | None) -> bool:
-        rules = mk.worker_rules("0.19.2", ["batch/job"], gates)
+        rules = upstream_kueue.worker_rules("0.19.2", ["batch/job"], gates)
         return any("clusterqueues" in r.resources for r in rules)
 
     assert not reads(None)
     assert not reads({QUOTA_AUTOMATION: False})
     assert reads({QUOTA_AUTOMATION: True})
     role = mk.cluster_role("0.19.2", ["batch/job"], {QUOTA_AUTOMATION: True})
-    assert role["rules"] == expected_rules("v0.19.2", ["batch/job"], (QUOTA_AUTOMATION,))
+    expected = expected_rules("v0.19.2", ["batch/job"], (QUOTA_AUTOMATION,))
+    assert role["rules"] == split_rules(expected, reads=True)
+    writes = mk.write_role("0.19.2", ["batch/job"], {QUOTA_AUTOMATION: True})["rules"]
+    assert not any("clusterqueues" in r["resources"] for r in writes)  # reads only
 
 
 @pytest.mark.parametrize("version", KUEUE_VERSIONS)
@@ -170,15 +192,47 @@ def test_queue_reads_only_with_quota_automation() -> None:
 def test_cluster_role_is_the_scripts_rules_for_the_frameworks(
     version: str, frameworks: list[str]
 ) -> None:
+    # The script's rules, cut in two: reads bound cluster-wide, writes per dispatched namespace.
     role = mk.cluster_role(version, frameworks)
     assert role["metadata"]["name"] == "multikueue-sa-role"
-    assert role["rules"] == expected_rules(version, frameworks)
+    assert role["rules"] == split_rules(expected_rules(version, frameworks), reads=True)
+    write = mk.write_role(version, frameworks)
+    assert write["metadata"]["name"] == "multikueue-sa-write"
+    assert write["rules"] == split_rules(expected_rules(version, frameworks), reads=False)
+    for rule in role["rules"]:
+        assert set(rule["verbs"]) <= set(READS)
+    for rule in write["rules"]:
+        assert not set(rule["verbs"]) & set(READS)
+
+
+def test_write_verbs_are_bound_only_in_dispatched_namespaces() -> None:
+    fleet, manifests = rendered()
+    bindings = [m for m in manifests if m.kind == "RoleBinding" and m.name == "multikueue-sa-write"]
+    # BASE: both workers reached by `to-workers`, whose one LocalQueue is in team-a.
+    assert [(m.target, m.obj["metadata"]["namespace"], m.needs) for m in bindings] == [
+        ("worker-1", "team-a", ("Namespace/team-a",)),
+        ("worker-2", "team-a", ("Namespace/team-a",)),
+    ]
+    for m in bindings:
+        assert m.obj["roleRef"] == {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "multikueue-sa-write",
+        }
+        assert m.obj["subjects"] == [
+            {"kind": "ServiceAccount", "name": "multikueue-sa", "namespace": "kueue-system"}
+        ]
+    # The only cluster-wide binding names the read role.
+    crbs = [m.obj for m in manifests if m.kind == "ClusterRoleBinding"]
+    assert {c["roleRef"]["name"] for c in crbs} == {"multikueue-sa-role"}
+    del fleet
 
 
 @pytest.mark.parametrize("version", KUEUE_VERSIONS)
 def test_no_wildcards_and_no_secrets_anywhere(version: str) -> None:
     everything = sorted({fw for fw, *_ in SCRIPT[version] if fw})
-    for rule in mk.cluster_role(version, [*everything, "pod"])["rules"]:
+    roles = [mk.cluster_role(version, [*everything, "pod"]), mk.write_role(version, everything)]
+    for rule in [r for role in roles for r in role["rules"]]:
         for key in ("apiGroups", "resources", "verbs"):
             assert "*" not in rule[key]
         assert "secrets" not in rule["resources"]
@@ -195,9 +249,11 @@ def test_no_wildcards_and_no_secrets_anywhere(version: str) -> None:
 
 
 def test_version_spelling_and_unknown_versions() -> None:
-    assert mk.worker_rules("0.19.2", ["batch/job"]) == mk.worker_rules("v0.19.2", ["batch/job"])
+    assert upstream_kueue.worker_rules("0.19.2", ["batch/job"]) == upstream_kueue.worker_rules(
+        "v0.19.2", ["batch/job"]
+    )
     with pytest.raises(ValueError, match=r"no MultiKueue worker RBAC table for Kueue v0\.18\.0"):
-        mk.worker_rules("0.18.0", [])
+        upstream_kueue.worker_rules("0.18.0", [])
 
 
 def test_frameworks_the_script_cannot_serve() -> None:
@@ -232,6 +288,7 @@ def test_token_secret_is_named_by_rotation_and_waits_for_the_token() -> None:
         "ServiceAccount",
         "ClusterRole",
         "ClusterRoleBinding",
+        "ClusterRole",
         "Role",
         "RoleBinding",
         "Secret",
@@ -466,9 +523,11 @@ def test_render_targets_each_side() -> None:
         "ServiceAccount/multikueue-sa",
         "ClusterRole/multikueue-sa-role",
         "ClusterRoleBinding/multikueue-sa-crb",
+        "ClusterRole/multikueue-sa-write",
         "Role/multikueue-sa-whoami",
         "RoleBinding/multikueue-sa-whoami",
         "Secret/multikueue-sa-token-0",
+        "RoleBinding/multikueue-sa-write",
     ]
     assert by_target == {
         "worker-1": worker_side,

@@ -23,7 +23,7 @@ from components.multikueue import (
 )
 from constants import ACTIVE_STATUS
 from tests.conftest import Graph, Registered, resolve, run_program
-from tests.test_multikueue_builders import expected_rules
+from tests.test_multikueue_builders import expected_rules, split_rules
 
 SECRET = "kubernetes:core/v1:Secret"
 MKC = "kubernetes:kueue.x-k8s.io/v1beta2:MultiKueueCluster"
@@ -96,6 +96,7 @@ def build(
                 frameworks=frameworks if frameworks is not None else FRAMEWORKS,
                 rotation=rotations.get(w, 0),
                 depends_on=[releases[w]],
+                write_namespaces={"team-a": []},
             ),
         )
         for w in workers
@@ -143,10 +144,10 @@ def test_worker_side_on_worker_provider_manager_side_on_managers(engine: Graph) 
         kids = children(engine, urn_of(component))
         # The credential proof (a provider on the worker and a read through it) is checked below.
         kids = [r for r in kids if not r.name.endswith("-proof")]
-        # worker: SA, role, binding, proof Role and RoleBinding, token; manager: per worker a
-        # Secret and a MultiKueueCluster, and the MultiKueueConfig (its AdmissionCheck is
-        # created with the manager's queues).
-        assert len(kids) == (6 if name != "manager" else 2 * 2 + 1)
+        # worker: SA, read role and its binding, write role and its binding in team-a, proof
+        # Role and RoleBinding, token; manager: per worker a Secret and a MultiKueueCluster, and
+        # the MultiKueueConfig (its AdmissionCheck is created with the manager's queues).
+        assert len(kids) == (8 if name != "manager" else 2 * 2 + 1)
         for r in kids:
             assert engine.provider_urn(r) == provider, f"{r.type} {r.name} not on {name}"
             assert release in r.dependencies, f"{r.type} {r.name} does not wait for Kueue"
@@ -230,10 +231,13 @@ def test_cluster_role_rules_are_the_pinned_table(
 ) -> None:
     run_program(lambda: build(version=version, frameworks=frameworks))
     roles = engine.of_type(ROLE)
-    assert len(roles) == 2
+    assert len(roles) == 4
+    want = {
+        "multikueue-sa-role": split_rules(expected_rules(version, frameworks), reads=True),
+        "multikueue-sa-write": split_rules(expected_rules(version, frameworks), reads=False),
+    }
     for role in roles:
-        assert role.inputs["metadata"]["name"] == "multikueue-sa-role"
-        assert role.inputs["rules"] == expected_rules(version, frameworks)
+        assert role.inputs["rules"] == want[role.inputs["metadata"]["name"]]
         for rule in role.inputs["rules"]:
             assert "*" not in [*rule["apiGroups"], *rule["resources"], *rule["verbs"]]
 
@@ -416,5 +420,20 @@ def test_dev_stack_dispatches_to_both_workers(engine: Graph) -> None:
     config = engine.one(MKCONFIG, "fleet-multikueue-manager-config")
     assert config.inputs["spec"] == {"clusters": ["worker-1", "worker-2"]}
     roles = [r for r in engine.of_type(ROLE) if r.name.startswith("fleet-multikueue-")]
-    assert len(roles) == 2
+    assert len(roles) == 4  # per worker: the read role (bound cluster-wide) and the write role
+    # Writes only in team-a, the namespace dispatched to both workers, after that Namespace.
+    binding_type = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
+    writes = [r for r in engine.of_type(binding_type) if r.name.endswith("-write-team-a")]
+    assert len(writes) == 2
+    for w in writes:
+        assert w.inputs["metadata"]["namespace"] == "team-a"
+        assert w.inputs["roleRef"]["name"] == "multikueue-sa-write"
+        ns = [
+            r
+            for r in engine.of_type("kubernetes:core/v1:Namespace")
+            if r.inputs["metadata"]["name"] == "team-a"
+            and engine.provider_urn(r) == engine.provider_urn(w)
+        ]
+        assert len(ns) == 1
+        assert ns[0].urn in w.dependencies, "the write binding does not wait for its Namespace"
     assert {r.inputs["metadata"]["name"] for r in engine.of_type(MKC)} == {"worker-1", "worker-2"}

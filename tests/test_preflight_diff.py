@@ -150,6 +150,8 @@ def test_dispatch_set_and_worker_access_shrink(dev: Snapshot, tmp_path: Path) ->
     assert {c["key"] for c in removed} == {
         "worker-2: ClusterRole multikueue-sa-role",
         "worker-2: ClusterRoleBinding multikueue-sa-crb",
+        "worker-2: ClusterRole multikueue-sa-write",
+        "worker-2: RoleBinding team-a/multikueue-sa-write",
         "worker-2: Role kueue-system/multikueue-sa-whoami",
         "worker-2: RoleBinding kueue-system/multikueue-sa-whoami",
     }
@@ -163,14 +165,18 @@ def test_new_framework_widens_worker_rbac_and_is_flagged(dev: Snapshot, tmp_path
     head = edited(tmp_path, pods)
     diff = compare(dev, head)
     rbac = section(diff, "Access (RBAC rules)")
-    assert len(rbac) == 2
-    # Exactly what the worker RBAC adds for the pod framework, nothing else.
-    assert rbac[0] == (
-        "worker-1: ClusterRole multikueue-sa-role: + core/pods: create, delete, get, list, watch"
-    )
+    assert len(rbac) == 4
+    # Exactly what the worker RBAC adds for the pod framework, nothing else: reads cluster-wide,
+    # writes in the role bound only in the dispatched namespaces.
+    assert rbac[:2] == [
+        "worker-1: ClusterRole multikueue-sa-role: + core/pods: get, list, watch",
+        "worker-1: ClusterRole multikueue-sa-write: + core/pods: create, delete",
+    ]
     assert flags(diff) == [
         ("worker-1: ClusterRole multikueue-sa-role", "widens access"),
+        ("worker-1: ClusterRole multikueue-sa-write", "widens access"),
         ("worker-2: ClusterRole multikueue-sa-role", "widens access"),
+        ("worker-2: ClusterRole multikueue-sa-write", "widens access"),
     ]
     markdown = render_markdown(diff)
     assert "**Needs a second look:**" in markdown

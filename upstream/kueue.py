@@ -254,6 +254,9 @@ KUBECONFIG_KEY: Final = "kubeconfig"  # Kueue's MultiKueueConfigSecretKey
 SERVICE_ACCOUNT: Final = "multikueue-sa"
 CLUSTER_ROLE: Final = "multikueue-sa-role"
 CLUSTER_ROLE_BINDING: Final = "multikueue-sa-crb"
+# The write half of the worker rules: a ClusterRole bound by a RoleBinding (this name) in each
+# namespace the manager dispatches to the worker, never cluster-wide.
+WRITE_ROLE: Final = "multikueue-sa-write"
 MAX_WORKERS: Final = 20  # MultiKueueConfig spec.clusters maxItems (since Kueue 0.16)
 # Kueue's reason for a ClusterQueue with more than one MultiKueue check: so one ClusterQueue
 # reaches at most MAX_WORKERS workers (pkg/cache/scheduler clusterqueue.go, v0.19.2).
@@ -431,6 +434,37 @@ def worker_rules(
     """The worker ClusterRole rules for a Kueue version, its frameworks and feature gates."""
     enabled = {*frameworks, *(GATE_ROW + g for g, on in (feature_gates or {}).items() if on)}
     return [rule for fw, rule in _table(version) if fw == ALWAYS or fw in enabled]
+
+
+# Where a worker grants each verb. MultiKueue watches remote objects across namespaces (a list
+# with the origin label selector, multikueuecluster.go newClientWithWatchers, v0.19.2), so reads
+# stay cluster-wide; it creates, updates and deletes remote Workloads and Jobs only in the
+# namespace of the manager's object, and its garbage collector deletes only objects carrying the
+# origin label, which exist only there. So write verbs are granted per dispatched namespace.
+READ_VERBS: Final = frozenset({"get", "list", "watch"})
+
+
+def _split(rules: Iterable[Rule], reads: bool) -> list[Rule]:
+    out: list[Rule] = []
+    for rule in rules:
+        verbs = tuple(v for v in rule.verbs if (v in READ_VERBS) == reads)
+        if verbs:
+            out.append(Rule(rule.api_groups, rule.resources, verbs))
+    return out
+
+
+def worker_read_rules(
+    version: str, frameworks: Iterable[str], feature_gates: Mapping[str, bool] | None = None
+) -> list[Rule]:
+    """The part of `worker_rules` granted cluster-wide: get, list, watch."""
+    return _split(worker_rules(version, frameworks, feature_gates), reads=True)
+
+
+def worker_write_rules(
+    version: str, frameworks: Iterable[str], feature_gates: Mapping[str, bool] | None = None
+) -> list[Rule]:
+    """The part of `worker_rules` granted only in the namespaces dispatched to the worker."""
+    return _split(worker_rules(version, frameworks, feature_gates), reads=False)
 
 
 def frameworks_without_worker_rbac(version: str, frameworks: Iterable[str]) -> list[str]:

@@ -113,12 +113,19 @@ def dispatch_program(settings: DispatchSettings) -> MultiKueueManager:
     links: list[WorkerLink] = []
     for worker in dispatched:
         cluster = _cluster(refs[stack_of[worker]], worker, None)
+        # Write verbs only where this stack dispatches to the worker: the namespaces of the
+        # manager LocalQueues whose ClusterQueue reaches it (the worker's stack makes them).
+        reaching = {q for q, ws in settings.dispatch.items() if worker in ws}
+        team_namespaces = dict.fromkeys(
+            lq.namespace for lq in settings.queues.local_queues if lq.cluster_queue in reaching
+        )
         access = MultiKueueWorkerAccess(
             f"{worker}-access",
             MultiKueueWorkerAccessArgs(
                 provider=cluster.provider,
                 kueue_version=settings.kueue.version,
                 frameworks=settings.kueue.frameworks,
+                write_namespaces={ns: [] for ns in team_namespaces},
             ),
         )
         links.append(

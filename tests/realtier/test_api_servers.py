@@ -4,7 +4,8 @@ Three loopback control planes (conftest.py) stand in for the dev stack's cluster
 check that no mock can: every rendered object passes a real server's validation (schemas, CEL
 rules, defaulting, RBAC escalation checks) on its target; the worker token is minted by the real
 token controller and, wired through the project's own `worker_kubeconfig`, grants exactly the
-rules of `worker_rules` and no more; deleting the token Secret revokes it.
+rules of `worker_rules` and no more (reads cluster-wide, writes only in the dispatched
+namespaces); deleting the token Secret revokes it.
 """
 
 from __future__ import annotations
@@ -25,9 +26,15 @@ import yaml
 
 from builders import karmada as kb
 from builders.manifest import KARMADA_TARGET, Manifest
-from builders.multikueue import k8s_name, token_secret_name, worker_kubeconfig, worker_objects
+from builders.multikueue import (
+    k8s_name,
+    token_secret_name,
+    worker_kubeconfig,
+    worker_objects,
+    write_role_bindings,
+)
 from config.models import FleetConfig
-from config.resolve import rotation_of
+from config.resolve import dispatched_namespaces, rotation_of
 from preflight.sources import collect
 from tests.realtier.harness import (
     AGGREGATED_KINDS,
@@ -41,7 +48,7 @@ from tests.realtier.harness import (
     object_ref,
 )
 from tests.realtier.kueue import wait_for_token
-from upstream.kueue import KUEUE_NAMESPACE, SERVICE_ACCOUNT, worker_rules
+from upstream.kueue import KUEUE_NAMESPACE, READ_VERBS, SERVICE_ACCOUNT, worker_rules
 
 pytestmark = pytest.mark.real
 
@@ -181,6 +188,11 @@ def issue_credential(
     applied = apply(plane, [namespace(KUEUE_NAMESPACE)])  # the Kueue chart's namespace
     assert not applied.rejected, applied.stderr
     objects = worker_objects(fleet.kueue.version, fleet.kueue.frameworks, rotation)
+    # The dispatched namespaces (made by the mirrored queues on a real worker) and the write
+    # RoleBindings in them.
+    teams = dispatched_namespaces(fleet).get(WORKER, [])
+    objects += [namespace(ns) for ns in teams]
+    objects += [m.obj for m in write_role_bindings(fleet, WORKER)]
     applied = apply(plane, objects)
     assert not applied.rejected, applied.stderr
     secret = token_secret_name(rotation)
@@ -242,20 +254,26 @@ def _resource_arg(group: str, resource: str) -> str:
 
 
 def _matrix(fleet: FleetConfig) -> tuple[list[Check], list[Check]]:
-    """Every granted (verb, resource) cluster-wide, and what must be denied."""
+    """Every granted (verb, resource, namespace), and what must be denied: reads cluster-wide,
+    writes in each dispatched namespace and nowhere else (not cluster-wide, not kube-system)."""
     granted: dict[tuple[str, str], set[str]] = {}
     for rule in worker_rules(fleet.kueue.version, fleet.kueue.frameworks):
         for group in rule.api_groups:
             for resource in rule.resources:
                 granted.setdefault((group, resource), set()).update(rule.verbs)
+    teams = dispatched_namespaces(fleet).get(WORKER, [])
+    assert teams, f"{WORKER} receives no dispatched namespace: nothing to check writes in"
     allowed: list[Check] = []
     denied: list[Check] = list(NEVER)
     for (group, resource), verbs in sorted(granted.items()):
         base, _, sub = resource.partition("/")
         arg = _resource_arg(group, base)
-        # Cluster-wide: the binding is a ClusterRoleBinding, and a grant that held only in some
-        # namespaces would not be what worker_rules declares.
-        allowed += [(verb, arg, sub, "") for verb in sorted(verbs)]
+        reads = sorted(v for v in verbs if v in READ_VERBS)
+        writes = sorted(v for v in verbs if v not in READ_VERBS)
+        allowed += [(verb, arg, sub, "") for verb in reads]
+        allowed += [(verb, arg, sub, ns) for verb in writes for ns in teams]
+        # Writes: not cluster-wide, and not in a namespace no queue dispatches to.
+        denied += [(verb, arg, sub, where) for verb in writes for where in ("", "kube-system")]
         denied += [(verb, arg, sub, "") for verb in VERBS if verb not in verbs]
     # The credential proof's Role (builders.multikueue.PROOF_ROLE): the account reads itself and
     # no other ServiceAccount, in Kueue's namespace only.
@@ -303,7 +321,8 @@ def test_worker_credential_grants_exactly_worker_rules(
     assert not wrong, "\n".join(wrong)
     report(
         f"kubectl auth can-i with the worker kubeconfig: {len(allowed)} allowed "
-        f"(every verb of worker_rules) + {len(denied)} denied = {len(checks)} checks "
+        f"(reads cluster-wide, writes in the dispatched namespaces) + {len(denied)} denied "
+        f"(writes cluster-wide and in kube-system among them) = {len(checks)} checks "
         f"in {time.monotonic() - t0:.1f}s"
     )
 

@@ -26,6 +26,7 @@ from builders.multikueue import (
     token_secret_name,
     worker_kubeconfig,
     worker_objects,
+    write_role_bindings,
 )
 from config.models import FleetConfig
 from config.resolve import dispatch_sets, enabled_workers, rotation_of
@@ -124,6 +125,8 @@ def wired(planes: dict[str, ControlPlane], kueues: dict[str, KueueManager]) -> W
     # The queues as the program deploys them (builders.fleet): mirrored LocalQueues on the workers,
     # the MultiKueue AdmissionCheck(s) on the manager before the queues that name them.
     manifests = [m for objects in kueue_objects(fleet).values() for m in objects]
+    # The workers' write RoleBindings, in the dispatched namespaces the queue objects create.
+    manifests += [m for w in enabled_workers(fleet) for m in write_role_bindings(fleet, w)]
     for target in dict.fromkeys(m.target for m in manifests):
         objects = [m.obj for m in manifests if m.target == target]
         applied = apply(planes[target], objects)

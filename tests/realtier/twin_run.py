@@ -44,6 +44,7 @@ from builders.multikueue import (
     token_secret_name,
     worker_kubeconfig,
     worker_objects,
+    write_role_bindings,
 )
 from config.models import FleetConfig
 from config.resolve import dispatch_sets, enabled_workers, rotation_of
@@ -401,6 +402,10 @@ def wire_kueue(twin: Twin) -> None:
         configs = [(s.name, s.workers) for s in dispatch_sets(fleet)]
         _apply_all(twin.planes[manager.name], manager_objects(links, configs=configs))
     manifests = [m for objects in kueue_objects(fleet).values() for m in objects]
+    # The workers' write RoleBindings, in the dispatched namespaces the queue objects create.
+    manifests += [
+        m for worker in enabled_workers(fleet) for m in write_role_bindings(fleet, worker)
+    ]
     for target in dict.fromkeys(m.target for m in manifests):
         _apply_all(twin.planes[target], [m.obj for m in manifests if m.target == target])
 
