@@ -1,14 +1,17 @@
 """Every committed stack's loopback twin runs a Job from every LocalQueue a user can submit to.
 
-Per stack (test ids name it): the twin starts (tests/realtier/twin_run.py), every ClusterQueue of
-every cluster goes Active, and for each LocalQueue a user can submit to (on the manager when
-MultiKueue dispatches it, else on the cluster that holds it) a Job shaped for that queue is
-created. Asserted: the Workload is admitted where it was submitted; a dispatched Job is copied to
-exactly one worker; the pods are bound by the real scheduler to nodes of the pool of the flavor
-Kueue assigned there (never a GPU node for a CPU-only Job, never a virtual node unless the flavor
-selects one); the Job completes on the worker (kwok completes Job pods) and, for a dispatched
-Job, the manager's Job and Workload show it. Then `twin.unserved` must find no ClusterQueue that
-no user can reach.
+Per stack (test ids name it): the twin starts (tests/realtier/twin_run.py) with every user pool at
+its minCount and the real cluster-autoscaler on each plane with user pools
+(tests/realtier/autoscaler.py: kwok provider, `--enable-provisioning-requests`), so every node a
+Job needs beyond minCount is made by the autoscaler, and provisioning gates are answered by it, not
+by a test double. Every ClusterQueue of every cluster goes Active, and for each LocalQueue a user
+can submit to (on the manager when MultiKueue dispatches it, else on the cluster that holds it) a
+Job shaped for that queue is created. Asserted: the Workload is admitted where it was submitted; a
+dispatched Job is copied to exactly one worker; the pods are bound by the real scheduler to nodes
+of the pool of the flavor Kueue assigned there (never a GPU node for a CPU-only Job, never a
+virtual node unless the flavor selects one); the Job completes on the worker (kwok completes Job
+pods) and, for a dispatched Job, the manager's Job and Workload show it. Then `twin.unserved` must
+find no ClusterQueue that no user can reach.
 """
 
 from __future__ import annotations
@@ -24,10 +27,17 @@ from typing import Any, Final
 import pytest
 
 from config.resolve import enabled_workers, with_mirrored_queues
+from tests.realtier.autoscaler import (
+    GROUP_ANNOTATION,
+    find_autoscaler,
+    nodes_at_min,
+    start_autoscalers,
+)
 from tests.realtier.conftest import kueue_crd_paths
 from tests.realtier.harness import ControlPlane, Report, Tools, apply
 from tests.realtier.kueue import kueue_binary
 from tests.realtier.twin import (
+    AGENTPOOL_LABEL,
     GPU_RESOURCE,
     VIRTUAL_NODE_LABELS,
     Submission,
@@ -42,7 +52,6 @@ from tests.realtier.twin_run import (
     JobWatch,
     SimulationTools,
     Twin,
-    answer_provisioning_requests,
     find_simulation_tools,
     running_twin,
 )
@@ -107,10 +116,11 @@ def _true(obj: dict[str, Any] | None, kind: str) -> bool:
 def _until(
     twin: Twin, what: str, probe: Callable[[], Any], timeout: float, state: Callable[[], str]
 ) -> Any:
-    """Poll `probe` (answering ProvisioningRequests on every plane meanwhile) until truthy."""
+    """Poll `probe` until truthy (the planes' processes must stay alive meanwhile)."""
     deadline = time.monotonic() + timeout
     while True:
-        answer_provisioning_requests(twin.planes, twin.provisioned)
+        for plane in twin.planes.values():
+            plane._check_alive()
         result = probe()
         if result:
             return result
@@ -185,6 +195,9 @@ class Run:
     worker: str | None = None
     flavors: set[str] = field(default_factory=set[str])
     pods: dict[str, str] = field(default_factory=dict[str, str])  # pod -> node
+    # node -> the Node as read when a pod was first seen on it (the autoscaler may remove it
+    # once the Job is done)
+    nodes: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
     worker_complete: bool = False
     manager_complete: bool = False
     manager_finished: bool = False
@@ -238,6 +251,10 @@ def _observe(twin: Twin, watches: dict[str, JobWatch], run: Run, uid: str) -> No
             node = (pod.get("spec") or {}).get("nodeName")
             if node:
                 run.pods[str(pod["metadata"]["name"])] = str(node)
+                if node not in run.nodes:
+                    seen = twin.node(target, node) or _json(plane, f"/api/v1/nodes/{node}")
+                    if seen is not None:
+                        run.nodes[node] = seen
     if sub.dispatched:
         job = _json(home, f"/apis/batch/v1/namespaces/{ns}/jobs/{name}")
         run.manager_complete = _true(job, "Complete")
@@ -298,7 +315,9 @@ def run_job(twin: Twin, watches: dict[str, JobWatch], sub: Submission) -> Run:
     return run
 
 
-def check_placement(twin: Twin, run: Run) -> None:
+def check_placement(twin: Twin, run: Run, made: dict[str, set[str]]) -> None:
+    """Each pod on a node of its flavor's pool: one the twin registered, or one the autoscaler
+    made for that pool's node group (`made`: cluster -> such nodes seen)."""
     cluster_name = run.worker if run.sub.dispatched else run.sub.cluster
     assert cluster_name is not None
     cluster = twin.fleet.cluster(cluster_name)
@@ -307,9 +326,13 @@ def check_placement(twin: Twin, run: Run) -> None:
     [flavor_name] = run.flavors
     flavor = next(f for f in cluster.queues.flavors if f.name == flavor_name)
     for pod, node_name in run.pods.items():
-        node = twin.node(cluster_name, node_name)
-        assert node is not None, f"{pod} on {node_name}, which is not a twin node of {cluster_name}"
-        pool = twin.pool_of(cluster_name, node_name)
+        node = run.nodes.get(node_name)
+        assert node is not None, f"{pod} on {node_name}, not a node of {cluster_name}"
+        pool = node["metadata"]["labels"].get(AGENTPOOL_LABEL)
+        if twin.node(cluster_name, node_name) is None:
+            group = (node["metadata"].get("annotations") or {}).get(GROUP_ANNOTATION)
+            assert group == pool, f"{node_name}: made outside the autoscaler's group {pool}"
+            made.setdefault(cluster_name, set()).add(node_name)
         where = f"{run.job}: pod {pod} on {cluster_name}/{node_name} (pool {pool})"
         if flavor.pool is not None:
             assert pool == flavor.pool, f"{where}; flavor {flavor_name} is pool {flavor.pool}"
@@ -390,11 +413,21 @@ def test_every_local_queue_runs_a_job_on_its_pool(  # noqa: PLR0917 - pytest fix
     binary = kueue_binary()
     if binary is None:
         pytest.skip("real tier: kueue not built")
+    autoscaler, why = find_autoscaler()
+    if autoscaler is None:
+        pytest.skip("real tier (autoscaler): " + why)
     t0 = time.monotonic()
     crds = kueue_crd_paths(load_stack(stack))
     with running_twin(
-        stack, tools, simulation, kueue_binary=binary, kueue_crds=crds, workdir=tmp_path
+        stack,
+        tools,
+        simulation,
+        kueue_binary=binary,
+        kueue_crds=crds,
+        workdir=tmp_path,
+        nodes=nodes_at_min,
     ) as twin:
+        autoscalers = start_autoscalers(twin.planes, twin.fleet, autoscaler)
         inactive = _wait_queues_active(twin)
         subs = [s for s in submissions(twin.fleet) if (s.cluster, s.cluster_queue) not in inactive]
         watches = {name: JobWatch(plane) for name, plane in twin.planes.items()}
@@ -403,14 +436,17 @@ def test_every_local_queue_runs_a_job_on_its_pool(  # noqa: PLR0917 - pytest fix
         finally:
             for watch in watches.values():
                 watch.stop()
+        made: dict[str, set[str]] = {}
         for run in runs:
-            check_placement(twin, run)
+            check_placement(twin, run, made)
         elapsed = time.monotonic() - t0
         dispatched = sum(1 for r in runs if r.sub.dispatched and r.worker)
         completed = sum(1 for r in runs if r.done)
         t = twin.timings
         line = (
-            f"twin {stack}: {len(twin.planes)} planes, {twin.node_count} nodes, "
+            f"twin {stack}: {len(twin.planes)} planes, {twin.node_count} nodes at start (user "
+            f"pools at minCount), {len(autoscalers)} cluster-autoscalers, "
+            f"{sum(map(len, made.values()))} nodes the Jobs ran on made by them, "
             f"{len(runs)} LocalQueue Jobs: {dispatched} dispatched, {completed} completed, "
             f"{len(inactive)} ClusterQueues inactive by a stack defect, in "
             f"{elapsed:.0f}s (planes {t['planes']:.0f}s, nodes Ready {t['nodes']:.0f}s, Kueue "
