@@ -36,6 +36,11 @@ ACI_ADDON: Final = "aciConnectorLinux"
 
 # pulumi-kubernetes readiness annotation: the object counts as created only once this holds.
 WAIT_FOR: Final = "pulumi.com/waitFor"
+# Server-side apply with force on every object the program owns (components/kube.py `owned`):
+# a killed `up` leaves the objects it was creating owned by its own random field manager, and
+# without force the next change of such a field fails with an SSA conflict against that dead
+# manager (found by tests/realtier/test_faults_deploy.py).
+PATCH_FORCE: Final = "pulumi.com/patchForce"
 # pulumi-kubernetes: how long create/update waits for that (default 10 minutes), in seconds.
 TIMEOUT_SECONDS: Final = "pulumi.com/timeoutSeconds"
 # A waitFor on the value of a Kueue object's Active condition, blind to its observedGeneration.

@@ -31,7 +31,7 @@ from builders.kubeconfig import host_of, server_of
 from components.aks import AksCluster
 from components.existing import ExistingCluster
 from components.kruise import Kruise, KruiseArgs
-from components.kube import apply_manifests, kube_object
+from components.kube import apply_manifests, kube_object, owned
 from config.karmada import KubeconfigSource
 from config.models import FleetConfig
 from config.resolve import member_names
@@ -323,7 +323,7 @@ class Karmada(pulumi.ComponentResource):
         )
         credentials = k8s.core.v1.Secret(
             f"{name}-{member}-credentials",
-            metadata=kb.credential_secret(member, token="", ca_bundle="")["metadata"],
+            metadata=owned(kb.credential_secret(member, token="", ca_bundle="")["metadata"]),
             data=account.data.apply(
                 lambda d: kb.credential_secret(
                     member, token=_data(d, "token"), ca_bundle=_data(d, "ca.crt")
@@ -333,7 +333,7 @@ class Karmada(pulumi.ComponentResource):
         )
         impersonation = k8s.core.v1.Secret(
             f"{name}-{member}-impersonator",
-            metadata=kb.impersonator_secret(member, token="")["metadata"],
+            metadata=owned(kb.impersonator_secret(member, token="")["metadata"]),
             data=impersonator.data.apply(
                 lambda d: kb.impersonator_secret(member, token=_data(d, "token"))["data"]
             ),
@@ -348,7 +348,7 @@ class Karmada(pulumi.ComponentResource):
             f"{name}-{member}-cluster",
             api_version=kb.CLUSTER_API,
             kind="Cluster",
-            metadata={"name": member, "annotations": {WAIT_FOR: "condition=Ready"}},
+            metadata=owned({"name": member, "annotations": {WAIT_FOR: "condition=Ready"}}),
             spec=spec,
             opts=pulumi.ResourceOptions(
                 parent=self,

@@ -9,11 +9,24 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from builders.manifest import Manifest
+from constants import PATCH_FORCE
+
+
+def owned(meta: Mapping[str, Any]) -> Any:  # ObjectMeta input: the SDK types it loosely
+    """An object's metadata as the program applies it: server-side apply with force.
+
+    The stack owns what it declares. A `pulumi up` killed mid-create leaves those objects
+    co-owned by the dead run's field manager (pulumi-kubernetes draws one at random per
+    resource); the recovery adopts them under a new one, and without force the next change of
+    a shared field fails with an SSA conflict against the dead manager.
+    """
+    annotations: dict[str, Any] = {**(meta.get("annotations") or {}), PATCH_FORCE: "true"}
+    return {**meta, "annotations": annotations}
 
 
 def kube_object(name: str, obj: Mapping[str, Any], opts: pulumi.ResourceOptions) -> pulumi.Resource:
     """One builder object as the matching typed resource (CustomResource for the rest)."""
-    kind, meta = obj["kind"], obj["metadata"]
+    kind, meta = obj["kind"], owned(obj["metadata"])
     if kind == "Namespace":
         return k8s.core.v1.Namespace(name, metadata=meta, opts=opts)
     if kind == "ServiceAccount":
@@ -45,7 +58,7 @@ def custom_resource(
         name,
         api_version=obj["apiVersion"],
         kind=obj["kind"],
-        metadata=obj["metadata"],
+        metadata=owned(obj["metadata"]),
         spec=obj.get("spec"),
         opts=opts,
     )

@@ -11,7 +11,7 @@ import pulumi_kubernetes as k8s
 
 from builders.kueue import kueue_release
 from builders.manifest import Manifest
-from components.kube import apply_manifests
+from components.kube import apply_manifests, owned
 from config.kueue import KueueSettings
 from config.models import ClusterConfig
 from constants import ACTIVE_STATUS, TYPE_PREFIX, WAIT_FOR
@@ -127,7 +127,7 @@ class Kueue(pulumi.ComponentResource):
         crds = k8s.yaml.v2.ConfigGroup(f"{name}-crds", files=list(args.crd_files), opts=on_cluster)
         return k8s.core.v1.Namespace(
             f"{name}-namespace",
-            metadata={"name": KUEUE_NAMESPACE},
+            metadata=owned({"name": KUEUE_NAMESPACE}),
             opts=pulumi.ResourceOptions.merge(
                 on_cluster, pulumi.ResourceOptions(depends_on=[crds])
             ),

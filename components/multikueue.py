@@ -10,7 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from builders import multikueue as mk
-from components.kube import custom_resource, kube_object
+from components.kube import custom_resource, kube_object, owned
 from config.models import FleetConfig
 from config.resolve import dispatch_sets, dispatched_namespaces, enabled_workers, rotation_of
 from constants import (
@@ -114,7 +114,7 @@ class MultiKueueWorkerAccess(pulumi.ComponentResource):
         # The token controller deletes a token Secret whose ServiceAccount does not exist yet.
         self.token_secret = k8s.core.v1.Secret(
             f"{name}-token",
-            metadata=(secret_obj := mk.token_secret(args.rotation, ns))["metadata"],
+            metadata=owned((secret_obj := mk.token_secret(args.rotation, ns))["metadata"]),
             type=secret_obj["type"],
             opts=_options(self, args.provider, args.depends_on, account),
         )

@@ -228,7 +228,10 @@ def test_cluster_objects_after_credentials_and_kruise(public: Built) -> None:
         "impersonatorSecretRef": {"namespace": "karmada-cluster", "name": "worker-2-impersonator"},
         "region": "westeurope",
     }
-    assert cluster.inputs["metadata"]["annotations"] == {"pulumi.com/waitFor": "condition=Ready"}
+    assert cluster.inputs["metadata"]["annotations"] == {
+        "pulumi.com/waitFor": "condition=Ready",
+        "pulumi.com/patchForce": "true",
+    }
     deps = set(cluster.dependencies)
     assert graph.one(SECRET, "fleet-karmada-worker-2-credentials").urn in deps
     assert graph.one(SECRET, "fleet-karmada-worker-2-impersonator").urn in deps

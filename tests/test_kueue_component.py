@@ -117,7 +117,8 @@ def test_queues_and_checks_must_become_active(solo: Graph) -> None:
     for r in solo.resources:
         if not r.type.startswith("kubernetes:kueue.x-k8s.io/"):
             continue
-        annotations = r.inputs["metadata"].get("annotations", {})
+        annotations = dict(r.inputs["metadata"].get("annotations", {}))
+        assert annotations.pop("pulumi.com/patchForce") == "true", r.name  # components.kube.owned
         if kind_of(r) == "ClusterQueue":
             assert annotations == {"pulumi.com/waitFor": "condition=Active"}, r.name
         elif kind_of(r) == "AdmissionCheck":
@@ -129,7 +130,11 @@ def test_queues_and_checks_must_become_active(solo: Graph) -> None:
         else:
             assert "pulumi.com/waitFor" not in annotations, r.name
     lq = next(r for r in solo.resources if kind_of(r) == "LocalQueue")
-    assert lq.inputs["metadata"] == {"name": "team-a", "namespace": "team-a"}
+    assert lq.inputs["metadata"] == {
+        "name": "team-a",
+        "namespace": "team-a",
+        "annotations": {"pulumi.com/patchForce": "true"},
+    }
     assert lq.inputs["spec"] == {"clusterQueue": "team-a"}
 
 

@@ -34,6 +34,7 @@ from typing import Any, Final
 import pytest
 from pulumi import automation as auto
 
+from builders.fleet import kueue_objects
 from checks.stack import parse_fleet
 from constants import CONFIG_KEY, PROJECT
 from tests.realtier.conftest import install_crds, kueue_crd_paths
@@ -545,6 +546,70 @@ class UpgradeFleet:
                 "--node-ip=127.0.0.1",
             ],
         )
+
+
+# ---- what a killed `up` leaves behind, then changed -----------------------------------------
+
+
+def test_an_object_a_killed_up_made_can_still_be_changed(
+    fleet: Fleet, tmp_path: Path, report: Report
+) -> None:
+    """A killed `up` leaves the objects it was creating on the cluster, owned by its own field
+    manager (pulumi-kubernetes draws one per resource) and unknown to the state; the README's
+    recovery adopts them under a new manager. The next change of one of their fields must not
+    fail with a server-side apply conflict against the dead run's manager (it did, when the
+    program applied without force; seen as a flaky recovery in the test above)."""
+    planes = fleet.planes
+    cut = _deploy(tmp_path / "cut")
+    _configure(cut, planes, e2e_raw())
+    worker = "worker-1"
+    [queue] = [
+        m.obj
+        for m in kueue_objects(e2e_fleet(planes))[worker]
+        if m.kind == "ClusterQueue" and m.name == TEAM
+    ]
+    dead = "pulumi-kubernetes-deadrun0"
+    left = planes[worker].kubectl(
+        "apply",
+        "--server-side",
+        f"--field-manager={dead}",
+        "-f",
+        "-",
+        stdin=json.dumps(queue),
+        check=False,
+    )
+    assert left.returncode == 0, left.stderr
+    try:
+        adopted = cut.up()  # the recovery's `up`: creates adopt what the dead run made
+        assert adopted.summary.result == "succeeded", cut.tail()
+        _configure(cut, planes, _updated_raw())  # team-a's quota halved, among others
+        t0 = time.monotonic()
+        changed = cut.up()
+        assert changed.summary.result == "succeeded", cut.tail()
+        seconds = time.monotonic() - t0
+        status, body = planes[worker].get(f"{KUEUE_API}/clusterqueues/{TEAM}")
+        assert status == 200, body
+        live = json.loads(body)
+        quota = live["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"]
+        want = _updated_raw()
+        (team_a,) = [
+            q
+            for c in want["clusters"]
+            if c["name"] == worker
+            for q in c["queues"]["clusterQueues"]
+            if q["name"] == TEAM
+        ]
+        wanted = team_a["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"]
+        assert str(quota) == str(wanted), (quota, wanted)
+        managers = [f["manager"] for f in live["metadata"].get("managedFields") or []]
+    finally:
+        destroyed = cut.stack.destroy(on_output=cut.add, color="never")
+        assert destroyed.summary.result == "succeeded", cut.tail()
+    report(
+        f"ClusterQueue {worker}/{TEAM} left by a dead run's field manager ({dead}), adopted by "
+        f"up, then its quota changed by the next up in {seconds:.1f}s (nominalQuota {quota}); "
+        f"field managers after: {managers}"
+    )
 
 
 def _node(name: str) -> dict[str, Any]:

@@ -124,7 +124,7 @@ def job(gated: Gated, name: str, pods: int) -> dict[str, Any]:
                             "resources": {"requests": requests, "limits": requests},
                         }
                     ],
-                }
+                },
             },
         },
     }
