@@ -4,7 +4,9 @@ Per stack (test ids name it): the twin starts (tests/realtier/twin_run.py) with 
 its minCount and the real cluster-autoscaler on each plane with user pools
 (tests/realtier/autoscaler.py: kwok provider, `--enable-provisioning-requests`), so every node a
 Job needs beyond minCount is made by the autoscaler, and provisioning gates are answered by it, not
-by a test double. Every ClusterQueue of every cluster goes Active, and for each LocalQueue a user
+by a test double. The twin's Kueue and MultiKueue objects are made by `pulumi up` of the
+mapped stack (tests/realtier/twin_engine.py): the program itself, through the real engine. Every
+ClusterQueue of every cluster goes Active, and for each LocalQueue a user
 can submit to (on the manager when MultiKueue dispatches it, else on the cluster that holds it) a
 Job shaped for that queue is created. Asserted: the Workload is admitted where it was submitted; a
 dispatched Job is copied to exactly one worker; the pods are bound by the real scheduler to nodes
@@ -48,6 +50,7 @@ from tests.realtier.twin import (
     submissions,
     unserved,
 )
+from tests.realtier.twin_engine import engine_available
 from tests.realtier.twin_run import (
     JobWatch,
     SimulationTools,
@@ -416,6 +419,9 @@ def test_every_local_queue_runs_a_job_on_its_pool(  # noqa: PLR0917 - pytest fix
     autoscaler, why = find_autoscaler()
     if autoscaler is None:
         pytest.skip("real tier (autoscaler): " + why)
+    has_engine, why = engine_available()
+    if not has_engine:
+        pytest.skip("real tier (engine): " + why)
     t0 = time.monotonic()
     crds = kueue_crd_paths(load_stack(stack))
     with running_twin(
@@ -426,6 +432,7 @@ def test_every_local_queue_runs_a_job_on_its_pool(  # noqa: PLR0917 - pytest fix
         kueue_crds=crds,
         workdir=tmp_path,
         nodes=nodes_at_min,
+        by_engine=True,
     ) as twin:
         autoscalers = start_autoscalers(twin.planes, twin.fleet, autoscaler)
         inactive = _wait_queues_active(twin)
@@ -450,7 +457,8 @@ def test_every_local_queue_runs_a_job_on_its_pool(  # noqa: PLR0917 - pytest fix
             f"{len(runs)} LocalQueue Jobs: {dispatched} dispatched, {completed} completed, "
             f"{len(inactive)} ClusterQueues inactive by a stack defect, in "
             f"{elapsed:.0f}s (planes {t['planes']:.0f}s, nodes Ready {t['nodes']:.0f}s, Kueue "
-            f"{t['kueue']:.0f}s, objects {t['wired']:.0f}s); "
+            f"{t['kueue']:.0f}s, objects by pulumi up {t['wired']:.0f}s: "
+            f"{(twin.engine.counts if twin.engine else {})}); "
             + ", ".join(
                 f"{r.sub.cluster}/{r.sub.namespace}/{r.sub.local_queue} -> "
                 f"{r.worker or r.sub.cluster} {sorted(r.flavors)} on "

@@ -22,7 +22,7 @@ builders/ only re-points these imports.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -80,17 +80,24 @@ def load_stack(stack: str, root: Path = ROOT) -> FleetConfig:
 # ---- the fleet --------------------------------------------------------------------------------
 
 
-def twin_fleet(fleet: FleetConfig, kubeconfigs: Mapping[str, Path | str]) -> FleetConfig:
-    """The stack as its twin runs it: `existing` clusters, manifests-only Kueue, no Karmada.
-
-    Parsed and validated again, as a stack file would be, so the twin is a valid stack too.
-    """
+def twin_raw(fleet: FleetConfig, existing: Callable[[str], dict[str, str]]) -> dict[str, Any]:
+    """The stack's `fleet` value as its twin runs it: `existing` clusters (`existing(name)` is
+    each one's `existing` block), manifests-only Kueue, no Karmada. Nothing else changes."""
     raw: dict[str, Any] = fleet.model_dump(mode="json", by_alias=True, exclude_none=True)
     raw.pop("karmada", None)
     raw["kueue"] = {**raw["kueue"], "install": "manifests-only"}
     for cluster in raw["clusters"]:
         cluster["source"] = "existing"
-        cluster["existing"] = {"kubeconfigPath": str(kubeconfigs[cluster["name"]])}
+        cluster["existing"] = existing(cluster["name"])
+    return raw
+
+
+def twin_fleet(fleet: FleetConfig, kubeconfigs: Mapping[str, Path | str]) -> FleetConfig:
+    """The stack as its twin runs it (`twin_raw`, the planes' kubeconfig files).
+
+    Parsed and validated again, as a stack file would be, so the twin is a valid stack too.
+    """
+    raw = twin_raw(fleet, lambda name: {"kubeconfigPath": str(kubeconfigs[name])})
     twin, _ = parse_fleet(raw, source="twin")
     return twin
 

@@ -73,6 +73,7 @@ from tests.realtier.kueue import (
     wait_for_token,
 )
 from tests.realtier.twin import KWOK_ANNOTATION, PoolNodes, fleet_nodes, load_stack, twin_fleet
+from tests.realtier.twin_engine import EngineDeploy, deploy_twin
 
 # The tools a twin needs beyond a plane's and Kueue's (names as the build script lists them).
 SIMULATION_TOOLS: Final = ("kube-scheduler", "kwok")
@@ -360,6 +361,7 @@ class Twin:
     # (namespace, Workload)s whose ProvisioningRequest the twin answered
     provisioned: set[tuple[str, str]] = field(default_factory=set[tuple[str, str]])
     timings: dict[str, float] = field(default_factory=dict[str, float])
+    engine: EngineDeploy | None = None  # when `pulumi up` made the objects
 
     @property
     def node_count(self) -> int:
@@ -421,11 +423,14 @@ def running_twin(
     workdir: Path,
     nodes: Callable[[FleetConfig], dict[str, list[PoolNodes]]] = fleet_nodes,
     worker_lost_timeout: str = "2m",
+    by_engine: bool = False,
 ) -> Iterator[Twin]:
     """Start the stack's twin (planes, nodes, scheduler, kwok, Kueue, objects); always stop it.
 
     `nodes` gives the nodes registered at start (default: every pool at maxCount;
     tests/realtier/autoscaler.py's `nodes_at_min` leaves the user pools to the autoscaler).
+    The objects are the program's rendered ones applied with kubectl (`wire_kueue`), or with
+    `by_engine` what `pulumi up` of the twin's stack makes (tests/realtier/twin_engine.py).
     """
     from tests.realtier.conftest import install_crds  # noqa: PLC0415 - the tier's one CRD path
 
@@ -469,7 +474,11 @@ def running_twin(
             )
             start_kueues(list(kueues.values()), tools.openssl)
             twin.timings["kueue"] = time.monotonic() - t0
-            wire_kueue(twin)
+            if by_engine:
+                kubeconfigs = {n: p.kubeconfig for n, p in planes.items()}
+                twin.engine = deploy_twin(stack, kubeconfigs, workdir / "engine")
+            else:
+                wire_kueue(twin)
             twin.timings["wired"] = time.monotonic() - t0
             yield twin
         finally:
