@@ -58,6 +58,7 @@ from upstream.kueue import (
     MULTIKUEUE_CONTROLLER,
     SERVICE_ACCOUNT,
     WRITE_ROLE,
+    Rule,
     worker_read_rules,
     worker_write_rules,
 )
@@ -90,28 +91,27 @@ def service_account(namespace: str = KUEUE_NAMESPACE) -> dict[str, Any]:
     }
 
 
+def _cluster_role(name: str, rules: Iterable[Rule]) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": _meta(name),
+        "rules": [rule.to_obj() for rule in rules],
+    }
+
+
 def cluster_role(
     version: str, frameworks: Iterable[str], feature_gates: Mapping[str, bool] | None = None
 ) -> dict[str, Any]:
     """The read half of the worker rules (get/list/watch), bound cluster-wide."""
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": _meta(CLUSTER_ROLE),
-        "rules": [rule.to_obj() for rule in worker_read_rules(version, frameworks, feature_gates)],
-    }
+    return _cluster_role(CLUSTER_ROLE, worker_read_rules(version, frameworks, feature_gates))
 
 
 def write_role(
     version: str, frameworks: Iterable[str], feature_gates: Mapping[str, bool] | None = None
 ) -> dict[str, Any]:
     """The write half (create/delete/update/patch): bound only in dispatched namespaces."""
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": _meta(WRITE_ROLE),
-        "rules": [rule.to_obj() for rule in worker_write_rules(version, frameworks, feature_gates)],
-    }
+    return _cluster_role(WRITE_ROLE, worker_write_rules(version, frameworks, feature_gates))
 
 
 def write_role_binding(team_namespace: str, namespace: str = KUEUE_NAMESPACE) -> dict[str, Any]:
