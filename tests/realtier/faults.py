@@ -10,6 +10,9 @@ plane lost and back, a Kueue manager killed -9 and restarted, and what the plane
   every other process of it (etcd, controller manager, scheduler, kwok, its Kueue) is stopped
   with SIGSTOP, so nothing on it moves while it is gone. Restoring resumes them and starts the
   API server again on the same port, with the same etcd data: the cluster comes back as it was.
+- `freeze_plane`: a worker unreachable without a refusal (a partition that drops packets): every
+  process of it, its API server included, is stopped with SIGSTOP; connections stay open and
+  nothing answers. `thaw_all` resumes it as it was.
 - `kill_kueue` / `restart_kueue`: SIGKILL to the Kueue manager's process group, then the same
   binary and Configuration again.
 """
@@ -100,6 +103,14 @@ def restore_plane(plane: ControlPlane, kueue: KueueManager) -> None:
         _signal(process.popen.pid, signal.SIGCONT)
     if kueue.pid is not None:
         _signal(kueue.pid, signal.SIGCONT)
+
+
+def freeze_plane(plane: ControlPlane, kueue: KueueManager) -> None:
+    """SIGSTOP every process of the plane, its API server and its Kueue included."""
+    for process in _processes(plane):
+        _signal(process.popen.pid, signal.SIGSTOP)
+    if kueue.pid is not None:
+        _signal(kueue.pid, signal.SIGSTOP)
 
 
 def thaw_all(planes: Iterable[ControlPlane], kueues: Iterable[KueueManager]) -> None:
