@@ -149,48 +149,6 @@ def restart_kueue(kueue: KueueManager, openssl: Path, timeout: float = 60.0) -> 
     return time.monotonic() - t0
 
 
-# ---- the autoscaler of the one worker left ------------------------------------------------------
-
-PROVISIONING_API: Final = "/apis/autoscaling.x-k8s.io/v1"
-
-
-def provision_every_request(plane: ControlPlane) -> list[str]:
-    """Answer every ProvisioningRequest on `plane` not yet Provisioned (the twin's stand-in
-    autoscaler, as twin_run.answer_provisioning_requests, without its one-worker-per-Workload
-    rule: with a single worker left, a re-dispatched Workload's copy there may carry a request
-    of the same name as one answered before). Returns the names answered now."""
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    answered: list[str] = []
-    for pr in items(plane, f"{PROVISIONING_API}/provisioningrequests"):
-        if condition(pr, "Provisioned") == "True":
-            continue
-        meta = pr["metadata"]
-        conditions = [
-            {
-                "type": kind,
-                "status": "True",
-                "reason": kind,
-                "message": "twin: every node of the pool exists (maxCount)",
-                "lastTransitionTime": now,
-            }
-            for kind in ("Accepted", "Provisioned")
-        ]
-        result = plane.kubectl(
-            "patch",
-            "provisioningrequests.autoscaling.x-k8s.io",
-            meta["name"],
-            f"--namespace={meta['namespace']}",
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            json.dumps({"status": {"conditions": conditions}}),
-            check=False,
-        )
-        if result.returncode == 0:
-            answered.append(str(meta["name"]))
-    return answered
-
-
 # ---- what the planes show --------------------------------------------------------------------
 
 

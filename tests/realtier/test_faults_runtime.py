@@ -40,6 +40,7 @@ from typing import Any, Final
 import pytest
 
 from config.resolve import with_mirrored_queues
+from tests.realtier.autoscaler import find_autoscaler, nodes_at_min, start_autoscalers
 from tests.realtier.conftest import kueue_crd_paths
 from tests.realtier.e2e import TEAM
 from tests.realtier.faults import (
@@ -52,7 +53,6 @@ from tests.realtier.faults import (
     items,
     kill_kueue,
     lose_plane,
-    provision_every_request,
     restart_kueue,
     restore_plane,
     thaw_all,
@@ -76,7 +76,6 @@ from tests.realtier.twin_run import (
     JobWatch,
     SimulationTools,
     Twin,
-    answer_provisioning_requests,
     find_simulation_tools,
     running_twin,
 )
@@ -103,8 +102,18 @@ def simulation() -> SimulationTools:
     return found
 
 
+@pytest.fixture(scope="module")
+def autoscaler() -> Path:
+    found, why = find_autoscaler()
+    if found is None:
+        pytest.skip("real tier (autoscaler): " + why)
+    return found
+
+
 @pytest.fixture
 def twin(tools: Tools, simulation: SimulationTools, tmp_path: Path) -> Iterator[Twin]:
+    """dev's twin, its user pools at minCount: each test starts the real cluster-autoscaler on
+    the workers it wants to answer the provisioning gates (`autoscale`)."""
     binary = kueue_binary()
     if binary is None:
         pytest.skip("real tier: kueue not built")
@@ -116,6 +125,7 @@ def twin(tools: Tools, simulation: SimulationTools, tmp_path: Path) -> Iterator[
         kueue_binary=binary,
         kueue_crds=kueue_crd_paths(load_stack(STACK)),
         workdir=tmp_path,
+        nodes=nodes_at_min,
         worker_lost_timeout=f"{WORKER_LOST_TIMEOUT:.0f}s",
     ) as started:
         try:
@@ -125,6 +135,12 @@ def twin(tools: Tools, simulation: SimulationTools, tmp_path: Path) -> Iterator[
 
 
 # ---- helpers ---------------------------------------------------------------------------------
+
+
+def autoscale(twin: Twin, binary: Path, *clusters: str) -> None:
+    """The real cluster-autoscaler on these clusters, as a process of each plane (a lost or
+    frozen plane's autoscaler stops with it and resumes with it)."""
+    start_autoscalers({c: twin.planes[c] for c in clusters}, twin.fleet, binary)
 
 
 def dispatched(twin: Twin) -> Submission:
@@ -139,27 +155,15 @@ def timed_job(sub: Submission, name: str, run_for: str) -> dict[str, Any]:
 
 
 def until(
-    planes: dict[str, ControlPlane],
-    served: set[tuple[str, str]],
     what: str,
     probe: Callable[[], object],
     *,
     timeout: float,
     state: Callable[[], str] | None = None,
 ) -> float:
-    """Poll `probe`, answering ProvisioningRequests on `planes` meanwhile (the twin's stand-in
-    autoscaler); returns when it was first truthy."""
-
-    def step() -> bool:
-        if served is ONE_WORKER_LEFT:
-            for plane in planes.values():
-                provision_every_request(plane)
-        else:
-            answer_provisioning_requests(planes, served)
-        return bool(probe())
-
+    """Poll `probe`; returns when it was first truthy, or fails with `state()`."""
     try:
-        return wait_for(what, step, timeout, POLL)
+        return wait_for(what, probe, timeout, POLL)
     except AssertionError as err:
         raise AssertionError(f"{err}; seen: {state() if state else ''}") from None
 
@@ -170,8 +174,6 @@ def queues_active(twin: Twin) -> None:
         for cq in cluster.queues.cluster_queues:
             path = f"{KUEUE_API}/clusterqueues/{cq.name}"
             until(
-                twin.planes,
-                twin.provisioned,
                 f"[{cluster.name}] ClusterQueue {cq.name} Active",
                 lambda plane=plane, path=path: condition(get_json(plane, path), "Active") == "True",
                 timeout=90.0,
@@ -242,8 +244,6 @@ def completed_once(twin: Twin, ns: str, name: str) -> bool:
     return condition(obj, "Complete") == "True" and (obj or {})["status"].get("succeeded") == PODS
 
 
-# `until`'s `served` for "answer every request": one worker left (faults.provision_every_request)
-ONE_WORKER_LEFT: Final[set[tuple[str, str]]] = set()
 STRANDED_AFTER: Final = 60.0  # beyond workerLostTimeout: a Workload not re-admitted is stranded
 
 
@@ -280,9 +280,11 @@ def release_stranded(manager: ControlPlane, ns: str) -> list[str]:
 
 
 def test_worker_lost_mid_job_is_readmitted_on_the_other_worker(
-    twin: Twin, report: Report, capsys: pytest.CaptureFixture[str]
+    twin: Twin, autoscaler: Path, report: Report, capsys: pytest.CaptureFixture[str]
 ) -> None:
     manager, lost, survivor = (twin.planes[n] for n in (MANAGER, LOST, SURVIVOR))
+    # Only worker-1's autoscaler before the loss: its gate alone opens, every job runs there.
+    autoscale(twin, autoscaler, LOST)
     queues_active(twin)
     sub = dispatched(twin)
     ns = sub.namespace
@@ -291,10 +293,7 @@ def test_worker_lost_mid_job_is_readmitted_on_the_other_worker(
     try:
         t0 = time.monotonic()
         submit(twin, sub, names, RUN_FOR)
-        # Only worker-1's autoscaler answers before the loss: every job runs there.
         until(
-            {MANAGER: manager, LOST: lost},
-            twin.provisioned,
             f"every job Running on {LOST}",
             lambda: all(len(running_pods(lost, ns, n)) == PODS for n in names),
             timeout=120.0,
@@ -305,11 +304,9 @@ def test_worker_lost_mid_job_is_readmitted_on_the_other_worker(
 
         t_loss = time.monotonic()
         lose_plane(lost, twin.kueues[LOST])
-        live = {MANAGER: manager, SURVIVOR: survivor}
-        served = ONE_WORKER_LEFT  # the autoscaler of worker-2 answers from now on
+        # worker-2's autoscaler from now on: the re-dispatched copies scale its pool up.
+        autoscale(twin, autoscaler, SURVIVOR)
         t_inactive = until(
-            live,
-            served,
             f"MultiKueueCluster {LOST} inactive",
             lambda: cluster_active(manager, LOST) == "False",
             timeout=60.0,
@@ -322,8 +319,6 @@ def test_worker_lost_mid_job_is_readmitted_on_the_other_worker(
         stranded: list[str] = []
         try:
             t_readmitted = until(
-                live,
-                served,
                 f"every workload admitted again on {SURVIVOR}",
                 readmitted,
                 timeout=WORKER_LOST_TIMEOUT + STRANDED_AFTER,
@@ -334,8 +329,6 @@ def test_worker_lost_mid_job_is_readmitted_on_the_other_worker(
             # (README, "When things go wrong"). The operator step, as documented:
             stranded = release_stranded(manager, ns)
             t_readmitted = until(
-                live,
-                served,
                 f"every workload admitted again on {SURVIVOR} after the operator step",
                 readmitted,
                 timeout=120.0,
@@ -343,8 +336,6 @@ def test_worker_lost_mid_job_is_readmitted_on_the_other_worker(
             )
         assert t_readmitted - t_loss >= WORKER_LOST_TIMEOUT, "re-admitted before the timeout"
         t_complete = until(
-            live,
-            served,
             f"every job completed once on {SURVIVOR}",
             lambda: all(completed_once(twin, ns, n) for n in names),
             timeout=180.0,
@@ -364,8 +355,6 @@ def test_worker_lost_mid_job_is_readmitted_on_the_other_worker(
         t_back = time.monotonic()
         restore_plane(lost, twin.kueues[LOST])
         t_active = until(
-            live,
-            served,
             f"MultiKueueCluster {LOST} Active again",
             lambda: cluster_active(manager, LOST) == "True",
             timeout=120.0,
@@ -403,10 +392,11 @@ def test_worker_lost_mid_job_is_readmitted_on_the_other_worker(
 
 
 def test_manager_kueue_killed_mid_dispatch_loses_and_repeats_nothing(
-    twin: Twin, tools: Tools, report: Report, capsys: pytest.CaptureFixture[str]
+    twin: Twin, autoscaler: Path, tools: Tools, report: Report, capsys: pytest.CaptureFixture[str]
 ) -> None:
     manager = twin.planes[MANAGER]
     workers = {n: twin.planes[n] for n in (LOST, SURVIVOR)}
+    autoscale(twin, autoscaler, *workers)
     queues_active(twin)
     sub = dispatched(twin)
     ns = sub.namespace
@@ -417,8 +407,6 @@ def test_manager_kueue_killed_mid_dispatch_loses_and_repeats_nothing(
         submit(twin, sub, names, "5s")
         # Mid-dispatch: the first copy reached a worker, not all jobs are admitted yet.
         until(
-            twin.planes,
-            twin.provisioned,
             "a first job copied to a worker",
             lambda: any(job(p, ns, n) for p in workers.values() for n in names),
             timeout=60.0,
@@ -430,8 +418,6 @@ def test_manager_kueue_killed_mid_dispatch_loses_and_repeats_nothing(
         stranded: list[str] = []
         try:
             t_done = until(
-                twin.planes,
-                twin.provisioned,
                 "every job completed once after the restart",
                 lambda: all(completed_once(twin, ns, n) for n in names),
                 timeout=STRANDED_AFTER,
@@ -444,8 +430,6 @@ def test_manager_kueue_killed_mid_dispatch_loses_and_repeats_nothing(
             listed = redispatch(manager)
             assert listed == [(ns, n) for n in stranded], f"README listed {listed}, not {stranded}"
             t_done = until(
-                twin.planes,
-                twin.provisioned,
                 "every job completed once after the restart and the operator step",
                 lambda: all(completed_once(twin, ns, n) for n in names),
                 timeout=120.0,
@@ -541,7 +525,7 @@ def redispatch(manager: ControlPlane) -> list[tuple[str, str]]:
 
 
 def test_a_workload_reserved_while_no_worker_answers_is_dispatched_after_the_operator_step(
-    twin: Twin, tools: Tools, report: Report, capsys: pytest.CaptureFixture[str]
+    twin: Twin, autoscaler: Path, tools: Tools, report: Report, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Kueue 0.19.2's AllAtOnce dispatcher nominates the workers it is connected to at that moment
     (`nominateAndSynchronizeWorkers`, pkg/controller/admissionchecks/multikueue/workload.go): a
@@ -553,6 +537,7 @@ def test_a_workload_reserved_while_no_worker_answers_is_dispatched_after_the_ope
     step can go), then the README's step dispatches it and the Job completes once."""
     manager = twin.planes[MANAGER]
     workers = {n: twin.planes[n] for n in (LOST, SURVIVOR)}
+    autoscale(twin, autoscaler, *workers)
     queues_active(twin)
     sub = dispatched(twin)
     ns = sub.namespace
@@ -593,15 +578,12 @@ def test_a_workload_reserved_while_no_worker_answers_is_dispatched_after_the_ope
             assert time.monotonic() < held_until + 120.0, "the control Job did not complete: " + (
                 state(twin, ns, list(workers))
             )
-            answer_provisioning_requests(workers, twin.provisioned)
             time.sleep(1.0)
         t_control = time.monotonic()
         t_step = time.monotonic()
         listed = redispatch(manager)
         assert listed == [(ns, n) for n in stranded], f"README listed {listed}, not {stranded}"
         t_done = until(
-            twin.planes,
-            twin.provisioned,
             "the Job completed once after the operator step",
             lambda: completed_once(twin, ns, name),
             timeout=120.0,

@@ -8,11 +8,10 @@ of Jobs), the pinned Kueue CRDs plus the ProvisioningRequest CRD, and a real Kue
 stack's frameworks. Then the stack's Kueue/MultiKueue objects, as the program renders them, with
 real worker tokens in the manager's kubeconfig Secrets.
 
-The cluster autoscaler is not run by default: every pool already has its `maxCount` nodes, and
-`answer_provisioning_requests` (a test double of the autoscaler) answers each ProvisioningRequest
-Kueue creates `Provisioned=True` (what a check-capacity answer says when the nodes are there).
-tests/realtier/autoscaler.py runs the real one instead (`nodes=nodes_at_min`, then
-`start_autoscalers`; test_provisioning_gate.py).
+Nodes: by default every pool has its `maxCount` nodes from the start; the tests that run Jobs
+register the user pools at `minCount` instead (tests/realtier/autoscaler.py, `nodes=nodes_at_min`)
+and start the real cluster-autoscaler (`start_autoscalers`), which makes the nodes and answers
+Kueue's ProvisioningRequests. No test double answers them.
 
 Everything is started from the main thread (children die with pytest) and always stopped by
 process group, as the rest of the tier does.
@@ -198,88 +197,6 @@ def await_nodes_ready(planes: Sequence[ControlPlane], expected: Mapping[str, set
     await_each(planes, "twin nodes Ready", ready, ControlPlane._logs, NODES_READY_TIMEOUT)
 
 
-# ---- the autoscaler's answer ------------------------------------------------------------------
-
-
-def _condition(kind: str, reason: str, message: str) -> dict[str, str]:
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    return {
-        "type": kind,
-        "status": "True",
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": now,
-    }
-
-
-def _provisioned(pr: Mapping[str, Any]) -> bool:
-    conditions = (pr.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Provisioned" and c.get("status") == "True" for c in conditions)
-
-
-def _owner(pr: Mapping[str, Any]) -> tuple[str, str]:
-    """(namespace, Workload) the request is for; MultiKueue copies keep the manager's name."""
-    meta = pr["metadata"]
-    owners = [str(o["name"]) for o in meta.get("ownerReferences") or [] if o["kind"] == "Workload"]
-    return str(meta["namespace"]), owners[0] if owners else str(meta["name"])
-
-
-def answer_provisioning_requests(
-    planes: Mapping[str, ControlPlane], served: set[tuple[str, str]]
-) -> list[str]:
-    """Answer ProvisioningRequests Accepted and Provisioned, as a check-capacity answer does when
-    the nodes exist (they all do: every pool is at maxCount).
-
-    One worker at a time per Workload: MultiKueue copies a Job to every worker and keeps the
-    first one admitted, deleting the others; answering every copy at once would let two start
-    before the losers are deleted. So a Workload's request is answered on one plane (the first
-    in the stack's order) and never on another: `served` keeps the (namespace, Workload)s answered
-    so far, across calls (a copy's request may outlive the answered one: its Workload is being
-    deleted). A request deleted while being answered is skipped.
-    Returns `cluster:namespace/name` of those answered now.
-    """
-    found: list[tuple[str, dict[str, Any]]] = []
-    for name, plane in planes.items():
-        status, body = plane.get(f"{PROVISIONING_API}/provisioningrequests")
-        if status == 200:
-            found += [(name, pr) for pr in json.loads(body).get("items") or []]
-    served |= {_owner(pr) for _, pr in found if _provisioned(pr)}
-    answered: list[str] = []
-    for name, pr in found:
-        owner = _owner(pr)
-        if owner in served:
-            continue
-        served.add(owner)
-        meta = pr["metadata"]
-        message = "twin: every node of the pool exists (maxCount)"
-        patch = {
-            "status": {
-                "conditions": [
-                    _condition("Accepted", "Accepted", message),
-                    _condition("Provisioned", "Provisioned", message),
-                ]
-            }
-        }
-        result = planes[name].kubectl(
-            "patch",
-            "provisioningrequests.autoscaling.x-k8s.io",
-            meta["name"],
-            f"--namespace={meta['namespace']}",
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            json.dumps(patch),
-            check=False,
-        )
-        if result.returncode != 0:
-            if "NotFound" in result.stderr:
-                served.discard(owner)  # gone with its copy: another plane may answer
-                continue
-            raise StartError(f"[{name}] answering {meta['name']}: {result.stderr.strip()}")
-        answered.append(f"{name}:{meta['namespace']}/{meta['name']}")
-    return answered
-
-
 # ---- what happened to Jobs --------------------------------------------------------------------
 
 
@@ -358,8 +275,6 @@ class Twin:
     planes: dict[str, ControlPlane]
     nodes: dict[str, list[PoolNodes]]
     kueues: dict[str, KueueManager] = field(default_factory=dict[str, KueueManager])
-    # (namespace, Workload)s whose ProvisioningRequest the twin answered
-    provisioned: set[tuple[str, str]] = field(default_factory=set[tuple[str, str]])
     timings: dict[str, float] = field(default_factory=dict[str, float])
     engine: EngineDeploy | None = None  # when `pulumi up` made the objects
 
