@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from checks.stack import parse_fleet
 from config.models import FleetConfig
+from tests.realtier.engine import kubeconfig_key
 from tests.realtier.harness import ControlPlane
 
 KUEUE_VERSION: Final = "0.19.2"
@@ -46,15 +47,6 @@ def _queues(cpu: str, memory: str) -> dict[str, Any]:
             }
         ],
     }
-
-
-def kubeconfig_key(cluster: str) -> str:
-    """The secret stack config key that holds a plane's kubeconfig (`existing.kubeconfigSecret`).
-
-    Secret keys, not files: file paths must stay inside the project, and the planes' kubeconfigs
-    live in a temporary directory.
-    """
-    return f"kubeconfig-{cluster}"
 
 
 def e2e_raw() -> dict[str, Any]:

@@ -21,9 +21,7 @@ from __future__ import annotations
 import copy
 import json
 import os
-import runpy
 import signal
-import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -36,9 +34,9 @@ from pulumi import automation as auto
 
 from builders.fleet import kueue_objects
 from checks.stack import parse_fleet
-from constants import CONFIG_KEY, PROJECT
 from tests.realtier.conftest import install_crds, kueue_crd_paths
-from tests.realtier.e2e import TEAM, e2e_fleet, e2e_raw, kubeconfig_key
+from tests.realtier.e2e import TEAM, e2e_fleet, e2e_raw
+from tests.realtier.engine import EngineRun, configure, find_engine, workspace
 from tests.realtier.harness import (
     CONTROLLERS,
     PLANES,
@@ -63,7 +61,6 @@ from tests.realtier.kueue import (
 )
 from tests.realtier.pulumi_cli import (
     ObjectRef,
-    PulumiCli,
     alive,
     children,
     credential_refs,
@@ -87,7 +84,6 @@ from tests.realtier.twin_run import (
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
 STACK: Final = "e2e"
-PASSPHRASE: Final = "realtier-fixed-passphrase"  # a throwaway state in a tmp dir
 RECOVERY: Final = "### A `pulumi up` killed halfway"
 # The first `up` registers 86 resources (test_pulumi_engine.py). Killed after 30 it was still
 # adopting the Kueue CRDs (nothing new on the planes); after 55, measured: 17 new objects on the
@@ -151,93 +147,15 @@ def fleet(tools: Tools, tmp_path: Path) -> Iterator[Fleet]:
                 stop_all(planes.values())
 
 
-@dataclass
-class Deploy:
-    """One stack in its own file backend, the Automation API's and the CLI's view of it."""
-
-    stack: auto.Stack
-    cli: PulumiCli
-    log: list[str] = field(default_factory=list[str])
-
-    def add(self, line: str) -> None:
-        self.log.append(line.rstrip("\n"))
-
-    def tail(self, lines: int = 60) -> str:
-        return "\n".join(self.log[-lines:])
-
-    def up(self) -> auto.UpResult:
-        """`pulumi up`; a failure is raised with the engine's error lines first (the full
-        output is long, and a CI log shows only its start)."""
-        try:
-            return self.stack.up(on_output=self.add, color="never")
-        except auto.CommandError as exc:
-            errors = [line for line in self.log if "error" in line.lower()]
-            raise AssertionError(
-                "pulumi up failed; its error lines:\n"
-                + "\n".join(errors[-30:])
-                + "\n---\n"
-                + self.tail()
-            ) from exc
-
-    def urns(self) -> set[str]:
-        resources = (self.stack.export_stack().deployment or {}).get("resources") or []
-        return {str(r["urn"]) for r in resources}
-
-    def types(self) -> set[str]:
-        """The types of the state's custom resources (what exists on a cluster), providers and
-        components (`kubernetes:yaml/v2:ConfigGroup`, the fleet's own) left out."""
-        resources = (self.stack.export_stack().deployment or {}).get("resources") or []
-        return {
-            str(r["type"])
-            for r in resources
-            if r.get("custom") and not str(r["type"]).startswith("pulumi:providers:")
-        }
+def _deploy(work: Path) -> EngineRun:
+    engine, why = find_engine()
+    if engine is None:
+        pytest.skip(f"real tier: {why}")
+    return workspace(STACK, work, engine)
 
 
-def _deploy(work: Path) -> Deploy:
-    paths = cache_paths()
-    cli, provider = paths.get("pulumi"), paths.get("pulumi-resource-kubernetes")
-    if cli is None or provider is None or not cli.is_file() or not provider.is_file():
-        pytest.skip("real tier: pulumi CLI or pulumi-resource-kubernetes not built")
-
-    def program() -> None:
-        if str(ROOT) not in sys.path:
-            sys.path.insert(0, str(ROOT))
-        runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
-
-    (work / "state").mkdir(parents=True)
-    (work / "project").mkdir()
-    env = {
-        "PULUMI_HOME": str(work / "home"),
-        "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
-        "PULUMI_SKIP_UPDATE_CHECK": "1",
-        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-        "PATH": f"{provider.parent}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
-    options = auto.LocalWorkspaceOptions(
-        work_dir=str(work / "project"),
-        pulumi_home=str(work / "home"),
-        env_vars=env,
-        secrets_provider="passphrase",
-        project_settings=auto.ProjectSettings(
-            name=PROJECT,
-            runtime="python",
-            backend=auto.ProjectBackend(url=f"file://{work / 'state'}"),
-        ),
-        pulumi_command=auto.PulumiCommand(root=str(cli.parent.parent), skip_version_check=True),
-    )
-    stack = auto.create_or_select_stack(STACK, project_name=PROJECT, program=program, opts=options)
-    return Deploy(stack, PulumiCli(cli, work / "project", env))
-
-
-def _configure(deploy: Deploy, planes: Mapping[str, ControlPlane], raw: dict[str, Any]) -> None:
-    parse_fleet(raw, source="test")  # a bad fleet fails here, not in the engine
-    for name, plane in planes.items():
-        deploy.stack.set_config(
-            f"{PROJECT}:{kubeconfig_key(name)}",
-            auto.ConfigValue(value=Path(plane.kubeconfig).read_text(), secret=True),
-        )
-    deploy.stack.set_config(f"{PROJECT}:{CONFIG_KEY}", auto.ConfigValue(value=json.dumps(raw)))
+def _configure(deploy: EngineRun, planes: Mapping[str, ControlPlane], raw: dict[str, Any]) -> None:
+    configure(deploy, {name: plane.kubeconfig for name, plane in planes.items()}, raw)
 
 
 def _updated_raw() -> dict[str, Any]:
@@ -295,7 +213,7 @@ class Kill:
         self.killed_at = time.monotonic()
 
 
-def _killed_up(deploy: Deploy, kill: Kill, provider: Path) -> tuple[float, int]:
+def _killed_up(deploy: EngineRun, kill: Kill, provider: Path) -> tuple[float, int]:
     """Run `up`, killed by `kill`; returns its seconds and how many plugins outlived the CLI.
 
     The provider processes the dead CLI started outlive it: Pulumi's plugins check the engine's
@@ -330,7 +248,7 @@ def _killed_up(deploy: Deploy, kill: Kill, provider: Path) -> tuple[float, int]:
     return kill.killed_at - t0, len(lingering)
 
 
-def _recover(deploy: Deploy, export: Path) -> tuple[float, list[str]]:
+def _recover(deploy: EngineRun, export: Path) -> tuple[float, list[str]]:
     """The README's recovery, as written; returns its seconds and one line per step."""
     commands = shell_commands(section((ROOT / "README.md").read_text(), RECOVERY))
     steps: list[str] = []
@@ -862,7 +780,7 @@ def test_a_kueue_upgrade_with_work_in_the_queues_keeps_and_finishes_it(
     )
 
 
-def _state_types(deploy: Deploy) -> list[str]:
+def _state_types(deploy: EngineRun) -> list[str]:
     resources = (deploy.stack.export_stack().deployment or {}).get("resources") or []
     return [str(r["type"]) for r in resources]
 

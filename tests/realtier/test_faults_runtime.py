@@ -17,7 +17,7 @@ their pods stay Running for a while (tests/realtier/faults.py, timed kwok Stages
 - A Workload reserved while no worker answers (the workers frozen, the manager's Kueue
   restarted meanwhile): Kueue 0.19.2 never dispatches it, even once every worker is Active
   again; the README's operator step (an annotation on the Workload) does, and it completes once.
-- Destroy with work in the queues (the real engine on the e2e stack, its own planes, as
+- Destroy with work in the queues (the real engine on the dev twin's stack, its own planes, as
   test_pulumi_engine.py runs it): jobs admitted and dispatched, then `destroy`. Asserted: it
   succeeds, deletes everything `up` created, leaves no Kueue object, CRD, credential, team
   namespace or Job, and no ClusterQueue is ever being deleted while its team namespace is not
@@ -42,7 +42,6 @@ import pytest
 from config.resolve import with_mirrored_queues
 from tests.realtier.autoscaler import find_autoscaler, nodes_at_min, start_autoscalers
 from tests.realtier.conftest import kueue_crd_paths
-from tests.realtier.e2e import TEAM
 from tests.realtier.faults import (
     COMPLETE_DELAY,
     KUEUE_API,
@@ -61,14 +60,12 @@ from tests.realtier.faults import (
 )
 from tests.realtier.harness import ROOT, ControlPlane, Report, Tools, apply
 from tests.realtier.kueue import kueue_binary
-from tests.realtier.pulumi_cli import section
+from tests.realtier.pulumi_cli import op_counts, section
 from tests.realtier.test_pulumi_engine import (  # the engine as that module runs it
-    Run,
-    _counts,
-    _engine,
-    _kueue_leftovers,
-    _stack,
+    TEAM,
     engine_planes,  # noqa: F401 - a fixture, used by name
+    engine_stack,
+    kueue_leftovers,
 )
 from tests.realtier.test_twin_jobs import PODS, job_for
 from tests.realtier.twin import Submission, load_stack, submissions
@@ -661,35 +658,32 @@ def test_destroy_with_jobs_running_deletes_namespaces_first_and_ends_clean(
     report: Report,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    engine = _engine()
-    if engine is None:
-        pytest.skip("real tier: pulumi CLI or pulumi-resource-kubernetes not built")
-    run = Run(_stack(engine_planes, engine, tmp_path))
+    run = engine_stack(engine_planes, tmp_path)
     try:
         t0 = time.monotonic()
-        up = run.stack.up(on_output=run.add, color="never")
+        up = run.up()
         assert up.summary.result == "succeeded", run.tail()
-        up_counts = _counts(up.summary.resource_changes)
-        created = up_counts["create"]
+        created = op_counts(up.summary.resource_changes)["create"]
         # `.get` reads (the credential proofs) are in the state as external resources, which
         # destroy discards instead of deleting; up's summary does not count them.
-        state = run.stack.export_stack().deployment or {}
-        reads = sum(1 for r in state.get("resources") or [] if r.get("external"))
+        reads = run.external_reads()
         up_seconds = time.monotonic() - t0
         manager = engine_planes[MANAGER]
         sub = Submission(MANAGER, TEAM, TEAM, TEAM, dispatched=True, gpus=0)
         names = [f"destroy-{i}" for i in range(JOBS)]
         applied = apply(manager, [timed_job(sub, n, "1h") for n in names])
         assert not applied.rejected, applied.stderr
-        # Admitted (quota reserved) on the manager and dispatched: the ClusterQueue is in use.
-        wait_for(
-            "every Workload admitted on the manager",
-            lambda: (
-                sum(1 for w in workloads(manager, TEAM) if condition(w, "Admitted") == "True")
+
+        # Quota reserved on the manager and copied to the workers, where each waits at the
+        # provisioning gate (these planes have no nodes): every team-a ClusterQueue is in use.
+        def in_use_everywhere() -> bool:
+            return all(
+                sum(1 for w in workloads(p, TEAM) if condition(w, "QuotaReserved") == "True")
                 == JOBS
-            ),
-            90.0,
-        )
+                for p in engine_planes.values()
+            )
+
+        wait_for("every Workload holding quota on every plane", in_use_everywhere, 90.0)
         in_use = {
             name: sum(1 for w in workloads(p, TEAM) if condition(w, "QuotaReserved") == "True")
             for name, p in engine_planes.items()
@@ -732,21 +726,21 @@ def test_destroy_with_jobs_running_deletes_namespaces_first_and_ends_clean(
             raise AssertionError(f"destroy failed: {outcome['error']}\n{run.tail()}")
         result = outcome["result"]
         assert result.summary.result == "succeeded", run.tail()
-        assert _counts(result.summary.resource_changes) == {"delete": created} | (
+        assert op_counts(result.summary.resource_changes) == {"delete": created} | (
             {"discard": reads} if reads else {}
         )
         assert held is None, f"finalizer deadlock order: {held}"
-        leftovers = {n: _kueue_leftovers(p) for n, p in engine_planes.items()}
+        leftovers = {n: kueue_leftovers(p) for n, p in engine_planes.items()}
         assert not any(leftovers.values()), f"left behind after destroy: {leftovers}"
         left_jobs = {
             n: items(p, f"/apis/batch/v1/namespaces/{TEAM}/jobs") for n, p in engine_planes.items()
         }
         assert not any(left_jobs.values()), left_jobs
     finally:
-        (tmp_path / "engine-output.log").write_text("\n".join(run.log) + "\n")
+        run.save()
     longest = sorted(waited.items(), key=lambda kv: -kv[1])[:6]
     line = (
-        f"faults e2e: pulumi destroy with {JOBS} jobs admitted (QuotaReserved per plane: "
+        f"faults {STACK}: pulumi destroy with {JOBS} jobs admitted (QuotaReserved per plane: "
         f"{in_use}) after up ({created} resources, {up_seconds:.0f}s): {created} deleted in "
         f"{seconds:.1f}s, nothing left, no finalizer deadlock; waited for (seconds seen "
         "deleting): " + ", ".join(f"{k} {v:.1f}s" for k, v in longest)

@@ -20,40 +20,30 @@ changes nothing; `destroy` leaves no Karmada object, member copy, Cluster or mem
 
 from __future__ import annotations
 
-import json
-import os
-import runpy
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 
 import pytest
 import yaml
-from pulumi import automation as auto
 
 from builders import karmada as kb
 from config.karmada import ApplicationConfig
 from config.models import FleetConfig
 from config.resolve import member_names, subset_specs
 from constants import CONFIG_KEY, PROJECT
+from tests.realtier.engine import EngineRun, configure, find_engine, kubeconfig_key, workspace
 from tests.realtier.harness import ROOT, ControlPlane, Report, Tools
 from tests.realtier.karmada import CLUSTER_NAMESPACE, KarmadaPlane, KarmadaTools, find_karmada
 from tests.realtier.kruise import KruiseTools, Member, find_kruise, running_members
+from tests.realtier.pulumi_cli import op_counts
 from tests.realtier.test_karmada import (
     _binding,  # pyright: ignore[reportPrivateUsage]
     _kruise_values,  # pyright: ignore[reportPrivateUsage]
     _scheduled,  # pyright: ignore[reportPrivateUsage]
     _ud,  # pyright: ignore[reportPrivateUsage]
     _until,  # pyright: ignore[reportPrivateUsage]
-)
-from tests.realtier.test_pulumi_engine import (
-    PASSPHRASE,
-    Run,
-    _counts,  # pyright: ignore[reportPrivateUsage]
-    _engine,  # pyright: ignore[reportPrivateUsage]
 )
 from tests.realtier.twin_run import SimulationTools, find_simulation_tools
 from upstream.placement import plan_placement
@@ -62,13 +52,8 @@ pytestmark = [pytest.mark.real, pytest.mark.slow]
 
 STACK: Final = "karmada-engine"
 KARMADA: Final = "karmada"
-LOCATION: Final = "westeurope"
 DESTROY_TIMEOUT: Final = 180.0
 GONE_TIMEOUT: Final = 60.0
-
-
-def kubeconfig_key(plane: str) -> str:
-    return f"kubeconfig-{plane}"
 
 
 def engine_raw(members: list[str]) -> dict[str, Any]:
@@ -169,58 +154,18 @@ def planes(  # noqa: PLR0917 - pytest fixtures
             karmada.stop()
 
 
-def _stack(planes: Planes, work: Path) -> auto.Stack:
-    engine = _engine()
+@pytest.fixture(scope="module")
+def run(planes: Planes, tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineRun]:
+    engine, why = find_engine()
     if engine is None:
-        pytest.skip("real tier: pulumi CLI or pulumi-resource-kubernetes not built")
-
-    def program() -> None:
-        if str(ROOT) not in sys.path:
-            sys.path.insert(0, str(ROOT))
-        runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
-
-    (work / "state").mkdir(parents=True)
-    (work / "project").mkdir()
-    env = {
-        "PULUMI_HOME": str(work / "home"),
-        "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
-        "PULUMI_SKIP_UPDATE_CHECK": "1",
-        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-        "PATH": f"{engine.provider_bin}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
-    options = auto.LocalWorkspaceOptions(
-        work_dir=str(work / "project"),
-        pulumi_home=str(work / "home"),
-        env_vars=env,
-        secrets_provider="passphrase",
-        project_settings=auto.ProjectSettings(
-            name=PROJECT,
-            runtime="python",
-            backend=auto.ProjectBackend(url=f"file://{work / 'state'}"),
-        ),
-        pulumi_command=auto.PulumiCommand(root=str(engine.pulumi_root), skip_version_check=True),
-    )
-    stack = auto.create_or_select_stack(STACK, project_name=PROJECT, program=program, opts=options)
+        pytest.skip(f"real tier: {why}")
+    shared = workspace(STACK, tmp_path_factory.mktemp("pulumi-karmada"), engine)
     kubeconfigs = {KARMADA: planes.karmada.plane.kubeconfig} | {
         name: m.plane.kubeconfig for name, m in planes.members.items()
     }
-    for name, path in kubeconfigs.items():
-        stack.set_config(
-            f"{PROJECT}:{kubeconfig_key(name)}",
-            auto.ConfigValue(value=Path(path).read_text(), secret=True),
-        )
-    stack.set_config("azure-native:location", auto.ConfigValue(value=LOCATION))
-    raw = engine_raw(list(planes.members))
-    stack.set_config(f"{PROJECT}:{CONFIG_KEY}", auto.ConfigValue(value=json.dumps(raw)))
-    return stack
-
-
-@pytest.fixture(scope="module")
-def run(planes: Planes, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
-    work = tmp_path_factory.mktemp("pulumi-karmada")
-    shared = Run(_stack(planes, work))
+    configure(shared, kubeconfigs, engine_raw(list(planes.members)))
     yield shared
-    (work / "engine-output.log").write_text("\n".join(shared.log) + "\n")
+    shared.save()
 
 
 def _names(plane: ControlPlane, kinds: str, *, namespace: str | None = None) -> list[str]:
@@ -263,13 +208,13 @@ def _member_leftovers(member: ControlPlane, name: str, app: ApplicationConfig) -
 
 
 def test_pulumi_up_places_the_application_and_a_second_up_is_a_noop(
-    run: Run, planes: Planes, app: ApplicationConfig, report: Report
+    run: EngineRun, planes: Planes, app: ApplicationConfig, report: Report
 ) -> None:
     t0 = time.monotonic()
     up = run.stack.up(on_output=run.add, color="never")
     up_seconds = time.monotonic() - t0
     assert up.summary.result == "succeeded", run.tail()
-    changes = _counts(up.summary.resource_changes)
+    changes = op_counts(up.summary.resource_changes)
     reads = changes.pop("read", 0)
     assert set(changes) == {"create"}, changes
     created = changes["create"]
@@ -304,7 +249,7 @@ def test_pulumi_up_places_the_application_and_a_second_up_is_a_noop(
     t1 = time.monotonic()
     again = run.stack.up(on_output=run.add, color="never")
     again_seconds = time.monotonic() - t1
-    second = _counts(again.summary.resource_changes)
+    second = op_counts(again.summary.resource_changes)
     # `.get` reads of the members' token Secrets show as reads on every `up`.
     second.pop("read", None)
     assert second == {"same": created}, f"second up is not a no-op: {second}\n{run.tail()}"
@@ -318,7 +263,7 @@ def test_pulumi_up_places_the_application_and_a_second_up_is_a_noop(
 
 
 def test_pulumi_destroy_leaves_nothing_on_any_plane(
-    run: Run, planes: Planes, app: ApplicationConfig, report: Report
+    run: EngineRun, planes: Planes, app: ApplicationConfig, report: Report
 ) -> None:
     if run.created is None:
         pytest.skip("pulumi up did not pass: nothing to judge destroy on")
@@ -326,7 +271,7 @@ def test_pulumi_destroy_leaves_nothing_on_any_plane(
     result = run.stack.destroy(on_output=run.add, color="never")
     seconds = time.monotonic() - t0
     assert result.summary.result == "succeeded", run.tail()
-    gone = _counts(result.summary.resource_changes)
+    gone = op_counts(result.summary.resource_changes)
     gone.pop("discard", None)  # the reads leave the state without a delete
     assert gone == {"delete": run.created}, gone
     assert seconds < DESTROY_TIMEOUT, seconds

@@ -1,11 +1,14 @@
-"""`pulumi up` / `destroy` of the e2e stack by the real engine against three loopback planes.
+"""`pulumi up` / `destroy` of the dev stack's twin by the real engine against three loopback planes.
 
-The program is the project's own `__main__.py`, run as an Automation API inline program (the
-module proxy does not serve `pulumi-language-python`, so the in-process language host stands in
-for it), by the cached `pulumi` CLI and `pulumi-resource-kubernetes`, with a file backend and a
-fixed passphrase in a temporary directory. A real Kueue runs beside each plane, so the
+The stack is the committed `Pulumi.dev.yaml` as its twin deploys it (tests/realtier/twin.py
+`twin_raw`: each cluster `source: existing`, manifests-only Kueue, no Karmada), with two knobs
+set by these tests: `multiKueue.connectTimeoutSeconds: 30` (a refused credential fails `up` in
+30 s, not 5 minutes) and `multiKueue.rotation`, which the rotation tests turn. The engine is
+tests/realtier/engine.py's. A real Kueue runs beside each plane, so the
 `pulumi.com/waitFor: condition=Active` annotations on MultiKueueClusters, AdmissionChecks and
-ClusterQueues resolve only when Kueue really activates them.
+ClusterQueues resolve only when Kueue really activates them (the workers' provisioning gate
+included: the ProvisioningRequest CRD is served before Kueue starts). No nodes: these tests judge
+the deploy, not jobs (tests/realtier/test_twin_jobs.py runs those).
 
 Own planes (not the session's): the session's planes hold objects applied by the other tests,
 which the engine would have to adopt, and `destroy` must be judged on clusters only it touched.
@@ -17,33 +20,27 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
-import runpy
 import ssl
-import sys
 import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 import pytest
 from pulumi import automation as auto
 
-from constants import CONFIG_KEY, MULTIKUEUE_ADMISSION_CHECK, PROJECT
+from constants import MULTIKUEUE_ADMISSION_CHECK, PROJECT
 from tests.realtier.conftest import install_crds, kueue_crd_paths
-from tests.realtier.e2e import TEAM, e2e_fleet, e2e_raw, kubeconfig_key
+from tests.realtier.engine import EngineRun, configure, find_engine, workspace
 from tests.realtier.harness import (
     PLANES,
-    ROOT,
     ControlPlane,
     Report,
     Tools,
-    cache_paths,
     make_signing_key,
     start_all,
     stop_all,
@@ -56,17 +53,23 @@ from tests.realtier.kueue import (
     stop_kueues,
     wait_for_token,
 )
+from tests.realtier.pulumi_cli import op_counts
+from tests.realtier.twin import load_stack
+from tests.realtier.twin_engine import stack_raw
+from tests.realtier.twin_run import provisioning_crd
 from upstream.kueue import KUEUE_NAMESPACE, SERVICE_ACCOUNT
 
 # Fresh planes + up + no-op up + two rotations + destroy: ~3.5 min on 2 cores. They run with the
 # rest of the tier whenever the tool cache exists; `-m "real and not slow"` leaves them out.
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
-STACK: Final = "e2e"
-PASSPHRASE: Final = "realtier-fixed-passphrase"  # a throwaway state in a tmp dir
+STACK: Final = "dev"
+TEAM: Final = "team-a"  # dev's team, dispatched from the manager to both workers
+CONNECT_TIMEOUT: Final = 30
 KUEUE_GROUP: Final = "kueue.x-k8s.io"
 IN_USE_FINALIZER: Final = "kueue.x-k8s.io/resource-in-use"
-# Measured: destroy of the e2e stack took 66 s (13 s of them stuck, see below) on 2 cores.
+# Measured: destroy of the e2e stack (dev's Kueue layer) took 66 s (13 s of them stuck,
+# see below) on 2 cores.
 DESTROY_TIMEOUT: Final = 240.0
 # How long an object may sit in Kueue's in-use deadlock before the test breaks it.
 STUCK_GRACE: Final = 10.0
@@ -76,38 +79,32 @@ REVOKE_TIMEOUT: Final = 15.0
 BROKEN: Final = "worker-1"
 
 
-@dataclass(frozen=True, slots=True)
-class Engine:
-    pulumi_root: Path
-    provider_bin: Path
-
-
-def _engine() -> Engine | None:
-    paths = cache_paths()
-    cli, provider = paths.get("pulumi"), paths.get("pulumi-resource-kubernetes")
-    if cli is None or provider is None or not cli.is_file() or not provider.is_file():
-        return None
-    return Engine(pulumi_root=cli.parent.parent, provider_bin=provider.parent)
-
-
 @pytest.fixture(scope="module")
 def engine_planes(
     tools: Tools, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, ControlPlane]]:
-    """Three fresh planes with the Kueue CRDs and a Kueue each; always stopped."""
-    binary = kueue_binary()
-    if binary is None:
+    """Three fresh planes with the stack's Kueue CRDs, the ProvisioningRequest CRD and a Kueue
+    each; always stopped."""
+    binary, crd = kueue_binary(), provisioning_crd()
+    if binary is None or crd is None:
         pytest.skip("real tier: kueue not built")
+    stack = load_stack(STACK)
+    assert tuple(c.name for c in stack.clusters) == PLANES, "the planes are the stack's clusters"
     root = tmp_path_factory.mktemp("engine")
     planes = {name: ControlPlane(name, root / name, tools) for name in PLANES}
     managers: list[KueueManager] = []
     with metrics_certs(tools.openssl):
         try:
             start_all(planes.values())
-            files = kueue_crd_paths(e2e_fleet(planes))
+            files = [*kueue_crd_paths(stack), crd]
             for plane in planes.values():
                 install_crds(plane, files)
-            managers = [KueueManager(p, binary, root / f"kueue-{p.name}") for p in planes.values()]
+            managers = [
+                KueueManager(
+                    p, binary, root / f"kueue-{p.name}", frameworks=tuple(stack.kueue.frameworks)
+                )
+                for p in planes.values()
+            ]
             start_kueues(managers, tools.openssl)
             yield planes
         finally:
@@ -117,58 +114,28 @@ def engine_planes(
                 stop_all(planes.values())
 
 
-def _stack(planes: dict[str, ControlPlane], engine: Engine, work: Path) -> auto.Stack:
-    def program() -> None:
-        # The project's composition root, as `pulumi up` would run it from the project dir.
-        if str(ROOT) not in sys.path:
-            sys.path.insert(0, str(ROOT))
-        runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
-
-    (work / "state").mkdir(parents=True)
-    env = {
-        "PULUMI_HOME": str(work / "home"),
-        "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
-        "PULUMI_SKIP_UPDATE_CHECK": "1",
-        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-        # The cached provider is found on PATH (no plugin download here).
-        "PATH": f"{engine.provider_bin}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
-    options = auto.LocalWorkspaceOptions(
-        # A tmp work dir: the workspace writes Pulumi.yaml / Pulumi.e2e.yaml there, not in ROOT.
-        work_dir=str(work / "project"),
-        pulumi_home=str(work / "home"),
-        env_vars=env,
-        secrets_provider="passphrase",
-        project_settings=auto.ProjectSettings(
-            name=PROJECT,
-            runtime="python",
-            backend=auto.ProjectBackend(url=f"file://{work / 'state'}"),
-        ),
-        pulumi_command=auto.PulumiCommand(root=str(engine.pulumi_root), skip_version_check=True),
-    )
-    (work / "project").mkdir()
-    stack = auto.create_or_select_stack(STACK, project_name=PROJECT, program=program, opts=options)
-    set_fleet(stack, planes)
-    return stack
+def engine_stack(planes: Mapping[str, ControlPlane], work: Path) -> EngineRun:
+    """The dev twin's stack on `planes`, configured, nothing deployed yet."""
+    engine, why = find_engine()
+    if engine is None:
+        pytest.skip(f"real tier: {why}")
+    run = workspace(STACK, work, engine)
+    set_fleet(run, planes)
+    return run
 
 
 def set_fleet(
-    stack: auto.Stack, planes: Mapping[str, ControlPlane], rotation: Mapping[str, int] | None = None
+    run: EngineRun, planes: Mapping[str, ControlPlane], rotation: Mapping[str, int] | None = None
 ) -> None:
-    """The e2e fleet as the stack's config, with credential generations per worker."""
-    raw = e2e_raw()
-    for name, plane in planes.items():
-        stack.set_config(
-            f"{PROJECT}:{kubeconfig_key(name)}",
-            auto.ConfigValue(value=Path(plane.kubeconfig).read_text(), secret=True),
-        )
+    """The dev twin's fleet as the stack's config, with credential generations per worker."""
+    raw = stack_raw(STACK)
+    raw["multiKueue"] = {**raw.get("multiKueue", {}), "connectTimeoutSeconds": CONNECT_TIMEOUT}
     if rotation:
         raw["multiKueue"]["rotation"] = dict(rotation)
-    # A JSON string: pulumi.Config.get_object parses it, as it does a YAML object from a file.
-    stack.set_config(f"{PROJECT}:{CONFIG_KEY}", auto.ConfigValue(value=json.dumps(raw)))
+    configure(run, {n: p.kubeconfig for n, p in planes.items()}, raw)
 
 
-def _kueue_leftovers(plane: ControlPlane) -> list[str]:
+def kueue_leftovers(plane: ControlPlane) -> list[str]:
     """Kueue CRDs or worker credentials still on the plane after destroy."""
     out = plane.kubectl(
         "get",
@@ -182,51 +149,26 @@ def _kueue_leftovers(plane: ControlPlane) -> list[str]:
         for name in out
         if KUEUE_GROUP in name
         or "multikueue" in name
-        or name in {"namespace/team-a", "namespace/kueue-system"}
+        or name in {f"namespace/{TEAM}", "namespace/kueue-system"}
     ]
-
-
-def _counts(changes: Mapping[auto.OpType, int] | None) -> dict[str, int]:
-    """The summary's operation counts with plain-string keys: typed as OpType (a str Enum), the
-    SDK hands plain strings at run time; normalise both."""
-    return {str(getattr(op, "value", op)): n for op, n in (changes or {}).items()}
-
-
-@dataclass
-class Run:
-    """What the tests of this module share, in order: the stack, then what `up` created."""
-
-    stack: auto.Stack
-    log: list[str] = field(default_factory=list[str])
-    created: int | None = None  # set once `up` and the no-op `up` passed
-
-    def add(self, line: str) -> None:
-        """on_output: one line of the engine's output (newline or not, depending on the SDK)."""
-        self.log.append(line.rstrip("\n"))
-
-    def tail(self, lines: int = 60) -> str:
-        return "\n".join(self.log[-lines:])
 
 
 @pytest.fixture(scope="module")
 def run(
     engine_planes: dict[str, ControlPlane], tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Run]:
-    engine = _engine()
-    if engine is None:
-        pytest.skip("real tier: pulumi CLI or pulumi-resource-kubernetes not built")
-    work = tmp_path_factory.mktemp("pulumi")
-    shared = Run(_stack(engine_planes, engine, work))
+) -> Iterator[EngineRun]:
+    shared = engine_stack(engine_planes, tmp_path_factory.mktemp("pulumi"))
     yield shared
-    # The engine's whole output, for whoever reads a failure (tests show only its tail).
-    (work / "engine-output.log").write_text("\n".join(shared.log) + "\n")
+    shared.save()
 
 
-def test_pulumi_up_creates_the_stack_and_a_second_up_is_a_noop(run: Run, report: Report) -> None:
+def test_pulumi_up_creates_the_stack_and_a_second_up_is_a_noop(
+    run: EngineRun, report: Report
+) -> None:
     t0 = time.monotonic()
     up = run.stack.up(on_output=run.add, color="never")
     up_seconds = time.monotonic() - t0
-    changes = _counts(up.summary.resource_changes)
+    changes = op_counts(up.summary.resource_changes)
     assert up.summary.result == "succeeded", run.tail()
     assert set(changes) == {"create"}, changes
     # The credential proofs are reads (not counted as changes), one per worker, in the output.
@@ -242,13 +184,13 @@ def test_pulumi_up_creates_the_stack_and_a_second_up_is_a_noop(run: Run, report:
     t1 = time.monotonic()
     again = run.stack.up(on_output=run.add, color="never")
     again_seconds = time.monotonic() - t1
-    second = _counts(again.summary.resource_changes)
+    second = op_counts(again.summary.resource_changes)
     # The proofs read again on every `up`, and a read already in the state counts as "read".
     assert second.pop("read", 0) == len(proofs), second
     assert second == {"same": created}, f"second up is not a no-op: {second}\n{run.tail()}"
     run.created = created
     report(
-        f"pulumi up (real engine, e2e stack on 3 fresh planes, Kueue running): {created} "
+        f"pulumi up (real engine, {STACK} twin on 3 fresh planes, Kueue running): {created} "
         f"resources created in {up_seconds:.1f}s; second up {again_seconds:.1f}s, all "
         f"{created} same"
     )
@@ -302,7 +244,7 @@ def _manager_kubeconfig_secrets(plane: ControlPlane) -> list[str]:
 
 
 def test_rotation_to_a_revoked_token_fails_up_naming_the_worker(
-    run: Run,
+    run: EngineRun,
     engine_planes: dict[str, ControlPlane],
     tools: Tools,
     tmp_path: Path,
@@ -317,7 +259,7 @@ def test_rotation_to_a_revoked_token_fails_up_naming_the_worker(
     worker, manager = engine_planes[BROKEN], engine_planes["manager"]
     foreign = make_signing_key(tools.openssl, tmp_path / "untrusted-sa.key")
     restart = worker.restart_controller_manager(signing_key=foreign)
-    set_fleet(run.stack, engine_planes, rotation={BROKEN: 1})
+    set_fleet(run, engine_planes, rotation={BROKEN: 1})
     t0 = time.monotonic()
     with pytest.raises(auto.CommandError) as failed:
         run.stack.up(on_output=run.add, color="never")
@@ -351,19 +293,19 @@ def test_rotation_to_a_revoked_token_fails_up_naming_the_worker(
 
 
 def test_rotation_to_a_good_token_recovers(
-    run: Run, engine_planes: dict[str, ControlPlane], report: Report
+    run: EngineRun, engine_planes: dict[str, ControlPlane], report: Report
 ) -> None:
     """The signer fixed, the next generation connects; every older token Secret is deleted."""
     if run.created is None:
         pytest.skip("pulumi up did not pass: nothing to rotate")
     worker, manager = engine_planes[BROKEN], engine_planes["manager"]
     worker.restart_controller_manager()
-    set_fleet(run.stack, engine_planes, rotation={BROKEN: 2})
+    set_fleet(run, engine_planes, rotation={BROKEN: 2})
     t0 = time.monotonic()
     up = run.stack.up(on_output=run.add, color="never")
     seconds = time.monotonic() - t0
     assert up.summary.result == "succeeded", run.tail()
-    changes = _counts(up.summary.resource_changes)
+    changes = op_counts(up.summary.resource_changes)
     fixed = _active(manager, BROKEN)
     assert (fixed.get("status"), fixed.get("reason")) == ("True", "Active"), fixed
     assert _location(manager, BROKEN) == f"multikueue-{BROKEN}-kubeconfig-2"
@@ -402,7 +344,7 @@ def _token(plane: ControlPlane, secret: str) -> str:
 
 
 def test_rotation_from_a_good_token_to_a_good_token_passes_up(
-    run: Run, engine_planes: dict[str, ControlPlane], report: Report
+    run: EngineRun, engine_planes: dict[str, ControlPlane], report: Report
 ) -> None:
     """worker-2 rotated 0 -> 1 with both tokens good: Kueue v0.19.2 does not rewrite an unchanged
     Active condition (observedGeneration stays old), so the wait must not depend on it. `up`
@@ -413,7 +355,7 @@ def test_rotation_from_a_good_token_to_a_good_token_passes_up(
     old = _token(worker, "multikueue-sa-token-0")
     account = f"system:serviceaccount:{KUEUE_NAMESPACE}:{SERVICE_ACCOUNT}"
     assert _whoami(worker, old) == (201, account)
-    set_fleet(run.stack, engine_planes, rotation={BROKEN: 2, ROTATED: 1})
+    set_fleet(run, engine_planes, rotation={BROKEN: 2, ROTATED: 1})
     t0 = time.monotonic()
     try:
         up = run.stack.up(on_output=run.add, color="never")
@@ -425,7 +367,7 @@ def test_rotation_from_a_good_token_to_a_good_token_passes_up(
         ) from None
     seconds = time.monotonic() - t0
     assert up.summary.result == "succeeded", run.tail()
-    changes = _counts(up.summary.resource_changes)
+    changes = op_counts(up.summary.resource_changes)
     assert _location(manager, ROTATED) == f"multikueue-{ROTATED}-kubeconfig-1"
     assert _worker_token_secrets(worker) == ["multikueue-sa-token-1"]
     assert f"multikueue-{ROTATED}-kubeconfig-0" not in _manager_kubeconfig_secrets(manager)
@@ -474,7 +416,7 @@ def _in_use_deadlock(manager: ControlPlane) -> bool:
 
 
 def test_pulumi_destroy_removes_everything(
-    run: Run, engine_planes: dict[str, ControlPlane], report: Report
+    run: EngineRun, engine_planes: dict[str, ControlPlane], report: Report
 ) -> None:
     if run.created is None:
         pytest.skip("pulumi up did not pass: nothing to judge destroy on")
@@ -511,12 +453,12 @@ def test_pulumi_destroy_removes_everything(
     if "error" in outcome:
         raise AssertionError(f"destroy failed: {outcome['error']}\n{run.tail()}")
     result = outcome["result"]
-    gone = _counts(result.summary.resource_changes)
+    gone = op_counts(result.summary.resource_changes)
     assert result.summary.result == "succeeded", run.tail()
     # The proofs' reads (one per worker) leave the state without a delete, if counted at all.
     assert gone.pop("discard", 2) == 2, gone
     assert gone == {"delete": run.created}, gone
-    leftovers = {name: _kueue_leftovers(plane) for name, plane in engine_planes.items()}
+    leftovers = {name: kueue_leftovers(plane) for name, plane in engine_planes.items()}
     assert not any(leftovers.values()), f"left behind after destroy: {leftovers}"
     report(
         f"pulumi destroy: {gone['delete']} deleted in {seconds:.1f}s, no Kueue object, CRD or "

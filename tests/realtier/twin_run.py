@@ -114,6 +114,12 @@ def _provisioning_crd(kueue: Path) -> Path | None:
     return path if path.is_file() else None
 
 
+def provisioning_crd() -> Path | None:
+    """The ProvisioningRequest CRD Kueue is built with (None without a built Kueue)."""
+    paths = cache_paths()
+    return _provisioning_crd(paths["kueue"]) if "kueue" in paths else None
+
+
 def find_simulation_tools() -> tuple[SimulationTools | None, list[str]]:
     """kube-scheduler, kwok (with its Stages) and the ProvisioningRequest CRD, or what's missing."""
     paths = cache_paths()

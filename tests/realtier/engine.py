@@ -1,0 +1,169 @@
+"""The real engine, as every real-tier deploy runs it: one Automation API workspace recipe.
+
+The program is the project's own `__main__.py`, run as an Automation API inline program (the
+module proxy serves no `pulumi-language-python`, so the in-process language host stands in for
+it), by the cached `pulumi` CLI and `pulumi-resource-kubernetes` (found on PATH: no plugin is
+downloaded), with a file backend and a fixed passphrase in a temporary directory. The workspace
+writes its Pulumi.yaml and Pulumi.<stack>.yaml in that directory, never in the project.
+
+Each plane's kubeconfig is a secret stack config key (`kubeconfig_key`), as a user passes one
+(`existing.kubeconfigSecret`): file paths must stay inside the project, and the planes'
+kubeconfigs live in a temporary directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from pulumi import automation as auto
+
+from checks.stack import parse_fleet
+from constants import CONFIG_KEY, PROJECT
+from tests.realtier.harness import ROOT, cache_paths
+from tests.realtier.pulumi_cli import PulumiCli
+
+PASSPHRASE: Final = "realtier-fixed-passphrase"  # a throwaway state in a tmp dir
+LOCATION: Final = "westeurope"  # required by the config; nothing Azure is made
+
+
+def kubeconfig_key(cluster: str) -> str:
+    """The secret stack config key that holds a plane's kubeconfig."""
+    return f"kubeconfig-{cluster}"
+
+
+@dataclass(frozen=True, slots=True)
+class Engine:
+    cli: Path  # the cached `pulumi`
+    provider: Path  # the cached `pulumi-resource-kubernetes`
+
+
+def find_engine() -> tuple[Engine | None, str]:
+    """The cached engine, or None and why not."""
+    paths = cache_paths()
+    cli, provider = paths.get("pulumi"), paths.get("pulumi-resource-kubernetes")
+    if cli is None or provider is None or not cli.is_file() or not provider.is_file():
+        return None, "pulumi CLI or pulumi-resource-kubernetes not built"
+    return Engine(cli, provider), ""
+
+
+@dataclass
+class EngineRun:
+    """One stack in its own file backend; every line the engine printed."""
+
+    stack: auto.Stack
+    engine: Engine
+    env: dict[str, str]  # the CLI's environment (an operator's `pulumi` runs with the same)
+    work: Path
+    log: list[str] = field(default_factory=list[str])
+    created: int | None = None  # what the first `up` created, once it passed (later tests read it)
+
+    def add(self, line: str) -> None:
+        """on_output: one line of the engine's output (newline or not, depending on the SDK)."""
+        self.log.append(line.rstrip("\n"))
+
+    def tail(self, lines: int = 60) -> str:
+        return "\n".join(self.log[-lines:])
+
+    def errors(self, lines: int = 30) -> str:
+        """The engine's error lines (its output is long; a CI log shows only the start)."""
+        return "\n".join([line for line in self.log if "error" in line.lower()][-lines:])
+
+    def up(self) -> auto.UpResult:
+        """`pulumi up`; a failure raises AssertionError with the engine's error lines first."""
+        try:
+            return self.stack.up(on_output=self.add, color="never")
+        except auto.CommandError as exc:
+            self.save()
+            raise AssertionError(
+                f"pulumi up failed; engine errors:\n{self.errors()}\n--- tail:\n{self.tail(20)}"
+            ) from exc
+
+    @property
+    def cli(self) -> PulumiCli:
+        """The `pulumi` CLI on this stack, as an operator runs it (same backend, home,
+        passphrase; the workspace's project directory, where this stack is selected)."""
+        return PulumiCli(self.engine.cli, self.work / "project", self.env)
+
+    def _resources(self) -> list[dict[str, Any]]:
+        return (self.stack.export_stack().deployment or {}).get("resources") or []
+
+    def urns(self) -> set[str]:
+        return {str(r["urn"]) for r in self._resources()}
+
+    def types(self) -> set[str]:
+        """The types of the state's custom resources (what exists on a cluster), providers and
+        components (`kubernetes:yaml/v2:ConfigGroup`, the fleet's own) left out."""
+        return {
+            str(r["type"])
+            for r in self._resources()
+            if r.get("custom") and not str(r["type"]).startswith("pulumi:providers:")
+        }
+
+    def external_reads(self) -> int:
+        """`.get` reads in the state (the credential proofs): destroy discards them."""
+        return sum(1 for r in self._resources() if r.get("external"))
+
+    def save(self) -> Path:
+        """The engine's whole output, for whoever reads a failure (tests show only its tail)."""
+        path = self.work / "engine-output.log"
+        path.write_text("\n".join(self.log) + "\n")
+        return path
+
+
+def workspace(name: str, work: Path, engine: Engine) -> EngineRun:
+    """A new stack `name` of the project in `work` (state, home and work dir inside it)."""
+
+    def program() -> None:
+        # The project's composition root, as `pulumi up` would run it from the project dir.
+        if str(ROOT) not in sys.path:
+            sys.path.insert(0, str(ROOT))
+        runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+
+    (work / "state").mkdir(parents=True)
+    (work / "project").mkdir()
+    env = {
+        "PULUMI_HOME": str(work / "home"),
+        "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
+        "PULUMI_SKIP_UPDATE_CHECK": "1",
+        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+        "PATH": f"{engine.provider.parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    options = auto.LocalWorkspaceOptions(
+        work_dir=str(work / "project"),
+        pulumi_home=str(work / "home"),
+        env_vars=env,
+        secrets_provider="passphrase",
+        project_settings=auto.ProjectSettings(
+            name=PROJECT,
+            runtime="python",
+            backend=auto.ProjectBackend(url=f"file://{work / 'state'}"),
+        ),
+        pulumi_command=auto.PulumiCommand(
+            root=str(engine.cli.parent.parent), skip_version_check=True
+        ),
+    )
+    stack = auto.create_or_select_stack(name, project_name=PROJECT, program=program, opts=options)
+    stack.set_config("azure-native:location", auto.ConfigValue(value=LOCATION))
+    return EngineRun(stack, engine, env, work)
+
+
+def configure(
+    run: EngineRun, kubeconfigs: Mapping[str, Path | str], raw: Mapping[str, Any]
+) -> None:
+    """Each plane's kubeconfig as its secret key, and `raw` as the stack's fleet (validated
+    first: a bad fleet fails here, not in the engine)."""
+    parse_fleet(dict(raw), source="realtier")
+    for name, path in kubeconfigs.items():
+        run.stack.set_config(
+            f"{PROJECT}:{kubeconfig_key(name)}",
+            auto.ConfigValue(value=Path(path).read_text(), secret=True),
+        )
+    # A JSON string: pulumi.Config.get_object parses it, as it does a YAML object from a file.
+    run.stack.set_config(f"{PROJECT}:{CONFIG_KEY}", auto.ConfigValue(value=json.dumps(raw)))
