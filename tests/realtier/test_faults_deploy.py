@@ -497,32 +497,29 @@ def test_an_object_a_killed_up_made_can_still_be_changed(
         check=False,
     )
     assert left.returncode == 0, left.stderr
-    try:
-        adopted = cut.up()  # the recovery's `up`: creates adopt what the dead run made
-        assert adopted.summary.result == "succeeded", cut.tail()
-        _configure(cut, planes, _updated_raw())  # team-a's quota halved, among others
-        t0 = time.monotonic()
-        changed = cut.up()
-        assert changed.summary.result == "succeeded", cut.tail()
-        seconds = time.monotonic() - t0
-        status, body = planes[worker].get(f"{KUEUE_API}/clusterqueues/{TEAM}")
-        assert status == 200, body
-        live = json.loads(body)
-        quota = live["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"]
-        want = _updated_raw()
-        (team_a,) = [
-            q
-            for c in want["clusters"]
-            if c["name"] == worker
-            for q in c["queues"]["clusterQueues"]
-            if q["name"] == TEAM
-        ]
-        wanted = team_a["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"]
-        assert str(quota) == str(wanted), (quota, wanted)
-        managers = [f["manager"] for f in live["metadata"].get("managedFields") or []]
-    finally:
-        destroyed = cut.stack.destroy(on_output=cut.add, color="never")
-        assert destroyed.summary.result == "succeeded", cut.tail()
+    # No destroy after: the planes are this test's own and go with it.
+    adopted = cut.up()  # the recovery's `up`: creates adopt what the dead run made
+    assert adopted.summary.result == "succeeded", cut.tail()
+    _configure(cut, planes, _updated_raw())  # team-a's quota halved, among others
+    t0 = time.monotonic()
+    changed = cut.up()
+    assert changed.summary.result == "succeeded", cut.tail()
+    seconds = time.monotonic() - t0
+    status, body = planes[worker].get(f"{KUEUE_API}/clusterqueues/{TEAM}")
+    assert status == 200, body
+    live = json.loads(body)
+    quota = live["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"]
+    want = _updated_raw()
+    (team_a,) = [
+        q
+        for c in want["clusters"]
+        if c["name"] == worker
+        for q in c["queues"]["clusterQueues"]
+        if q["name"] == TEAM
+    ]
+    wanted = team_a["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"]
+    assert str(quota) == str(wanted), (quota, wanted)
+    managers = [f["manager"] for f in live["metadata"].get("managedFields") or []]
     report(
         f"ClusterQueue {worker}/{TEAM} left by a dead run's field manager ({dead}), adopted by "
         f"up, then its quota changed by the next up in {seconds:.1f}s (nominalQuota {quota}); "
