@@ -11,9 +11,14 @@ the workers and others queued; the twin stops the old managers, `up` with 0.19.2
 CRDs and objects (the program's part), the twin starts the 0.19.2 managers (on AKS the Helm
 release does that part). Nothing may be recreated; queued work is admitted, running work ends.
 
-As in test_pulumi_engine.py: the project's `__main__.py` as an inline program, a local file
-backend, three fresh planes as `source: existing` clusters, Kueue `manifests-only` with the real
-manager beside each plane (the CRDs applied first: Kueue exits when they are not served).
+As in test_pulumi_engine.py: the real engine (tests/realtier/engine.py), three fresh planes as
+`source: existing` clusters, Kueue `manifests-only` with the real manager beside each plane (the
+CRDs applied first: Kueue exits when they are not served). The killed-`up` tests deploy the
+committed dev stack's twin (`twin_engine.stack_raw`, the ProvisioningRequest CRD served for its
+gates; no nodes: they judge objects, not jobs). The upgrade test keeps the hand-written e2e fleet
+(tests/realtier/e2e.py: no gate, flavors without pools): its workers run Jobs on one kwok node each
+under Kueue 0.17.1 then 0.19.2, and a gate would need the cluster autoscaler's answer, which this
+tier has not been run against Kueue 0.17.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from pulumi import automation as auto
 from builders.fleet import kueue_objects
 from checks.stack import parse_fleet
 from tests.realtier.conftest import install_crds, kueue_crd_paths
-from tests.realtier.e2e import TEAM, e2e_fleet, e2e_raw
+from tests.realtier.e2e import TEAM, e2e_raw
 from tests.realtier.engine import EngineRun, configure, find_engine, workspace
 from tests.realtier.harness import (
     CONTROLLERS,
@@ -72,18 +77,20 @@ from tests.realtier.pulumi_cli import (
     section,
     shell_commands,
 )
-from tests.realtier.twin import KWOK_ANNOTATION
+from tests.realtier.twin import KWOK_ANNOTATION, load_stack
+from tests.realtier.twin_engine import stack_raw
 from tests.realtier.twin_run import (
     TWIN_CONTROLLERS,
     JobWatch,
     SimulationTools,
     await_nodes_ready,
     find_simulation_tools,
+    provisioning_crd,
 )
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
-STACK: Final = "e2e"
+STACK: Final = "dev"  # the killed-`up` tests; the upgrade test runs the e2e fleet
 RECOVERY: Final = "### A `pulumi up` killed halfway"
 # The first `up` registers 86 resources (test_pulumi_engine.py). Killed after 30 it was still
 # adopting the Kueue CRDs (nothing new on the planes); after 55, measured: 17 new objects on the
@@ -111,10 +118,11 @@ class Fleet:
     tools: Tools
     root: Path
     binary: Path
+    provisioning_crd: Path  # the dev stack's gates need it served before Kueue starts
     managers: list[KueueManager] = field(default_factory=list[KueueManager])
 
     def start_kueue(self) -> None:
-        files = kueue_crd_paths(e2e_fleet(self.planes))
+        files = [*kueue_crd_paths(load_stack(STACK)), self.provisioning_crd]
         for plane in self.planes.values():
             install_crds(plane, files)
         self.managers = [
@@ -130,11 +138,11 @@ class Fleet:
 
 @pytest.fixture
 def fleet(tools: Tools, tmp_path: Path) -> Iterator[Fleet]:
-    binary = kueue_binary()
-    if binary is None:
+    binary, crd = kueue_binary(), provisioning_crd()
+    if binary is None or crd is None:
         pytest.skip("real tier: kueue not built")
     planes = {name: ControlPlane(name, tmp_path / name, tools) for name in PLANES}
-    running = Fleet(planes, tools, tmp_path, binary)
+    running = Fleet(planes, tools, tmp_path, binary, crd)
     with metrics_certs(tools.openssl):
         try:
             start_all(planes.values())
@@ -161,7 +169,7 @@ def _configure(deploy: EngineRun, planes: Mapping[str, ControlPlane], raw: dict[
 def _updated_raw() -> dict[str, Any]:
     """The update: team-a's quotas cut (3 ClusterQueues updated) and a second team (its
     namespace, ClusterQueues and LocalQueue created)."""
-    raw = e2e_raw()
+    raw = stack_raw(STACK)
     for cluster in raw["clusters"]:
         queues = cluster["queues"]
         (team_a,) = queues["clusterQueues"]
@@ -329,7 +337,7 @@ def test_a_killed_up_recovers_by_the_readme_to_an_uninterrupted_runs_objects(
     before = _snapshot(planes)
     cli, provider = cache_paths()["pulumi"], cache_paths()["pulumi-resource-kubernetes"]
     cut = _deploy(tmp_path / "cut")
-    _configure(cut, planes, e2e_raw())
+    _configure(cut, planes, stack_raw(STACK))
 
     # 1. A first `up` killed halfway, then the README's recovery.
     kill = Kill(cli, KILL_FIRST_UP_AFTER)
@@ -372,7 +380,7 @@ def test_a_killed_up_recovers_by_the_readme_to_an_uninterrupted_runs_objects(
 
     # 4. The same two steps uninterrupted, on the same planes, in a state of their own.
     ref = _deploy(tmp_path / "ref")
-    _configure(ref, planes, e2e_raw())
+    _configure(ref, planes, stack_raw(STACK))
     assert ref.up().summary.result == "succeeded", ref.tail()
     ref_first = _snapshot(planes)
     ref_first_urns = ref.urns()
@@ -479,11 +487,11 @@ def test_an_object_a_killed_up_made_can_still_be_changed(
     program applied without force; seen as a flaky recovery in the test above)."""
     planes = fleet.planes
     cut = _deploy(tmp_path / "cut")
-    _configure(cut, planes, e2e_raw())
+    _configure(cut, planes, stack_raw(STACK))
     worker = "worker-1"
     [queue] = [
         m.obj
-        for m in kueue_objects(e2e_fleet(planes))[worker]
+        for m in kueue_objects(parse_fleet(stack_raw(STACK), source="test")[0])[worker]
         if m.kind == "ClusterQueue" and m.name == TEAM
     ]
     dead = "pulumi-kubernetes-deadrun0"
