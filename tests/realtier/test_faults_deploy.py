@@ -92,9 +92,9 @@ pytestmark = [pytest.mark.real, pytest.mark.slow]
 
 STACK: Final = "dev"  # the killed-`up` tests; the upgrade test runs the e2e fleet
 RECOVERY: Final = "### A `pulumi up` killed halfway"
-# The first `up` registers 86 resources (test_pulumi_engine.py). Killed after 30 it was still
-# adopting the Kueue CRDs (nothing new on the planes); after 55, measured: 17 new objects on the
-# planes and 5 creates pending in the state.
+# The dev twin's first `up` creates 94 resources (test_pulumi_engine.py). Killed after 55,
+# measured: 14 objects on the planes and 6 operations pending in the state (after 30 it was still
+# adopting the Kueue CRDs: nothing new on the planes).
 KILL_FIRST_UP_AFTER: Final = 55
 # The update changes 3 ClusterQueues and adds 9 resources: killed after the first 2 (measured:
 # team-b's namespace creates on two clusters were pending).
@@ -106,7 +106,7 @@ GROUPS: Final = ("kueue.x-k8s.io", "rbac.authorization.k8s.io", "apiextensions.k
 CORE: Final = ("namespaces", "serviceaccounts", "secrets", "configmaps")
 TOKEN_TYPE: Final = "kubernetes.io/service-account-token"
 # After a SIGKILL of the CLI, how long its plugins (the provider) get to notice and exit.
-PLUGIN_GRACE: Final = 15.0
+PLUGIN_GRACE: Final = 5.0  # a child that dies with its parent is gone in well under 1 s
 NAMESPACE_GONE_TIMEOUT: Final = 60.0
 
 
