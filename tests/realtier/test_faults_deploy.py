@@ -335,9 +335,9 @@ def test_a_killed_up_recovers_by_the_readme_to_an_uninterrupted_runs_objects(
 ) -> None:
     planes = fleet.planes
     before = _snapshot(planes)
-    cli, provider = cache_paths()["pulumi"], cache_paths()["pulumi-resource-kubernetes"]
     cut = _deploy(tmp_path / "cut")
     _configure(cut, planes, stack_raw(STACK))
+    cli, provider = cut.engine.cli, cut.engine.provider
 
     # 1. A first `up` killed halfway, then the README's recovery.
     kill = Kill(cli, KILL_FIRST_UP_AFTER)

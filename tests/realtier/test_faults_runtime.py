@@ -130,7 +130,11 @@ def autoscale(twin: Twin, binary: Path, *clusters: str) -> None:
     start_autoscalers({c: twin.planes[c] for c in clusters}, twin.fleet, binary)
 
 
-def dispatched(twin: Twin) -> Submission:
+def ready_to_dispatch(twin: Twin, binary: Path, *autoscaled: str) -> Submission:
+    """The autoscaler on `autoscaled`, every ClusterQueue Active; the stack's one dispatched
+    LocalQueue (on the manager)."""
+    autoscale(twin, binary, *autoscaled)
+    queues_active(twin)
     [sub] = [s for s in submissions(twin.fleet) if s.dispatched]
     return sub
 
@@ -271,9 +275,7 @@ def test_worker_lost_mid_job_is_readmitted_on_the_other_worker(
 ) -> None:
     manager, lost, survivor = (twin.planes[n] for n in (MANAGER, LOST, SURVIVOR))
     # Only worker-1's autoscaler before the loss: its gate alone opens, every job runs there.
-    autoscale(twin, autoscaler, LOST)
-    queues_active(twin)
-    sub = dispatched(twin)
+    sub = ready_to_dispatch(twin, autoscaler, LOST)
     ns = sub.namespace
     names = [f"lost-{i}" for i in range(JOBS)]
     watch = JobWatch(survivor)
@@ -383,9 +385,7 @@ def test_manager_kueue_killed_mid_dispatch_loses_and_repeats_nothing(
 ) -> None:
     manager = twin.planes[MANAGER]
     workers = {n: twin.planes[n] for n in (LOST, SURVIVOR)}
-    autoscale(twin, autoscaler, *workers)
-    queues_active(twin)
-    sub = dispatched(twin)
+    sub = ready_to_dispatch(twin, autoscaler, *workers)
     ns = sub.namespace
     names = [f"kill-{i}" for i in range(6)]
     watches = {n: JobWatch(p) for n, p in workers.items()}
@@ -524,9 +524,7 @@ def test_a_workload_reserved_while_no_worker_answers_is_dispatched_after_the_ope
     step can go), then the README's step dispatches it and the Job completes once."""
     manager = twin.planes[MANAGER]
     workers = {n: twin.planes[n] for n in (LOST, SURVIVOR)}
-    autoscale(twin, autoscaler, *workers)
-    queues_active(twin)
-    sub = dispatched(twin)
+    sub = ready_to_dispatch(twin, autoscaler, *workers)
     ns = sub.namespace
     name = "unanswered-0"
     control = "control-0"

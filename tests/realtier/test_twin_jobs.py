@@ -36,6 +36,7 @@ from tests.realtier.autoscaler import (
     start_autoscalers,
 )
 from tests.realtier.conftest import kueue_crd_paths
+from tests.realtier.engine import find_engine
 from tests.realtier.harness import ControlPlane, Report, Tools, apply
 from tests.realtier.kueue import kueue_binary
 from tests.realtier.twin import (
@@ -50,7 +51,6 @@ from tests.realtier.twin import (
     submissions,
     unserved,
 )
-from tests.realtier.twin_engine import engine_available
 from tests.realtier.twin_run import (
     JobWatch,
     SimulationTools,
@@ -419,8 +419,8 @@ def test_every_local_queue_runs_a_job_on_its_pool(  # noqa: PLR0917 - pytest fix
     autoscaler, why = find_autoscaler()
     if autoscaler is None:
         pytest.skip("real tier (autoscaler): " + why)
-    has_engine, why = engine_available()
-    if not has_engine:
+    engine, why = find_engine()
+    if engine is None:
         pytest.skip("real tier (engine): " + why)
     t0 = time.monotonic()
     crds = kueue_crd_paths(load_stack(stack))

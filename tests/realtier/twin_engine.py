@@ -25,11 +25,6 @@ from tests.realtier.pulumi_cli import op_counts
 from tests.realtier.twin import load_stack, twin_raw
 
 
-def engine_available() -> tuple[bool, str]:
-    engine, why = find_engine()
-    return engine is not None, why
-
-
 def stack_raw(stack: str) -> dict[str, Any]:
     """The committed stack's fleet as its twin deploys it: each cluster `existing`, its
     kubeconfig in the secret key `kubeconfig_key(name)`."""

@@ -134,7 +134,7 @@ def find_simulation_tools() -> tuple[SimulationTools | None, list[str]]:
             absent.append("kwok")
     if absent:
         missing.append(f"build with: {build_command(dict.fromkeys(absent))}")
-    crd = _provisioning_crd(paths["kueue"]) if "kueue" in paths else None
+    crd = provisioning_crd()
     if crd is None:
         missing.append(
             f"{PROVISIONING_CRD}: not in the Go module cache of the tool builds "
