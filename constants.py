@@ -2,7 +2,7 @@
 
 Version pins live next to what they pin: Python packages in pyproject.toml/uv.lock, charts and
 per-version facts in upstream/ (kueue.py, karmada.py), CRD schemas in scripts/crd-pins.json;
-README "Pins" lists every one.
+docs/architecture.md "Pins" lists every one.
 """
 
 from typing import Final
@@ -11,7 +11,7 @@ PROJECT: Final = "aks-batch-fleet"
 CONFIG_KEY: Final = "fleet"
 TYPE_PREFIX: Final = "fleet:index"
 
-# Stack outputs users rely on (README "Outputs").
+# Stack outputs users rely on (docs/configuration.md "Outputs").
 OUT_KUBECONFIGS: Final = "kubeconfigs"
 OUT_CLUSTER_NAMES: Final = "clusterNames"
 OUT_API_SERVERS: Final = "apiServerFqdns"
@@ -57,7 +57,7 @@ ACTIVE_STATUS: Final = 'jsonpath={.status.conditions[?(@.type=="Active")].status
 # (scripts/build-real-tier-tools builds it: the module proxy serves only that commit), not the
 # 4.34.2 the locked Python SDK would ask for. The SDK's generated resources take a provider's
 # `version` option over their own default, so this is the plugin `pulumi up` loads. Changing it
-# means running the real tier against the new provider (README "Pins").
+# means running the real tier against the new provider (docs/architecture.md "Pins").
 KUBERNETES_PROVIDER_VERSION: Final = "4.25.0"
 
 # The project's MultiKueue objects on the manager: the default AdmissionCheck and MultiKueueConfig

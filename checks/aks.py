@@ -1,7 +1,7 @@
 """AKS-side checks: network combinations AKS refuses, access (Entra ID, RBAC, IP ranges), GPUs.
 
 Each refusal here is one AKS would otherwise give minutes into `pulumi up`; the rule text comes
-from `upstream.aks`, so preflight, the program and the README say the same thing.
+from `upstream.aks`, so preflight, the program and docs/configuration.md say the same thing.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ def _split_hint(queues: tuple[str, ...], workers: tuple[str, ...]) -> str:
         f"split them over {len(chunks)} dispatching manager ClusterQueues of at most "
         f"{MAX_WORKERS} workers each, e.g. multiKueue.clusterQueueWorkers: {{{shown}{more}}} "
         "with a manager ClusterQueue and LocalQueue per entry (jobs pick one by LocalQueue), "
-        "or split the fleet into several stacks (README: Fleets beyond one stack)"
+        "or split the fleet into several stacks (docs/scale.md: Fleets beyond one stack)"
     )
 
 

@@ -109,7 +109,7 @@ class GroupAccess(Model):
 
 
 class AccessConfig(Model):
-    """Who reaches a cluster's API server, and how (README "Access").
+    """Who reaches a cluster's API server, and how (docs/configuration.md, "Access").
 
     The default is AKS-managed Entra ID with Azure RBAC and no local accounts: no certificate
     credential exists, and every person and the deploying identity is an Azure role assignment.
@@ -130,7 +130,7 @@ class AccessConfig(Model):
 
 
 class GpuSettings(Model):
-    """The NVIDIA device plugin, so that GPU nodes advertise `nvidia.com/gpu` (README "GPUs")."""
+    """The NVIDIA device plugin, so GPU nodes advertise `nvidia.com/gpu` (docs/configuration.md)."""
 
     device_plugin: bool = True
     # Chart nvidia-device-plugin (pin: upstream/aks.py).

@@ -44,7 +44,7 @@ class MultiKueueSettings(Model):
     # there. Kueue gives a ClusterQueue one MultiKueue check, whose MultiKueueConfig lists at most
     # 20 clusters, so a set is 1..20 workers; more workers take more dispatching ClusterQueues.
     cluster_queue_workers: dict[str, list[str]] = Field(default_factory=dict[str, list[str]])
-    # Credential generation per worker (default 0): raise it to issue a new token (README).
+    # Credential generation per worker (default 0): raise it for a new token (docs/operations.md).
     rotation: dict[str, int] = Field(default_factory=dict[str, int])
     # How long `pulumi up` waits for each MultiKueueCluster to be Active (Kueue connected to the
     # worker with the credential) before it fails, naming the worker.

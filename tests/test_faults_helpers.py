@@ -10,6 +10,7 @@ import pytest
 from pulumi.automation import OpType
 
 from tests.realtier.pulumi_cli import (
+    OPERATIONS,
     ObjectRef,
     PulumiCli,
     children,
@@ -75,9 +76,9 @@ def test_shell_commands_drop_comments_and_blank_lines() -> None:
     ]
 
 
-def test_the_readme_recovery_keeps_the_state_then_unlocks_refreshes_and_converges() -> None:
-    """What the real-tier test runs is the README's block: its order is part of the advice."""
-    commands = shell_commands(section((ROOT / "README.md").read_text(), RECOVERY))
+def test_the_documented_recovery_keeps_the_state_then_unlocks_refreshes_and_converges() -> None:
+    """What the real-tier test runs is the operations page's block: its order is the advice."""
+    commands = shell_commands(section(OPERATIONS.read_text(), RECOVERY))
     assert [argv[1] for argv in commands] == ["stack", "cancel", "refresh", "up"], commands
     assert "--file" in commands[0]
     assert "--clear-pending-creates" in commands[2]

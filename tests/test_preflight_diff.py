@@ -434,8 +434,8 @@ def test_plan_diff_job_script_runs_on_a_merge_commit(repo: Path, tmp_path: Path)
     assert summary.read_text() == comment
 
 
-def test_readme_example_is_what_the_command_prints(dev: Snapshot, tmp_path: Path) -> None:
-    """The README's example diff and picture stay the real output for its dev-stack change."""
+def test_docs_example_is_what_the_command_prints(dev: Snapshot, tmp_path: Path) -> None:
+    """The docs' example diff and picture stay the real output for their dev-stack change."""
 
     def change(fleet: Fleet) -> None:
         fleet["kueue"]["frameworks"].append("pod")
@@ -443,10 +443,10 @@ def test_readme_example_is_what_the_command_prints(dev: Snapshot, tmp_path: Path
         fleet["karmada"]["applications"][0]["propagation"]["weights"]["worker-1"] = 2
 
     head = edited(tmp_path, change)
-    readme = (ROOT / "README.md").read_text()
+    page = (ROOT / "docs" / "preflight.md").read_text()
     body = render_markdown(compare(dev, head)).split("\n", 1)[1]  # all but the ref heading
-    assert body.strip() in readme
-    assert diagram.render_markdown(head) in readme
+    assert body.strip() in page
+    assert diagram.render_markdown(head) in page
 
 
 def test_smaller_pool_with_smaller_quota_flags_the_shrink(dev: Snapshot, tmp_path: Path) -> None:

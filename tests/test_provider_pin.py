@@ -1,4 +1,6 @@
-"""The kubernetes provider `pulumi up` loads is the one the real tier tests (README "Pins").
+"""The kubernetes provider `pulumi up` loads is the one the real tier tests.
+
+The pin and why: docs/architecture.md, "Pins".
 
 The locked SDK (pulumi-kubernetes 4.34.2) would ask the engine for plugin 4.34.2; every Provider
 the program registers asks for KUBERNETES_PROVIDER_VERSION instead, and every Kubernetes resource

@@ -11,7 +11,7 @@ as they stood at that date:
   hard eviction threshold of 100 MiB. (The doc writes MB and computes with MiB; so do we.)
 - Default maxPods: Azure CNI Overlay 250, Azure CNI with a node subnet 30.
 The result is the most a pool can ever give pods: it ignores DaemonSets and OS overhead beyond the
-reservation, so quotas near it are still optimistic (README, "Capacity").
+reservation, so quotas near it are still optimistic (docs/capacity.md).
 """
 
 from __future__ import annotations

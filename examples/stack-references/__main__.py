@@ -1,4 +1,4 @@
-"""Composition root of the dispatch stack (see dispatch.py and README.md)."""
+"""Composition root of the dispatch stack (see dispatch.py and docs/scale.md)."""
 
 import sys
 from pathlib import Path

@@ -1,10 +1,10 @@
 """The `pulumi` CLI as an operator runs it, on a stack an Automation API workspace made; and the
-pure pieces the fault tests judge with (README commands, plane snapshots, engine processes).
+pure pieces the fault tests judge with (documented commands, plane snapshots, engine processes).
 
-The README's recovery steps are read from the README itself and run as written: each line of its
-`sh` block is one command. The one step this machine cannot run with the CLI is `pulumi up` (the
-module proxy serves no `pulumi-language-python`, so the CLI cannot start the Python program on its
-own): that step is the Automation API's `up` of the same program on the same stack, which is
+The recovery steps of docs/operations.md are read from that page and run as written: each line
+of its `sh` block is one command. The one step this machine cannot run with the CLI is `pulumi up`
+(the module proxy serves no `pulumi-language-python`, so the CLI cannot start the Python program on
+its own): that step is the Automation API's `up` of the same program on the same stack, which is
 `pulumi up --yes` with the language runtime served by the test process.
 """
 
@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import Any, Final
 
 CLI_TIMEOUT: Final = 300.0
+# The page whose "When things go wrong" steps the fault tests run as written.
+OPERATIONS: Final = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
 _FENCE: Final = re.compile(r"^```sh\n(?P<body>.*?)^```", re.MULTILINE | re.DOTALL)
 
 
-# ---- the README, as written ----------------------------------------------------------------------
+# ---- the docs, as written ------------------------------------------------------------------------
 
 
 def section(text: str, heading: str) -> str:
@@ -178,7 +180,7 @@ class PulumiCli:
     def run(
         self, argv: Sequence[str], timeout: float = CLI_TIMEOUT
     ) -> subprocess.CompletedProcess[str]:
-        """Run `pulumi <argv[1:]>` (argv as the README writes it, `pulumi` first)."""
+        """Run `pulumi <argv[1:]>` (argv as docs/operations.md writes it, `pulumi` first)."""
         if not argv or argv[0] != "pulumi":
             raise ValueError(f"not a pulumi command: {argv}")
         return subprocess.run(

@@ -1,8 +1,8 @@
 """Deploys that go wrong, with the real engine (issue 17, deploy part).
 
 An interrupted `pulumi up`: the engine is killed (SIGKILL, the CLI process the Automation API
-runs) halfway through a first `up` and halfway through an update; the README's recovery steps,
-read from the README and run as written, must converge to the objects an uninterrupted run makes,
+runs) halfway through a first `up` and halfway through an update; the documented recovery steps
+(docs/operations.md), run as written, must converge to the objects an uninterrupted run makes,
 with no orphan on any plane and no credential left behind.
 
 A Kueue upgrade with work in the queues: the stack deployed with `kueue.version: 0.17.8` (the
@@ -45,7 +45,6 @@ from tests.realtier.engine import EngineRun, configure, find_engine, workspace
 from tests.realtier.harness import (
     CONTROLLERS,
     PLANES,
-    ROOT,
     ControlPlane,
     Report,
     Tools,
@@ -65,6 +64,7 @@ from tests.realtier.kueue import (
     stop_kueues,
 )
 from tests.realtier.pulumi_cli import (
+    OPERATIONS,
     ObjectRef,
     alive,
     children,
@@ -257,8 +257,8 @@ def _killed_up(deploy: EngineRun, kill: Kill, provider: Path) -> tuple[float, in
 
 
 def _recover(deploy: EngineRun, export: Path) -> tuple[float, list[str]]:
-    """The README's recovery, as written; returns its seconds and one line per step."""
-    commands = shell_commands(section((ROOT / "README.md").read_text(), RECOVERY))
+    """The documented recovery, as written; returns its seconds and one line per step."""
+    commands = shell_commands(section(OPERATIONS.read_text(), RECOVERY))
     steps: list[str] = []
     t0 = time.monotonic()
     for argv in commands:
@@ -339,7 +339,7 @@ def test_a_killed_up_recovers_by_the_readme_to_an_uninterrupted_runs_objects(
     _configure(cut, planes, stack_raw(STACK))
     cli, provider = cut.engine.cli, cut.engine.provider
 
-    # 1. A first `up` killed halfway, then the README's recovery.
+    # 1. A first `up` killed halfway, then the documented recovery.
     kill = Kill(cli, KILL_FIRST_UP_AFTER)
     first_killed, first_lingering = _killed_up(cut, kill, provider)
     partial = _snapshot(planes)
@@ -405,12 +405,12 @@ def test_a_killed_up_recovers_by_the_readme_to_an_uninterrupted_runs_objects(
         f"pulumi up killed (SIGKILL) after {kill.done} of the first up's creates "
         f"({first_killed:.1f}s in; {made} objects on the planes, {len(pending)} pending "
         f"operations in the state; {first_lingering} provider processes still running "
-        f"{PLUGIN_GRACE:.0f}s after, killed); README recovery {first_recovery:.1f}s: "
+        f"{PLUGIN_GRACE:.0f}s after, killed); documented recovery {first_recovery:.1f}s: "
         + "; ".join(first_steps)
     )
     report(
         f"update killed after {update_kill.done} changes ({update_killed:.1f}s in; "
-        f"{update_lingering} provider processes outlived it); README "
+        f"{update_lingering} provider processes outlived it); documented "
         f"recovery {update_recovery:.1f}s: " + "; ".join(update_steps)
     )
     report(
@@ -481,7 +481,7 @@ def test_an_object_a_killed_up_made_can_still_be_changed(
     fleet: Fleet, tmp_path: Path, report: Report
 ) -> None:
     """A killed `up` leaves the objects it was creating on the cluster, owned by its own field
-    manager (pulumi-kubernetes draws one per resource) and unknown to the state; the README's
+    manager (pulumi-kubernetes draws one per resource) and unknown to the state; the documented
     recovery adopts them under a new manager. The next change of one of their fields must not
     fail with a server-side apply conflict against the dead run's manager (it did, when the
     program applied without force; seen as a flaky recovery in the test above)."""

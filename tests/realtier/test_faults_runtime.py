@@ -9,14 +9,14 @@ their pods stay Running for a while (tests/realtier/faults.py, timed kwok Stages
   worker-1 comes back, its MultiKueueCluster is Active again, and nothing runs twice: the
   manager's Jobs and Workloads are unchanged and worker-1 starts no new pod of them.
   Workloads Kueue 0.19.2 evicts but cannot release (their manager Job keeps the lost worker's
-  pod counts) get the README's operator step 60 s after the timeout, and are reported.
+  pod counts) get the documented operator step 60 s after the timeout, and are reported.
 - Kueue killed: the manager's Kueue gets SIGKILL while it is dispatching a batch of jobs and is
   started again. Asserted: every job completes, each on exactly one worker, none twice.
-  A Workload still undispatched 60 s after the restart gets the README's operator step (below),
+  A Workload still undispatched 60 s after the restart gets the documented operator step (below),
   and is reported.
 - A Workload reserved while no worker answers (the workers frozen, the manager's Kueue
   restarted meanwhile): Kueue 0.19.2 never dispatches it, even once every worker is Active
-  again; the README's operator step (an annotation on the Workload) does, and it completes once.
+  again; the documented operator step (an annotation on the Workload) does, and it completes once.
 - Destroy with work in the queues is test_pulumi_engine.py's destroy (the real engine, after
   its rotations, with Jobs holding quota on every plane).
 
@@ -54,9 +54,9 @@ from tests.realtier.faults import (
     timed_simulation,
     wait_for,
 )
-from tests.realtier.harness import ROOT, ControlPlane, Report, Tools, apply
+from tests.realtier.harness import ControlPlane, Report, Tools, apply
 from tests.realtier.kueue import kueue_binary
-from tests.realtier.pulumi_cli import section
+from tests.realtier.pulumi_cli import OPERATIONS, section
 from tests.realtier.test_twin_jobs import PODS, job_for
 from tests.realtier.twin import Submission, load_stack, submissions
 from tests.realtier.twin_run import (
@@ -315,7 +315,7 @@ def test_worker_lost_mid_job_is_readmitted_on_the_other_worker(
         except AssertionError:
             # Kueue 0.19.2: an evicted Workload keeps its quota until its Job has no active
             # pods, and the manager's Job still counts those the lost worker last reported
-            # (README, "When things go wrong"). The operator step, as documented:
+            # (docs/operations.md, "When things go wrong"). The operator step, as documented:
             stranded = release_stranded(manager, ns)
             t_readmitted = until(
                 f"every workload admitted again on {SURVIVOR} after the operator step",
@@ -411,11 +411,13 @@ def test_manager_kueue_killed_mid_dispatch_loses_and_repeats_nothing(
             )
         except AssertionError:
             # A Workload the restarted Kueue reconciled before it had connected to any worker
-            # is never dispatched (the test below makes it happen every time; README, "When
-            # things go wrong"). The operator step, as documented:
+            # is never dispatched (the test below makes it happen every time;
+            # docs/operations.md, "When things go wrong"). The operator step, as documented:
             stranded = undispatched(manager, workers, ns)
             listed = redispatch(manager)
-            assert listed == [(ns, n) for n in stranded], f"README listed {listed}, not {stranded}"
+            assert listed == [(ns, n) for n in stranded], (
+                f"the documented listing found {listed}, not {stranded}"
+            )
             t_done = until(
                 "every job completed once after the restart and the operator step",
                 lambda: all(completed_once(twin, ns, n) for n in names),
@@ -443,10 +445,10 @@ def test_manager_kueue_killed_mid_dispatch_loses_and_repeats_nothing(
 
 # ---- a Workload reserved while no worker answers ---------------------------------------------
 
-# The README's annotation for the operator step below (any metadata change does: it is an update
+# The documented annotation for the operator step below (any metadata change does: it is an update
 # event, and MultiKueue reconciles the Workload again).
 REDISPATCH: Final = "aks-batch-fleet/redispatch"
-README_KILLED: Final = "### The manager's Kueue killed mid-dispatch"
+KILLED_SECTION: Final = "### The manager's Kueue killed mid-dispatch"
 RECONCILED: Final = 10.0  # after the restart: the new Kueue has read every Workload once
 HELD: Final = 30.0  # every worker back and Active, and still no copy: stranded
 
@@ -474,14 +476,16 @@ def undispatched(manager: ControlPlane, workers: dict[str, ControlPlane], ns: st
 
 
 def redispatch(manager: ControlPlane) -> list[tuple[str, str]]:
-    """The README's operator step, as written: its listing line on the manager, then its annotate
+    """The documented operator step, as written: its listing line on the manager, then its annotate
     line for each (namespace, Workload) listed. Returns those listed."""
     lines = [
         line
-        for line in section((ROOT / "README.md").read_text(), README_KILLED).splitlines()
+        for line in section(OPERATIONS.read_text(), KILLED_SECTION).splitlines()
         if line.startswith("kubectl ")
     ]
-    assert len(lines) == 2, f"README, {README_KILLED}: expected a listing and an annotate line"
+    assert len(lines) == 2, (
+        f"docs/operations.md, {KILLED_SECTION}: expected a listing and an annotate line"
+    )
     listing, annotate = lines
     kubectl = manager.tools.kubectl if manager.tools is not None else Path("kubectl")
     env = {
@@ -520,8 +524,8 @@ def test_a_workload_reserved_while_no_worker_answers_is_dispatched_after_the_ope
     connections requeue only Workloads that have a copy. Made deterministic here: the workers
     freeze, a Job gets quota on the manager, the manager's Kueue restarts (its first reconcile
     finds no worker connected), the workers come back. Asserted: the Workload stays undispatched
-    with every worker Active (the defect; if a Kueue release fixes it this fails, and the README's
-    step can go), then the README's step dispatches it and the Job completes once."""
+    with every worker Active (the defect; if a Kueue release fixes it this fails, and the documented
+    step can go), then the documented step dispatches it and the Job completes once."""
     manager = twin.planes[MANAGER]
     workers = {n: twin.planes[n] for n in (LOST, SURVIVOR)}
     sub = ready_to_dispatch(twin, autoscaler, *workers)
@@ -557,8 +561,9 @@ def test_a_workload_reserved_while_no_worker_answers_is_dispatched_after_the_ope
         while time.monotonic() < held_until or not completed_once(twin, ns, control):
             stranded = undispatched(manager, workers, ns)
             assert stranded, (
-                "Kueue dispatched the Workload by itself: the stranding the README describes "
-                "did not happen (fixed upstream?); seen: " + state(twin, ns, list(workers))
+                "Kueue dispatched the Workload by itself: the stranding docs/operations.md "
+                "describes did not happen (fixed upstream?); seen: "
+                + state(twin, ns, list(workers))
             )
             assert time.monotonic() < held_until + 120.0, "the control Job did not complete: " + (
                 state(twin, ns, list(workers))
@@ -567,7 +572,9 @@ def test_a_workload_reserved_while_no_worker_answers_is_dispatched_after_the_ope
         t_control = time.monotonic()
         t_step = time.monotonic()
         listed = redispatch(manager)
-        assert listed == [(ns, n) for n in stranded], f"README listed {listed}, not {stranded}"
+        assert listed == [(ns, n) for n in stranded], (
+            f"the documented listing found {listed}, not {stranded}"
+        )
         t_done = until(
             "the Job completed once after the operator step",
             lambda: completed_once(twin, ns, name),
