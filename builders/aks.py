@@ -17,6 +17,7 @@ from config.models import (
     PoolConfig,
     SystemPoolConfig,
 )
+from config.upgrades import MaintenanceWindow, PoolUpgradeSettings, UpgradeSettings
 from constants import ACI_ADDON
 from upstream.aks import (
     AGENTPOOL_LABEL,
@@ -26,12 +27,15 @@ from upstream.aks import (
     SPOT_LABEL,
     SPOT_TAINT,
 )
+from upstream.aks_versions import AUTO_UPGRADE_SCHEDULE, NODE_OS_SCHEDULE
 
 ACI_SUBNET = "aci"
 NODE_SUBNET = "nodes"
 
 
-def system_pool_profile(pool: SystemPoolConfig, subnet_id: Any = None) -> dict[str, Any]:
+def system_pool_profile(
+    pool: SystemPoolConfig, subnet_id: Any = None, upgrades: UpgradeSettings | None = None
+) -> dict[str, Any]:
     """The inline System pool (the only inline profile: inline User pools break on updates)."""
     profile: dict[str, Any] = {
         "name": pool.name,
@@ -58,11 +62,22 @@ def system_pool_profile(pool: SystemPoolConfig, subnet_id: Any = None) -> dict[s
         profile["os_disk_size_gb"] = pool.os_disk_size_gb
     if subnet_id is not None:
         profile["vnet_subnet_id"] = subnet_id
+    settings = pool_upgrade_settings(
+        pool.upgrade_settings or (upgrades or UpgradeSettings()).node_pools
+    )
+    if settings:
+        profile["upgrade_settings"] = settings
     return profile
 
 
-def user_pool_args(pool: PoolConfig, version: str) -> dict[str, Any]:
-    """AgentPool arguments of a user pool: always autoscaled between minCount and maxCount."""
+def user_pool_args(
+    pool: PoolConfig, version: str, upgrades: UpgradeSettings | None = None
+) -> dict[str, Any]:
+    """AgentPool arguments of a user pool: always autoscaled between minCount and maxCount.
+
+    `version` is the control plane's; a pool's own `kubernetesVersion` (a pool that lags, within
+    AKS's skew: checks.upgrades) wins.
+    """
     args: dict[str, Any] = {
         "agent_pool_name": pool.name,
         "mode": "User",
@@ -70,7 +85,7 @@ def user_pool_args(pool: PoolConfig, version: str) -> dict[str, Any]:
         "os_type": "Linux",
         "os_sku": pool.os_sku,
         "type": "VirtualMachineScaleSets",
-        "orchestrator_version": version,
+        "orchestrator_version": pool.kubernetes_version or version,
         "enable_auto_scaling": True,
         "min_count": pool.min_count,
         "max_count": pool.max_count,
@@ -87,6 +102,11 @@ def user_pool_args(pool: PoolConfig, version: str) -> dict[str, Any]:
         args["availability_zones"] = list(pool.zones)
     if pool.os_disk_size_gb is not None:
         args["os_disk_size_gb"] = pool.os_disk_size_gb
+    settings = pool_upgrade_settings(
+        pool.upgrade_settings or (upgrades or UpgradeSettings()).node_pools
+    )
+    if settings:
+        args["upgrade_settings"] = settings
     if pool.priority == "Spot":
         args |= {
             "scale_set_priority": "Spot",
@@ -217,4 +237,69 @@ def subnets(cluster: ClusterConfig) -> list[dict[str, Any]]:
                 ],
             }
         )
+    return out
+
+
+def pool_upgrade_settings(settings: PoolUpgradeSettings) -> dict[str, Any]:
+    """AgentPool `upgradeSettings`; empty keeps AKS's defaults (10% surge, 30 min drain)."""
+    out: dict[str, Any] = {}
+    if settings.max_surge is not None:
+        out["max_surge"] = settings.max_surge
+    if settings.drain_timeout_minutes is not None:
+        out["drain_timeout_in_minutes"] = settings.drain_timeout_minutes
+    if settings.node_soak_minutes is not None:
+        out["node_soak_duration_in_minutes"] = settings.node_soak_minutes
+    return out
+
+
+def auto_upgrade_profile(upgrades: UpgradeSettings) -> dict[str, Any]:
+    """ManagedCluster `autoUpgradeProfile`: both channels, always sent (the plan shows them)."""
+    return {
+        "upgrade_channel": upgrades.channel,
+        "node_os_upgrade_channel": upgrades.node_os_channel,
+    }
+
+
+def maintenance_window(window: MaintenanceWindow) -> dict[str, Any]:
+    """MaintenanceConfiguration `maintenanceWindow` in the SDK's TypedDict shape."""
+    s = window.schedule
+    schedule: dict[str, Any] = {}
+    if s.daily is not None:
+        schedule["daily"] = {"interval_days": s.daily.interval_days}
+    if s.weekly is not None:
+        schedule["weekly"] = {
+            "day_of_week": s.weekly.day_of_week,
+            "interval_weeks": s.weekly.interval_weeks,
+        }
+    if s.absolute_monthly is not None:
+        schedule["absolute_monthly"] = {
+            "day_of_month": s.absolute_monthly.day_of_month,
+            "interval_months": s.absolute_monthly.interval_months,
+        }
+    if s.relative_monthly is not None:
+        schedule["relative_monthly"] = {
+            "day_of_week": s.relative_monthly.day_of_week,
+            "week_index": s.relative_monthly.week_index,
+            "interval_months": s.relative_monthly.interval_months,
+        }
+    out: dict[str, Any] = {
+        "schedule": schedule,
+        "duration_hours": window.duration_hours,
+        "start_time": window.start_time,
+        "utc_offset": window.utc_offset,
+    }
+    if window.not_allowed_dates:
+        out["not_allowed_dates"] = [
+            {"start": d.start, "end": d.end} for d in window.not_allowed_dates
+        ]
+    return out
+
+
+def maintenance_configurations(upgrades: UpgradeSettings) -> dict[str, dict[str, Any]]:
+    """AKS's fixed configuration name -> its window, for the windows the config sets."""
+    out: dict[str, dict[str, Any]] = {}
+    if upgrades.window is not None:
+        out[AUTO_UPGRADE_SCHEDULE] = maintenance_window(upgrades.window)
+    if upgrades.node_os_window is not None:
+        out[NODE_OS_SCHEDULE] = maintenance_window(upgrades.node_os_window)
     return out

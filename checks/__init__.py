@@ -15,6 +15,7 @@ from checks.karmada import KARMADA_CHECKS
 from checks.kueue import KUEUE_CHECKS
 from checks.multikueue import MULTIKUEUE_CHECKS
 from checks.semantics import SEMANTIC_CHECKS
+from checks.upgrades import UPGRADE_CHECKS
 from config.errors import Issue
 from config.models import FleetConfig
 
@@ -27,6 +28,7 @@ CHECKS: tuple[Check, ...] = (
     *MULTIKUEUE_CHECKS,
     check_manager_quota,
     *SEMANTIC_CHECKS,
+    *UPGRADE_CHECKS,
 )
 
 

@@ -15,6 +15,7 @@ from builders import aks as shapes
 from builders.kubeconfig import kubelogin_noninteractive
 from builders.manifest import HelmRelease
 from config.models import AccessConfig, ClusterConfig
+from config.upgrades import UpgradeSettings
 from constants import KUBERNETES_PROVIDER_VERSION, TAG_CLUSTER, TYPE_PREFIX
 from upstream.aks import ROLE_CONTRIBUTOR, ROLE_NETWORK_CONTRIBUTOR
 
@@ -31,6 +32,8 @@ class AksClusterArgs:
     tags: dict[str, str] = field(default_factory=dict[str, str])
     # The NVIDIA device plugin (builders.gpu), when the cluster has GPU pools.
     device_plugin: HelmRelease | None = None
+    # Channels, maintenance windows and pool upgrade settings (FleetConfig.upgrades_of).
+    upgrades: UpgradeSettings = field(default_factory=UpgradeSettings)
 
 
 def _decode_first(kubeconfigs: Any) -> str:
@@ -127,8 +130,9 @@ class AksCluster(pulumi.ComponentResource):
 
         # Builders return plain dicts in the SDK's TypedDict shapes; typed Any at this boundary.
         system: Any = shapes.system_pool_profile(
-            cfg.system_pool, node_subnet.id if node_subnet is not None else None
+            cfg.system_pool, node_subnet.id if node_subnet is not None else None, args.upgrades
         )
+        auto_upgrade: Any = shapes.auto_upgrade_profile(args.upgrades)
         network_profile: Any = shapes.network_profile(cfg)
         scaler: Any = shapes.autoscaler_profile(cfg.autoscaler_profile) or None
         addons: Any = shapes.addon_profiles(cfg) or None
@@ -144,6 +148,8 @@ class AksCluster(pulumi.ComponentResource):
             kubernetes_version=args.kubernetes_version,
             identity=identity,
             sku={"name": "Base", "tier": cfg.sku_tier},
+            support_plan=cfg.support_plan,
+            auto_upgrade_profile=auto_upgrade,
             enable_rbac=True,
             aad_profile=aad,
             disable_local_accounts=not access.local_accounts,
@@ -169,9 +175,22 @@ class AksCluster(pulumi.ComponentResource):
                 resource_name_=mc.name,
                 vnet_subnet_id=node_subnet.id if node_subnet is not None else None,
                 tags=tags,
-                **shapes.user_pool_args(pool, args.kubernetes_version),
+                **shapes.user_pool_args(pool, args.kubernetes_version, args.upgrades),
                 # The autoscaler owns the node count once the pool exists.
                 opts=pulumi.ResourceOptions(parent=self, ignore_changes=["count"]),
+            )
+
+        # Planned maintenance: when the channels may act (AKS's fixed configuration names).
+        self.maintenance: dict[str, containerservice.MaintenanceConfiguration] = {}
+        windows: dict[str, Any] = shapes.maintenance_configurations(args.upgrades)
+        for config_name, window in windows.items():
+            self.maintenance[config_name] = containerservice.MaintenanceConfiguration(
+                f"{name}-{config_name}",
+                config_name=config_name,
+                resource_group_name=args.resource_group_name,
+                resource_name_=mc.name,
+                maintenance_window=window,
+                opts=child,
             )
 
         if vnet is not None and aci_subnet is not None:
@@ -228,7 +247,13 @@ class AksCluster(pulumi.ComponentResource):
             kubeconfig=self.provider_kubeconfig,
             cluster_identifier=cfg.name,
             enable_server_side_apply=True,
-            delete_unreachable=True,
+            # An unreachable cluster is an error, never a reason to forget its objects: with Entra
+            # ID, a `pulumi refresh` without a working login finds every cluster "unreachable",
+            # and with this on the provider drops every in-cluster object from state
+            # (pulumi-kubernetes 4.25.0 provider.go Read/Delete). Set explicitly: the provider's
+            # setting wins over PULUMI_K8S_DELETE_UNREACHABLE. Deleting a cluster on purpose:
+            # docs/upgrades.md.
+            delete_unreachable=False,
             # Nothing is applied in the cluster before the deploying identity may do it.
             opts=pulumi.ResourceOptions(
                 parent=self,

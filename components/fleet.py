@@ -76,6 +76,7 @@ class Fleet(pulumi.ComponentResource):
                         access=access_of(cfg, c),
                         tags=tags,
                         device_plugin=device_plugin_release(cfg, c),
+                        upgrades=cfg.upgrades_of(c),
                     ),
                     pulumi.ResourceOptions(parent=self),
                 )

@@ -291,7 +291,9 @@ class Karmada(pulumi.ComponentResource):
             kubeconfig=self.karmada_kubeconfig,
             cluster_identifier=f"karmada-{host_cfg.name}",
             enable_server_side_apply=True,
-            delete_unreachable=True,
+            # Never forget Karmada's objects because its API server did not answer a refresh
+            # (components/aks.py says why; docs/upgrades.md how to delete on purpose).
+            delete_unreachable=False,
             opts=pulumi.ResourceOptions(parent=self, version=KUBERNETES_PROVIDER_VERSION),
         )
         return release

@@ -33,6 +33,7 @@ from config.types import (
     Taint,
     Zone,
 )
+from config.upgrades import PoolUpgradeSettings, UpgradeSettings
 from upstream.aks import MAX_TAGS, NVIDIA_DEVICE_PLUGIN_CHART_VERSION
 
 
@@ -59,6 +60,8 @@ class SystemPoolConfig(Model):
     os_disk_size_gb: int | None = Field(default=None, ge=30, le=2048)
     # Keep application pods off the system pool (taint CriticalAddonsOnly=true:NoSchedule).
     only_critical_addons: bool = True
+    # How AKS replaces this pool's nodes in an upgrade (else the cluster's upgrades.nodePools).
+    upgrade_settings: PoolUpgradeSettings | None = None
 
 
 class PoolConfig(Model):
@@ -77,6 +80,11 @@ class PoolConfig(Model):
     os_disk_size_gb: int | None = Field(default=None, ge=30, le=2048)
     priority: Literal["Regular", "Spot"] = "Regular"
     spot_max_price: float | None = None
+    # The pool's orchestratorVersion when it is to lag its control plane (else the cluster's):
+    # never newer, at most 3 minors behind (checks.upgrades).
+    kubernetes_version: KubernetesVersion | None = None
+    # How AKS replaces this pool's nodes in an upgrade (else the cluster's upgrades.nodePools).
+    upgrade_settings: PoolUpgradeSettings | None = None
 
     @property
     def initial_count(self) -> int:
@@ -183,6 +191,10 @@ class ClusterConfig(Model):
     location: Location | None = None
     dns_prefix: DnsPrefix | None = None
     sku_tier: Literal["Free", "Standard", "Premium"] = "Free"
+    # AKSLongTermSupport (needs skuTier Premium) keeps a minor a year past its end of life.
+    support_plan: Literal["KubernetesOfficial", "AKSLongTermSupport"] = "KubernetesOfficial"
+    # Replaces the fleet's `upgrades` for this cluster (whole, not merged).
+    upgrades: UpgradeSettings | None = None
     system_pool: SystemPoolConfig = SystemPoolConfig()
     # At most 99 (AKS: 100 node pools a cluster): checks.fleet says so with Azure's source.
     pools: list[PoolConfig] = Field(default_factory=list[PoolConfig])
@@ -211,7 +223,8 @@ class FleetConfig(Model):
 
     location: Location | None = None
     resource_group: str | None = Field(default=None, min_length=1, max_length=90)
-    kubernetes_version: KubernetesVersion = "1.33"
+    # A minor AKS serves and the pinned Kueue is tested on (docs/upgrades.md says why 1.36).
+    kubernetes_version: KubernetesVersion = "1.36"
     tags: dict[TagName, TagValue] = Field(default_factory=dict[str, str], max_length=MAX_TAGS)
     vm_sizes: dict[str, VmSize] = Field(default_factory=dict[str, VmSize])
     clusters: list[ClusterConfig] = Field(min_length=1)
@@ -220,6 +233,7 @@ class FleetConfig(Model):
     multi_kueue: MultiKueueSettings | None = None
     access: AccessConfig = AccessConfig()
     gpu: GpuSettings = GpuSettings()
+    upgrades: UpgradeSettings = UpgradeSettings()
 
     def cluster(self, name: str) -> ClusterConfig | None:
         return next((c for c in self.clusters if c.name == name), None)
@@ -234,6 +248,14 @@ class FleetConfig(Model):
 
     def version_of(self, cluster: ClusterConfig) -> str:
         return cluster.kubernetes_version or self.kubernetes_version
+
+    def upgrades_of(self, cluster: ClusterConfig) -> UpgradeSettings:
+        """The cluster's `upgrades`, else the fleet's (a cluster's section replaces it whole)."""
+        return cluster.upgrades if cluster.upgrades is not None else self.upgrades
+
+    def pool_version_of(self, cluster: ClusterConfig, pool: PoolConfig) -> str:
+        """A user pool's orchestratorVersion: its own, else its control plane's."""
+        return pool.kubernetes_version or self.version_of(cluster)
 
 
 def version_tuple(version: str) -> tuple[int, int]:

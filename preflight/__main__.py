@@ -51,7 +51,7 @@ def _print_tables(plan: dict[str, Any], console: Console) -> None:
         f"  [bold]location[/] {plan['location']}"
     )
     clusters = Table(title="Clusters", title_justify="left")
-    for column in ("cluster", "role", "k8s", "tier", "network", "virtual nodes"):
+    for column in ("cluster", "role", "k8s", "tier", "network", "virtual nodes", "support ends"):
         clusters.add_column(column)
     for c in plan["clusters"]:
         clusters.add_row(
@@ -61,10 +61,33 @@ def _print_tables(plan: dict[str, Any], console: Console) -> None:
             c["skuTier"],
             c["network"],
             "yes" if c["virtualNodes"] else "no",
+            c.get("supportEnds", "-"),
         )
     console.print(clusters)
+    upgrades = Table(title="Upgrades (docs/upgrades.md)", title_justify="left")
+    for column in ("cluster", "channel", "window", "node OS", "node OS window"):
+        upgrades.add_column(column)
+    for c in plan["clusters"]:
+        upgrades.add_row(
+            c["name"],
+            c.get("upgradeChannel", "-"),
+            c.get("upgradeWindow", "-"),
+            c.get("nodeOsChannel", "-"),
+            c.get("nodeOsWindow", "-"),
+        )
+    console.print(upgrades)
     pools = Table(title="Node pools (max allocatable = per-node allocatable x maxNodes)")
-    for column in ("cluster", "pool", "mode", "vm size", "nodes", "node alloc", "max alloc"):
+    for column in (
+        "cluster",
+        "pool",
+        "mode",
+        "vm size",
+        "nodes",
+        "node alloc",
+        "max alloc",
+        "k8s",
+        "upgrade",
+    ):
         pools.add_column(column, justify="right" if column == "nodes" else "left")
     for c in plan["clusters"]:
         for p in c["pools"]:
@@ -78,6 +101,8 @@ def _print_tables(plan: dict[str, Any], console: Console) -> None:
                 f"{p['minNodes']}..{p['maxNodes']}",
                 f"{node['cpu']} CPU, {node['memory']}",
                 f"{most['cpu']} CPU, {most['memory']}{gpus}",
+                p.get("kubernetesVersion", "-"),
+                p.get("upgrade", "-"),
             )
     console.print(pools)
     idle = plan["idle"]

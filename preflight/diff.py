@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from preflight.snapshot import EXPOSURE_RANK, Snapshot, empty, snapshot
+from preflight.upgrades import version_steps
 
 Change = dict[str, Any]
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -128,6 +129,11 @@ def _cluster_changed(name: str, old: dict[str, Any], new: dict[str, Any]) -> Cha
         "network": "network",
         "virtualNodes": "virtual nodes",
         "location": "location",
+        "supportPlan": "support plan",
+        "upgradeChannel": "upgrade channel",
+        "nodeOsChannel": "node OS channel",
+        "upgradeWindow": "upgrade window",
+        "nodeOsWindow": "node OS window",
     }
     return _fields(name, [_arrow(label, old.get(k), new.get(k)) for k, label in labels.items()])
 
@@ -159,6 +165,8 @@ def _pool_changed(key: str, old: dict[str, Any], new: dict[str, Any]) -> Change 
                 f"{new['minNodes']}..{new['maxNodes']}",
             ),
             _arrow("maxPods", old["maxPods"], new["maxPods"]),
+            _arrow("k8s", old.get("kubernetesVersion"), new.get("kubernetesVersion")),
+            _arrow("upgrade", old.get("upgrade"), new.get("upgrade")),
             _arrow("per node", _alloc(old["nodeAllocatable"]), _alloc(new["nodeAllocatable"])),
             _arrow("max allocatable", _alloc(old["maxAllocatable"]), _alloc(new["maxAllocatable"])),
         ],
@@ -412,6 +420,18 @@ def compare(base: Snapshot, head: Snapshot, *, ref: str = "") -> dict[str, Any]:
     sections: list[dict[str, Any]] = [
         {"title": "Errors", "changes": _issues(base["errors"], head["errors"], "error")},
     ]
+    # One minor at a time: only a diff knows both versions (AKS refuses the rest at `up`).
+    refused = version_steps(base, head) if base["valid"] and head["valid"] else []
+    if refused:
+        sections.append(
+            {
+                "title": "Version changes AKS refuses",
+                "changes": [
+                    _change("changed", r["path"], f"{r['path']}: {r['problem']}", "refused")
+                    for r in refused
+                ],
+            }
+        )
     if base["valid"] and head["valid"]:
         # An invalid side has no plan, hence no warnings: comparing them would only mislead.
         warnings = _issues(base["warnings"], head["warnings"], "warning")
@@ -430,6 +450,7 @@ def compare(base: Snapshot, head: Snapshot, *, ref: str = "") -> dict[str, Any]:
         "against": ref,
         "validNow": head["valid"],
         "validAtRef": base["valid"],
+        "refused": refused,
         "changed": bool(changes),
         "flagged": sum(1 for c in changes if c["flag"]),
         "notes": notes,

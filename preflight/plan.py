@@ -7,6 +7,7 @@ from typing import Any
 from config.errors import Issue
 from config.models import ClusterConfig, FleetConfig
 from config.resolve import custom_shapes
+from preflight.upgrades import add_pool_upgrades, upgrade_fields
 from upstream.aks import (
     CLUSTERS_PER_REGION,
     DEFAULT_MAX_PODS,
@@ -133,8 +134,9 @@ def build_plan(stack: str, fleet: FleetConfig, warnings: list[Issue]) -> dict[st
     clusters: list[dict[str, Any]] = []
     idle_nodes = 0
     idle_vcpus = 0
-    for cluster in fleet.clusters:
+    for index, cluster in enumerate(fleet.clusters):
         pools = _pool_rows(fleet, cluster)
+        add_pool_upgrades(fleet, cluster, pools)
         idle_nodes += sum(p["minNodes"] for p in pools)
         idle_vcpus += sum(p["idleVcpus"] for p in pools)
         clusters.append(
@@ -147,6 +149,7 @@ def build_plan(stack: str, fleet: FleetConfig, warnings: list[Issue]) -> dict[st
                 "network": cluster.network_mode,
                 "virtualNodes": cluster.virtual_nodes.enabled,
                 "pools": pools,
+                **upgrade_fields(fleet, index, cluster),
             }
         )
     return {

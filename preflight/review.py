@@ -70,4 +70,5 @@ def run_review(args: argparse.Namespace) -> int:
     else:
         out = render_markdown(result) if args.markdown else render_text(result)
         print(out + ("\n" + _picture(head, args) if show_picture else ""), end="")
-    return 0 if head["valid"] else 1
+    # A version step AKS refuses (two minors at once, a downgrade) fails like an invalid stack.
+    return 0 if head["valid"] and not result["refused"] else 1

@@ -12,6 +12,12 @@ from typing import Final
 DEFAULT_KARMADA_CHART_VERSION: Final = "v1.18.2"
 DEFAULT_KRUISE_CHART_VERSION: Final = "1.9.0"
 
+# The Kubernetes minors their own CI runs members on (docs/upgrades.md; facts, not rules):
+# Karmada v1.18.2 `.github/workflows/ci.yml` e2e matrix v1.33.0-v1.35.0, built against client-go
+# 0.35.3; OpenKruise v1.9.1 e2e workflows up to kind 1.32, built against k8s.io 0.32.10.
+KARMADA_TESTED_KUBERNETES: Final = ((1, 33), (1, 35))
+KRUISE_TESTED_KUBERNETES: Final = ((1, 24), (1, 32))
+
 # A Karmada cluster name is a DNS-1123 label of at most 48 characters (the execution namespace
 # karmada-es-<name> must stay a label): pkg/apis/cluster/validation/validation.go.
 CLUSTER_NAME_MAX: Final = 48

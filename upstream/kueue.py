@@ -16,6 +16,16 @@ KUEUE_VERSIONS = ("0.19.2", "0.17.8")
 DEFAULT_KUEUE_VERSION = "0.19.2"
 KueueVersion = Literal["0.19.2", "0.17.8"]
 
+# The Kubernetes minors each Kueue version runs on: README "Requires Kubernetes 1.29 or newer",
+# and its newest e2e-tested minor (README test matrix; go.mod's k8s.io libraries). v0.19.2: e2e on
+# 1.34-1.36, built against k8s.io 0.36.2. v0.17.x (read at v0.17.1; the module proxy does not
+# serve v0.17.8): e2e on 1.33-1.35, built against 0.35.3. A cluster newer than the newest tested
+# minor runs a Kueue nobody has tested there: checks.upgrades refuses it.
+KUEUE_KUBERNETES: Final[dict[str, tuple[tuple[int, int], tuple[int, int]]]] = {
+    "0.19.2": ((1, 29), (1, 36)),
+    "0.17.8": ((1, 29), (1, 35)),
+}
+
 BEST_EFFORT_ATOMIC = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
 CHECK_CAPACITY = "check-capacity.autoscaling.x-k8s.io"
 BATCH_JOB = "batch/job"

@@ -1,0 +1,82 @@
+"""Upgrades in the plan and the plan diff: versions, support ends, channels, windows, pool surge;
+and the one-minor-at-a-time rule between the stack at a ref and the stack now."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from config.errors import key_path
+from config.models import ClusterConfig, FleetConfig
+from upstream.aks_versions import CALENDAR, LTS_PLAN, RULE_ONE_MINOR, minor_of
+
+
+def upgrade_fields(fleet: FleetConfig, index: int, cluster: ClusterConfig) -> dict[str, Any]:
+    """What a cluster row of the plan says about its version's life and its upgrades."""
+    version_key = (
+        key_path("clusters", index, "kubernetesVersion")
+        if cluster.kubernetes_version
+        else "kubernetesVersion"
+    )
+    if cluster.source != "aks":
+        return {"versionKey": version_key, "supportPlan": "-", "supportEnds": "-",
+                "upgradeChannel": "-", "nodeOsChannel": "-", "upgradeWindow": "-",
+                "nodeOsWindow": "-"}  # fmt: skip
+    up = fleet.upgrades_of(cluster)
+    row = CALENDAR.get(minor_of(fleet.version_of(cluster)))
+    lts = cluster.support_plan == LTS_PLAN
+    ends = "-"
+    if row is not None:
+        ends = f"{row.lts_end} (LTS)" if lts else f"{row.end_of_life} (end of life)"
+    return {
+        "versionKey": version_key,
+        "supportPlan": cluster.support_plan,
+        "supportEnds": ends,
+        "upgradeChannel": up.channel,
+        "nodeOsChannel": up.node_os_channel,
+        "upgradeWindow": up.window.describe() if up.window else "any time",
+        "nodeOsWindow": up.node_os_window.describe() if up.node_os_window else "any time",
+    }
+
+
+def add_pool_upgrades(
+    fleet: FleetConfig, cluster: ClusterConfig, rows: list[dict[str, Any]]
+) -> None:
+    """Each pool row gets its Kubernetes version and its upgrade settings (in place)."""
+    node_pools = fleet.upgrades_of(cluster).node_pools
+    pools = {cluster.system_pool.name: (None, cluster.system_pool.upgrade_settings)}
+    pools |= {p.name: (p.kubernetes_version, p.upgrade_settings) for p in cluster.pools}
+    for row in rows:
+        version, own = pools.get(row["pool"], (None, None))
+        row["kubernetesVersion"] = version or fleet.version_of(cluster)
+        row["upgrade"] = (own or node_pools).describe()
+
+
+def version_steps(base: dict[str, Any], head: dict[str, Any]) -> list[dict[str, str]]:
+    """Control planes and pools whose version moves more than one minor up, or down, between
+    two snapshots: AKS refuses both (an LTS cluster may skip minors to a higher LTS)."""
+    out: list[dict[str, str]] = []
+    for name in sorted(base["clusters"].keys() & head["clusters"].keys()):
+        old, new = base["clusters"][name], head["clusters"][name]
+        lts = old.get("supportPlan") == LTS_PLAN and new.get("supportPlan") == LTS_PLAN
+        problem = _step(old["kubernetesVersion"], new["kubernetesVersion"], lts)
+        if problem:
+            path = new.get("versionKey", "kubernetesVersion")
+            out.append({"path": path, "what": f"{name} control plane", "problem": problem})
+    for key in sorted(base["pools"].keys() & head["pools"].keys()):
+        old, new = (
+            base["pools"][key].get("kubernetesVersion"),
+            head["pools"][key].get("kubernetesVersion"),
+        )
+        if old and new and (problem := _step(old, new, lts=False)):
+            out.append({"path": key, "what": f"pool {key}", "problem": problem})
+    return out
+
+
+def _step(old: str, new: str, lts: bool) -> str | None:
+    (a, b), (c, d) = minor_of(old), minor_of(new)
+    if (c, d) < (a, b):
+        return f"{old} -> {new} goes back a minor: AKS does not downgrade"
+    if a == c and d - b > 1 and not lts:
+        between = ", ".join(f"{a}.{m}" for m in range(b + 1, d))
+        return f"{old} -> {new} skips {between}: {RULE_ONE_MINOR}; deploy {a}.{b + 1} first"
+    return None
