@@ -112,7 +112,7 @@ def fleet(
     out: dict[str, Any] = {
         "location": "westeurope",
         "resourceGroup": f"aks-batch-fleet-bench{n}",
-        "kubernetesVersion": "1.33",
+        "kubernetesVersion": "1.36",
         "kueue": {"version": "0.19.2", "frameworks": ["batch/job"]},
         "multiKueue": multikueue,
         "clusters": [

@@ -81,7 +81,7 @@ def test_only_the_system_pool_is_inline(prod: Graph) -> None:
         assert profiles[0]["nodeTaints"] == ["CriticalAddonsOnly=true:NoSchedule"]
         assert mc.inputs["oidcIssuerProfile"] == {"enabled": True}
         assert mc.inputs["securityProfile"] == {"workloadIdentity": {"enabled": True}}
-        assert mc.inputs["kubernetesVersion"] == "1.33"
+        assert mc.inputs["kubernetesVersion"] == "1.36"
 
 
 def test_clusters_do_not_depend_on_each_other(prod: Graph) -> None:

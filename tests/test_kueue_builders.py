@@ -75,6 +75,8 @@ def test_dev_helm_values_are_pinned() -> None:
 
 def test_values_follow_the_config() -> None:
     raw = copy.deepcopy(BASE)
+    # Kueue 0.17 runs on Kubernetes up to 1.35 (checks.upgrades).
+    raw["kubernetesVersion"] = "1.35"
     raw["kueue"] = {
         "version": "0.17.8",
         "frameworks": ["batch/job", "jobset.x-k8s.io/jobset"],
@@ -335,6 +337,8 @@ def test_provisioning_warnings() -> None:
 
     raw = copy.deepcopy(BASE)
     raw["kubernetesVersion"] = "1.32"
+    # 1.32 is past AKS's end of life on the tests' date: only LTS still serves it.
+    raw["clusters"][0] |= {"skuTier": "Premium", "supportPlan": "AKSLongTermSupport"}
     queues = raw["clusters"][0]["queues"]
     queues["provisioningGates"][0]["provisioningClassName"] = "check-capacity.autoscaling.x-k8s.io"
     queues["flavors"].append({"name": "virtual", "nodeLabels": {"type": "virtual-kubelet"}})

@@ -197,7 +197,7 @@ def test_a_new_worker_is_new_access_and_new_capacity(dev: Snapshot, tmp_path: Pa
 
     diff = compare(dev, edited(tmp_path, third))
     assert section(diff, "Clusters") == [
-        "worker-3 (worker, k8s 1.33, Free, nodeSubnet, virtual nodes)"
+        "worker-3 (worker, k8s 1.36, Free, nodeSubnet, virtual nodes)"
     ]
     assert "worker-3/batch Standard_D4s_v5 0..5 nodes, max allocatable 19.3 CPU, 76.3Gi" in section(
         diff, "Node pools"
@@ -353,7 +353,7 @@ def test_against_bad_refs_and_new_stack(repo: Path) -> None:
     new = preflight(repo, "qa", "--against", "main")
     assert new.returncode == 0, new.stderr
     assert "does not exist at main" in new.stdout
-    assert "+ manager (manager, k8s 1.33" in new.stdout
+    assert "+ manager (manager, k8s 1.36" in new.stdout
 
     git(repo, "branch", "-qm", "main", "trunk")  # neither main nor origin/main any more
     orphan = preflight(repo, "dev", "--against")

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # `pool:`, so it is written that way (config then suggests `pool:`, as a warning).
 SEED_RAW: dict[str, Any] = {
     "location": "westeurope",
-    "kubernetesVersion": "1.33",
+    "kubernetesVersion": "1.36",
     "clusters": [
         {
             "name": "aks-kueue",
