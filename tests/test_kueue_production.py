@@ -185,6 +185,7 @@ def test_bad_configuration_names_its_key(configuration: dict[str, Any], expected
 def test_two_replicas_get_a_pdb_and_a_spread(version: str) -> None:
     raw = copy.deepcopy(BASE)
     raw["kueue"] = {"version": version, "replicas": 2}
+    raw["kubernetesVersion"] = "1.35" if version == "0.17.8" else "1.36"  # Kueue's tested minors
     raw["clusters"][0]["systemPool"] = {"count": 3, "zones": ["1", "2", "3"]}
     manager = helm_values(fleet_of(raw).kueue, fleet_of(raw).clusters[0])["controllerManager"]
     assert manager["replicas"] == 2

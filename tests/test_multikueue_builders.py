@@ -565,7 +565,9 @@ def test_rendered_fleet_objects_pass_the_crd_schemas(version: str) -> None:
     from tests.conftest import render_kueue  # noqa: PLC0415
     from tests.test_multikueue_config import BASE  # noqa: PLC0415
 
-    fleet, _ = parse_fleet({**BASE, "kueue": {"version": version}})
+    # Each Kueue on a minor it is tested on (checks.upgrades): 0.17 up to 1.35.
+    minor = "1.35" if version == "0.17.8" else "1.36"
+    fleet, _ = parse_fleet({**BASE, "kueue": {"version": version}, "kubernetesVersion": minor})
     manifests = [
         *mk.render_multikueue(fleet),
         *render_kueue(with_mirrored_queues(fleet), multikueue_checks(fleet)),

@@ -99,6 +99,8 @@ BASE: dict[str, Any] = {
 def raw(**changes: Any) -> dict[str, Any]:
     out = copy.deepcopy(BASE)
     out.update(changes)
+    if out.get("kueue", {}).get("version") == "0.17.8":
+        out.setdefault("kubernetesVersion", "1.35")  # Kueue 0.17's newest tested minor
     return out
 
 
