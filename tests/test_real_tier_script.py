@@ -162,7 +162,7 @@ def test_pins_follow_the_locked_python_sdks() -> None:
 # real tier's twins still run kube-apiserver, -controller-manager and -scheduler 1.33 (the cache
 # is built at 1.33.13). Until the twins move, the real tier proves the program against 1.33 API
 # servers, not against the minor the stacks deploy (docs/upgrades.md, "What the twins prove").
-TWIN_MINOR_GAP = ("1.33", "1.36")  # (twins, stacks); None once they agree
+TWIN_MINOR_GAP = ("1.33", "1.36")  # (twins, stacks)
 
 
 def test_twin_minor_against_the_stacks_minor() -> None:
