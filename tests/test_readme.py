@@ -32,7 +32,6 @@ RUN_TIMEOUT: Final = 300.0
 PENDING_PAGES: Final = frozenset(
     {
         "docs/upstream-pins.md",
-        "docs/upgrades.md",
         "docs/kueue-queueing.md",
         "docs/security.md",
         "docs/azure-api-check.md",
