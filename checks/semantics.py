@@ -11,8 +11,18 @@ from collections.abc import Iterator
 
 from checks.common import Check
 from config.errors import Issue, key_path
-from config.models import FleetConfig
-from config.resolve import dispatching_queues, gate_flavors, with_mirrored_queues
+from config.kueue import ClusterQueueConfig
+from config.models import ClusterConfig, FleetConfig
+from config.resolve import (
+    clusters_by_name,
+    custom_shapes,
+    dispatching_queues,
+    gate_flavors,
+    queue_workers,
+    with_mirrored_queues,
+    worker_queue_for,
+)
+from upstream.aks import lookup_vm
 from upstream.k8s import NAMESPACE_NAME_LABEL
 from upstream.kueue import FRAMEWORK_CRDS
 
@@ -32,6 +42,10 @@ def check_queues_have_local_queues(fleet: FleetConfig) -> Iterator[Issue]:
     deployed = with_mirrored_queues(fleet)
     for i, (declared, cluster) in enumerate(zip(fleet.clusters, deployed.clusters, strict=True)):
         used = {lq.cluster_queue for lq in cluster.queues.local_queues}
+        if any(declared.queues.cluster_queue(n) is None for n in used):
+            # A LocalQueue names a ClusterQueue that does not exist (reported by
+            # check_local_queues): most likely a typo of the queue reported unused here.
+            continue
         is_manager = manager is not None and declared.name == manager.name
         for j, cq in enumerate(declared.queues.cluster_queues):
             if cq.name in used:
@@ -133,8 +147,72 @@ def check_gates_cover_cpu_work(fleet: FleetConfig) -> Iterator[Issue]:
                     )
 
 
+def _flavor_pools_gpu(
+    fleet: FleetConfig, cluster: ClusterConfig, cq: ClusterQueueConfig
+) -> list[tuple[str, bool]]:
+    """(pool, has GPUs) of every flavor of `cq`; a flavor with no pool counts as a CPU place."""
+    shapes = custom_shapes(fleet)
+    out: list[tuple[str, bool]] = []
+    for name in cq.flavor_names:
+        flavor = cluster.queues.flavor(name)
+        pool = cluster.pool(flavor.pool) if flavor is not None and flavor.pool else None
+        if pool is None:
+            out.append(("", False))
+            continue
+        shape = lookup_vm(pool.vm_size, shapes)
+        out.append((pool.name, bool(shape and shape.gpus)))
+    return out
+
+
+def check_cpu_work_reaches_gpu_only_workers(fleet: FleetConfig) -> Iterator[Issue]:
+    """A dispatching queue that reaches both CPU and GPU-only workers sends CPU jobs to GPU nodes.
+
+    MultiKueue hands a workload to whichever worker admits it first. A manager ClusterQueue that
+    reaches a worker with a CPU pool takes CPU-only jobs; every worker it reaches whose queue has
+    GPU pools only admits those jobs too (nothing in them asks for a GPU), so the job runs on a
+    GPU node, and a ProvisioningRequest gate buys one for it.
+    """
+    manager = fleet.manager
+    if manager is None or fleet.multi_kueue is None:
+        return
+    by_name = clusters_by_name(fleet)
+    for cq_name, workers in queue_workers(fleet).items():
+        target = worker_queue_for(fleet, cq_name)
+        places: list[tuple[int, int, ClusterConfig, list[tuple[str, bool]]]] = []
+        for w in workers:
+            if w not in by_name:
+                continue
+            wi, worker = by_name[w]
+            j = next(
+                (j for j, q in enumerate(worker.queues.cluster_queues) if q.name == target), None
+            )
+            if j is None:  # check_multikueue_queues reports the missing queue
+                continue
+            pools = _flavor_pools_gpu(fleet, worker, worker.queues.cluster_queues[j])
+            places.append((wi, j, worker, pools))
+        cpu_workers = [c.name for _, _, c, pools in places if any(not g for _, g in pools)]
+        if not cpu_workers:
+            continue  # GPU work only: every worker it reaches runs GPU pools
+        for wi, j, worker, pools in places:
+            if not pools or not all(g for _, g in pools):
+                continue
+            gpu = ", ".join(sorted({p for p, _ in pools}))
+            yield Issue(
+                key_path("clusters", wi, "queues", "clusterQueues", j),
+                f"manager ClusterQueue {cq_name!r} dispatches CPU-only jobs (it reaches CPU pools "
+                f"on {', '.join(cpu_workers)}), and MultiKueue may send them here too, where "
+                f"ClusterQueue {target!r} has GPU pools only ({gpu}): a CPU job would run on a "
+                "GPU node (a provisioning gate buys one for it); dispatch GPU work through a "
+                f"manager ClusterQueue and LocalQueue of its own that reach only "
+                f"{worker.name!r} (multiKueue.clusterQueueWorkers, e.g. "
+                f"{{{cq_name}: [{', '.join(cpu_workers)}], {cq_name}-gpu: [{worker.name}]}}), "
+                f"or give {worker.name!r}'s ClusterQueue {target!r} a flavor on a CPU pool",
+            )
+
+
 SEMANTIC_CHECKS: tuple[Check, ...] = (
     check_queues_have_local_queues,
     check_framework_crds,
     check_gates_cover_cpu_work,
+    check_cpu_work_reaches_gpu_only_workers,
 )
