@@ -28,6 +28,9 @@ from upstream.aks import DEFAULT_MAX_PODS, PoolCapacity, lookup_vm, pool_capacit
 from upstream.k8s import format_quantity, quantity_value
 
 QuotaStatus = Literal["ok", "warn", "error"]
+GPU = "nvidia.com/gpu"
+# A size of the built-in table with GPUs, named in advice (the A100 size the committed stacks use).
+GPU_EXAMPLE = "Standard_NC24ads_A100_v4"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +48,7 @@ class QuotaRow:
     status: QuotaStatus
     message: str
     path: str  # key path of the nominalQuota
+    no_gpus: bool = False  # a GPU quota on a pool whose VM size has no GPUs
 
 
 def _capacity(fleet: FleetConfig, cluster: ClusterConfig, pool: PoolConfig) -> PoolCapacity | None:
@@ -153,7 +157,17 @@ def _row(pq: _PoolQuota) -> QuotaRow:
     capacity = f"{_show(res, pq.capacity)}{unit} at maxCount"
     status: QuotaStatus = "ok"
     message = ""
-    if nominal > pq.capacity:
+    no_gpus = nominal > pq.capacity and res == GPU and pq.cap.node.gpus == 0
+    if no_gpus:
+        # More nodes never add GPUs: the fix is a GPU size or another pool, not maxCount.
+        status = "error"
+        message = (
+            f"nominalQuota {rq.nominal_quota}{unit} on flavor {pq.flavor!r}, but pool "
+            f"{pool.name!r} runs {pool.vm_size}, which has no GPUs: choose a GPU VM size for "
+            f"pool {pool.name!r} (e.g. {GPU_EXAMPLE}), bind flavor {pq.flavor!r} to a GPU "
+            f"pool, or drop {res} from this flavor"
+        )
+    elif nominal > pq.capacity:
         status = "error"
         message = (
             f"nominalQuota {rq.nominal_quota}{unit} exceeds what pool {pool.name!r} can ever "
@@ -178,6 +192,7 @@ def _row(pq: _PoolQuota) -> QuotaRow:
         status=status,
         message=message,
         path=pq.path,
+        no_gpus=no_gpus,
     )
 
 
@@ -212,9 +227,20 @@ def pool_overcommit(fleet: FleetConfig) -> Iterator[Issue]:
 
 def check_capacity(fleet: FleetConfig) -> Iterator[Issue]:
     """Quota on pool-bound flavors vs the pool's maximum allocatable capacity."""
-    for row in quota_report(fleet):
-        if row.status != "ok":
-            yield Issue(row.path, row.message, "error" if row.status == "error" else "warning")
+    rows = quota_report(fleet)
+    # Follow-ons of one root cause are left out: a pool with minCount > maxCount (reported on the
+    # pool), and the cpu/memory of a flavor whose pool has no GPUs for its GPU quota (a GPU
+    # size is the fix; "raise maxCount" would be wrong advice for them).
+    wrong_size = {(r.cluster, r.cluster_queue, r.flavor) for r in rows if r.no_gpus}
+    bad_bounds = {
+        (c.name, p.name) for c in fleet.clusters for p in c.pools if p.min_count > p.max_count
+    }
+    for row in rows:
+        follow_on = (row.cluster, row.cluster_queue, row.flavor) in wrong_size and not row.no_gpus
+        follow_on = follow_on or (row.cluster, row.pool) in bad_bounds
+        if row.status == "ok" or follow_on:
+            continue
+        yield Issue(row.path, row.message, "error" if row.status == "error" else "warning")
     yield from pool_overcommit(fleet)
 
 

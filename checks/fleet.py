@@ -6,6 +6,7 @@ ten minutes in (AKS rejects it) or from a cluster that deploys but cannot work a
 
 from __future__ import annotations
 
+import difflib
 from collections import Counter
 from collections.abc import Iterator
 
@@ -22,6 +23,7 @@ from upstream.aks import (
     QUOTA_SOURCE,
     RESERVED_LABEL_PREFIXES,
     SPOT_LABEL,
+    VM_SIZES,
     VmShape,
     is_plausible_size,
     lookup_vm,
@@ -109,15 +111,43 @@ def check_versions(fleet: FleetConfig) -> Iterator[Issue]:
             )
 
 
+def _same_size_name(a: str, b: str) -> bool:
+    """Two spellings of one size, were `_` and case not significant (Azure's names are exact)."""
+    return a.replace("_", "").lower() == b.replace("_", "").lower()
+
+
 def _check_vm(fleet: FleetConfig, path: str, size: str) -> Iterator[Issue]:
     if not is_plausible_size(size):
         yield Issue(path, f"{size!r} is not an Azure VM size name (e.g. 'Standard_D4s_v5')")
-    elif lookup_vm(size, custom_shapes(fleet)) is None:
-        yield Issue(
-            path,
-            f"unknown VM size {size!r}: capacity checks need its shape; declare it under "
-            f"vmSizes, e.g. `vmSizes: {{{size}: {{vcpus: 8, memoryGib: 32, gpus: 0}}}}`",
-        )
+        return
+    known = lookup_vm(size) is not None
+    if size in fleet.vm_sizes and not known:
+        # A declared shape makes the checks pass, but Azure knows no such size: a typo of a
+        # size in the table must not get through because its shape was declared.
+        near = next((k for k in VM_SIZES if _same_size_name(k, size)), None)
+        if near is not None:
+            yield Issue(
+                path,
+                f"unknown VM size {size!r}; did you mean {near!r}? (Azure refuses {size!r} at "
+                f"deploy; drop it from vmSizes)",
+            )
+        return
+    if known:
+        return
+    # Compared without the `Standard_` every name shares, which would make any two look alike.
+    stems = {k.removeprefix("Standard_").lower(): k for k in VM_SIZES}
+    stem = size.removeprefix("Standard_").lower()
+    hint = [stems[s] for s in difflib.get_close_matches(stem, list(stems), n=3, cutoff=0.8)]
+    if hint:
+        others = f" (or {', '.join(repr(h) for h in hint[1:])})" if len(hint) > 1 else ""
+        yield Issue(path, f"unknown VM size {size!r}; did you mean {hint[0]!r}?{others}")
+        return
+    yield Issue(
+        path,
+        f"unknown VM size {size!r}: not in the project's table, and capacity checks need its "
+        "shape; check the name against `az vm list-sizes --location <region>`; a size Azure "
+        "offers there can be declared under vmSizes with its vCPUs, memory and GPUs",
+    )
 
 
 def _check_pool_bounds(path: str, pool: PoolConfig, shape: VmShape | None) -> Iterator[Issue]:

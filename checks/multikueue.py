@@ -227,6 +227,8 @@ def check_multikueue_queues(fleet: FleetConfig) -> Iterator[Issue]:
     # Manager LocalQueues: mirrored when their ClusterQueue dispatches, else manager-only.
     for j, lq in enumerate(mq.local_queues):
         path = key_path("clusters", m, "queues", "localQueues", j)
+        if mq.cluster_queue(lq.cluster_queue) is None:
+            continue  # check_local_queues names the missing ClusterQueue; nothing to add here
         if lq.cluster_queue not in dispatching:
             if not allowed_unmirrored(fleet, manager.name, lq.namespace, lq.name):
                 yield Issue(
