@@ -6,12 +6,14 @@ the same value gets the same verdict wherever the config takes it.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
+from decimal import Decimal
 from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BeforeValidator
+from pydantic import AfterValidator, BeforeValidator, PlainValidator
 
 from upstream import aks, k8s
 
@@ -30,7 +32,31 @@ def _pattern(regex: re.Pattern[str], allowed: str) -> AfterValidator:
     return _rule(lambda v: None if regex.fullmatch(v) else f"{v!r} is not allowed: {allowed}")
 
 
-def _quantity(value: str | int) -> str | int:
+# The SI suffixes a fractional number is written with, finest last (Kubernetes keeps nano).
+_FRACTION_SUFFIXES = (("m", 10**3), ("u", 10**6), ("n", 10**9))
+
+
+def _from_number(value: float) -> str | int:
+    """A YAML number as Kubernetes reads a JSON number quantity: `0.5` is 500m, `5e7` 50000000."""
+    amount = Decimal(repr(value))  # the shortest decimal that is this float: what was written
+    if amount == amount.to_integral_value():
+        return int(amount)
+    for suffix, scale in _FRACTION_SUFFIXES:
+        scaled = amount * scale
+        if scaled == scaled.to_integral_value():
+            return f"{int(scaled)}{suffix}"
+    raise ValueError(f"{value!r} is finer than Kubernetes keeps (1n); round it, e.g. to '1m'")
+
+
+def _quantity(value: object) -> str | int:
+    # One validator for every form (no str | int union), so a bad value gets one message and
+    # never pydantic's per-branch errors (`.str`, `.int`).
+    if isinstance(value, float) and math.isfinite(value):
+        value = _from_number(value)
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise ValueError(
+            f"must be a Kubernetes quantity such as 8, '500m' or '64Gi', got {value!r}"
+        )
     problem = k8s.quantity_problem(value)
     if problem:
         raise ValueError(problem)
@@ -48,8 +74,9 @@ DnsSubdomain = Annotated[str, _rule(k8s.dns_subdomain_problem)]
 LabelKey = Annotated[str, _rule(k8s.label_key_problem)]
 LabelValue = Annotated[str, _rule(k8s.label_value_problem)]
 ResourceName = Annotated[str, _rule(lambda v: k8s.qualified_name_problem(v, "resource name"))]
-# Stored as written (Kueue and Kubernetes take `16` and "16" alike); >= 0.
-Quantity = Annotated[str | int, AfterValidator(_quantity)]
+# Stored as written (Kueue and Kubernetes take `16` and "16" alike), a YAML float as Kubernetes
+# reads it; >= 0.
+Quantity = Annotated[str | int, PlainValidator(_quantity)]
 Taint = Annotated[str, AfterValidator(_taint)]
 GoDuration = Annotated[str, _pattern(k8s.GO_DURATION, "a Go duration such as '30s', '1m' or '15m'")]
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
