@@ -40,7 +40,7 @@ def parse_fleet(raw: Any, *, source: str = "") -> tuple[FleetConfig, list[Issue]
     fleet = parse_model(raw, source=source)
     issues = validate(fleet)
     if errors_of(issues):
-        raise ConfigError(issues, source)
+        raise ConfigError(issues, source, raw)
     return fleet, issues
 
 
@@ -108,5 +108,8 @@ def load_from_file(
     raw, source = read_stack_file(stack, root)
     fleet, warnings = parse_fleet(raw, source=source)
     if files:
-        read_files(fleet, root or PROJECT_ROOT, source=source)
+        try:
+            read_files(fleet, root or PROJECT_ROOT, source=source)
+        except ConfigError as err:
+            raise ConfigError(err.issues, source, raw) from None
     return fleet, warnings

@@ -82,7 +82,8 @@ def parse_model(raw: Any, *, source: str = "") -> FleetConfig:
     try:
         return FleetConfig.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError([_issue_from(e) for e in exc.errors()], source) from None
+        issues = [_issue_from(e) for e in exc.errors()]
+        raise ConfigError(issues, source, cast("object", raw)) from None
 
 
 def with_default_location(raw: object, location: object) -> object:

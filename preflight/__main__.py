@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from checks.stack import load_from_file
-from config.errors import ConfigError
+from config.errors import ConfigError, named_path
 from preflight.plan import build_plan, quota_section
 from preflight.render import write_render
 from preflight.sources import collect, extra_sections
@@ -119,7 +120,9 @@ def _print_tables(plan: dict[str, Any], console: Console) -> None:
             table.add_row(*(str(v) for v in row))
         console.print(table)
     for w in plan["warnings"]:
-        console.print(f"[yellow]warning[/] {w['path']}: {w['message']}")
+        # Paths name items in brackets (`pools[gpu]`): escaped, never read as markup.
+        line = f"[yellow]warning[/] {escape(w.get('at', w['path']))}: {escape(w['message'])}"
+        console.print(line, soft_wrap=True, highlight=False)
 
 
 def run_stack(argv: list[str], console: Console) -> int:
@@ -137,13 +140,23 @@ def run_stack(argv: list[str], console: Console) -> int:
         fleet, warnings = load_from_file(args.stack)
     except ConfigError as err:
         if args.json:
-            errors = [{"path": i.path, "message": i.message} for i in err.errors]
+            # `path` addresses the key by position; `at` names the items, as the text does.
+            errors = [
+                {"path": i.path, "at": err.named(i).path, "message": i.message} for i in err.errors
+            ]
             print(json.dumps({"valid": False, "errors": errors}, indent=2))
         else:
-            Console(stderr=True).print(err.render(), style="red", highlight=False, markup=False)
+            # soft_wrap: a key path is never broken across lines (rich wraps at 80 columns
+            # when stderr is a pipe), so it can be copied and grepped whole.
+            Console(stderr=True, soft_wrap=True).print(
+                err.render(), style="red", highlight=False, markup=False
+            )
         return 1
     sections, more_warnings = extra_sections(fleet)
     plan = build_plan(args.stack, fleet, [*warnings, *more_warnings])
+    written = fleet.model_dump(mode="json", by_alias=True)
+    for w in plan["warnings"]:
+        w["at"] = named_path(w["path"], written)
     plan["sections"] = [quota_section(plan["azureQuotas"]), *sections]
     if args.render:
         manifests, releases = collect(fleet)

@@ -71,7 +71,7 @@ def run_placement(argv: list[str], console: Console) -> int:
         subsets = parse_subsets(args.subsets) if args.subsets is not None else None
         plan = plan_placement(args.replicas, weights, subsets)
     except ValueError as err:
-        Console(stderr=True).print(f"placement: {err}", style="red", markup=False)
+        Console(stderr=True, soft_wrap=True).print(f"placement: {err}", style="red", markup=False)
         return 2
     if args.json:
         print(json.dumps(plan_as_data(plan), indent=2))

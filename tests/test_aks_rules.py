@@ -217,8 +217,8 @@ def test_program_refuses_them_before_registering_anything(graph: Graph) -> None:
     set_stack_config(raw)
     with pytest.raises(pulumi.RunError) as info:
         run_program(lambda: runpy.run_path(str(ROOT / "__main__.py")))
-    assert "clusters[1].network.networkPolicy" in str(info.value)
-    assert "clusters[1].network.outboundType" in str(info.value)
+    assert "clusters[worker-1].network.networkPolicy" in str(info.value)
+    assert "clusters[worker-1].network.outboundType" in str(info.value)
     assert graph.resources == []
 
 

@@ -218,7 +218,7 @@ def test_azure_tag_limits() -> None:
     # 30 fleet tags + 20 cluster tags + the program's 3 exceed 50 on that cluster's resources.
     raw["tags"] = {f"f{i}": "v" for i in range(30)}
     raw["clusters"][1]["tags"] = {f"c{i}": "v" for i in range(20)}
-    with pytest.raises(ConfigError, match=r"clusters\[1\]\.tags: 53 tags .*Azure allows 50"):
+    with pytest.raises(ConfigError, match=r"clusters\[worker-1\]\.tags: 53 tags .*Azure allows 50"):
         parse_fleet(raw)
 
 

@@ -56,9 +56,10 @@ def test_broken_config_lists_every_error_without_traceback(tmp_path: Path) -> No
     result = preflight("dev", cwd=tmp_path)
     assert result.returncode == 1
     assert "Traceback" not in result.stderr + result.stdout
-    assert "clusters[1].role" in result.stderr
-    assert "clusters[1].pools[0].maxCount" in result.stderr
-    assert "clusters[2].pools[0].maxCount" in result.stderr
+    # Paths name the clusters and pools as the file does (the JSON keeps positions in `path`).
+    assert "clusters[worker-1].role" in result.stderr
+    assert "clusters[worker-1].pools[batch].maxCount" in result.stderr
+    assert "clusters[worker-2].pools[batch].maxCount" in result.stderr
     as_json = preflight("dev", "--json", cwd=tmp_path)
     assert as_json.returncode == 1
     assert len(json.loads(as_json.stdout)["errors"]) == 3

@@ -61,7 +61,7 @@ def test_invalid_config_registers_nothing(graph: Graph) -> None:
     raw = stack_raw("dev")
     raw["clusters"][1]["pools"][0]["minCount"] = 9
     set_stack_config(raw)
-    with pytest.raises(pulumi.RunError, match=r"clusters\[1\]\.pools\[0\]\.minCount"):
+    with pytest.raises(pulumi.RunError, match=r"clusters\[worker-1\]\.pools\[batch\]\.minCount"):
         run_program(lambda: runpy.run_path(str(ROOT / "__main__.py")))
     assert graph.resources == []
 
