@@ -18,6 +18,7 @@ from rich.table import Table
 
 from checks.stack import load_from_file
 from config.errors import ConfigError, named_path
+from preflight.access import access_section, azure_access
 from preflight.plan import build_plan, quota_section
 from preflight.render import write_render
 from preflight.sources import collect, extra_sections
@@ -157,7 +158,12 @@ def run_stack(argv: list[str], console: Console) -> int:
     written = fleet.model_dump(mode="json", by_alias=True)
     for w in plan["warnings"]:
         w["at"] = named_path(w["path"], written)
-    plan["sections"] = [quota_section(plan["azureQuotas"]), *sections]
+    plan["azureAccess"] = azure_access(fleet)
+    plan["sections"] = [
+        quota_section(plan["azureQuotas"]),
+        access_section(plan["azureAccess"]),
+        *sections,
+    ]
     if args.render:
         manifests, releases = collect(fleet)
         written = write_render(args.render, manifests, releases)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from preflight.access import widens
 from preflight.snapshot import EXPOSURE_RANK, Snapshot, empty, snapshot
 from preflight.upgrades import version_steps
 
@@ -346,6 +347,33 @@ def _bindings(base: dict[str, Any], head: dict[str, Any]) -> list[Change]:
     return _keyed(base, head, describe, changed, flag_added=lambda _k, _v: "widens access")
 
 
+def _azure_access(base: dict[str, list[str]], head: dict[str, list[str]]) -> list[Change]:
+    def describe(key: str, roles: list[str]) -> str:
+        return f"{key}: {', '.join(roles)}"
+
+    def changed(key: str, old: list[str], new: list[str]) -> Change:
+        gained = [r for r in new if r not in old]
+        lost = [r for r in old if r not in new]
+        parts = [f"+ {', '.join(gained)}" if gained else "", f"- {', '.join(lost)}" if lost else ""]
+        text = f"{key}: {' '.join(p for p in parts if p)}"
+        return _change("changed", key, text, "widens Azure access" if widens(old, new) else None)
+
+    return _keyed(base, head, describe, changed, flag_added=lambda _k, _v: "widens Azure access")
+
+
+def _azure_quotas(base: dict[str, Any], head: dict[str, Any]) -> list[Change]:
+    def describe(key: str, q: dict[str, Any]) -> str:
+        return f"{key}: {q['min']} at min nodes, {q['max']} at max nodes"
+
+    def changed(key: str, old: dict[str, Any], new: dict[str, Any]) -> Change | None:
+        return _fields(
+            key,
+            [_arrow("at min", old["min"], new["min"]), _arrow("at max", old["max"], new["max"])],
+        )
+
+    return _keyed(base, head, describe, changed)
+
+
 def _exposure(base: dict[str, str], head: dict[str, str]) -> list[Change]:
     def changed(key: str, old: str, new: str) -> Change:
         wider = EXPOSURE_RANK[new] > EXPOSURE_RANK[old]
@@ -404,6 +432,11 @@ def _plan_sections(base: Snapshot, head: Snapshot) -> Iterator[tuple[str, list[C
     )
     yield "Access (RBAC rules)", _rbac(base["rbac"], head["rbac"])
     yield "Access (bindings)", _bindings(base["bindings"], head["bindings"])
+    yield (
+        "Access (Azure role assignments)",
+        _azure_access(base.get("azureAccess", {}), head.get("azureAccess", {})),
+    )
+    yield "Azure quotas", _azure_quotas(base.get("azureQuotas", {}), head.get("azureQuotas", {}))
     yield "Exposure", _exposure(base["exposure"], head["exposure"])
     yield "Other plan tables", _other(base["other"], head["other"])
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from checks.stack import load_from_file
 from config.errors import ConfigError
+from preflight.access import azure_access
 from preflight.plan import build_plan
 from preflight.sources import collect, extra_sections
 
@@ -43,6 +44,8 @@ def empty(stack: str, *, exists: bool = True) -> Snapshot:
         "rbac": {},
         "bindings": {},
         "exposure": {},
+        "azureAccess": {},
+        "azureQuotas": {},
         "karmada": {"host": None, "members": []},
         "other": {},
     }
@@ -83,6 +86,15 @@ def snapshot(stack: str, root: Path | None = None, *, files: bool = True) -> Sna
     _add_weights(out["placement"], objects)
     out["rbac"] = dict(_rbac(objects))
     out["bindings"] = dict(_bindings(objects))
+    out["azureAccess"] = _azure_access(azure_access(fleet))
+    out["azureQuotas"] = {
+        f"{q['region']}: {name}": amounts
+        for q in plan["azureQuotas"]
+        for name, amounts in [
+            ("AKS clusters", {"min": q["aksClusters"], "max": q["aksClusters"]}),
+            *q["vcpus"].items(),
+        ]
+    }
     out["exposure"] = dict(_exposure(objects, [(r.target, r.release, r.values) for r in releases]))
     out["karmada"] = {
         "host": next((r.target for r in releases if "karmada" in r.chart), None),
@@ -93,6 +105,14 @@ def snapshot(stack: str, root: Path | None = None, *, files: bool = True) -> Sna
         ),
     }
     return out
+
+
+def _azure_access(rows: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
+    """`scope: principal` -> the roles it holds there (a new key or a new role widens access)."""
+    out: dict[str, list[str]] = {}
+    for r in rows:
+        out.setdefault(f"{r['scope']}: {r['principal']}", []).append(r["role"])
+    return {k: sorted(v) for k, v in out.items()}
 
 
 def _rows(section: dict[str, Any]) -> list[dict[str, Any]]:

@@ -296,6 +296,17 @@ AKS_RBAC_ROLES: Final = {
 }
 # Azure Kubernetes Service Cluster User Role: listClusterUserCredential (the kubeconfig itself).
 ROLE_AKS_CLUSTER_USER: Final = "4abbcc35-e782-43d8-92c5-2d3f1bd2253f"
+# Display names of the roles above (Azure built-in roles), and how far each reaches: a grant
+# whose rank rises widens access.
+ROLE_NAMES: Final = {
+    ROLE_CONTRIBUTOR: "Contributor",
+    ROLE_NETWORK_CONTRIBUTOR: "Network Contributor",
+    AKS_RBAC_ROLES["clusterAdmin"]: "Azure Kubernetes Service RBAC Cluster Admin",
+    AKS_RBAC_ROLES["admin"]: "Azure Kubernetes Service RBAC Admin",
+    AKS_RBAC_ROLES["writer"]: "Azure Kubernetes Service RBAC Writer",
+    AKS_RBAC_ROLES["reader"]: "Azure Kubernetes Service RBAC Reader",
+    ROLE_AKS_CLUSTER_USER: "Azure Kubernetes Service Cluster User Role",
+}
 # The AKS server application every Entra token for an AKS API server is issued for (kubelogin).
 AKS_ENTRA_SERVER_ID: Final = "6dae42f8-4368-4678-94ff-3960e28e3630"
 # kubelogin login modes that need no person at the keyboard (kubelogin `get-token --login`).
