@@ -20,8 +20,9 @@ import yaml
 from builders.kueue import cluster_queue
 from checks.stack import parse_fleet
 from config.errors import ConfigError, Issue, named_path
-from config.loader import FULL_KEY, read_stack_file
+from config.loader import FULL_KEY, parse_model, read_stack_file
 from tests.conftest import copy_preflight_sources
+from tests.realtier.twin import unserved
 
 Raw = dict[str, Any]
 
@@ -112,6 +113,13 @@ def test_a_cpu_flavor_on_the_gpu_worker_also_fixes_it() -> None:
         }
     )
     assert not [e for e in errors_of(raw) if "CPU-only jobs" in e]
+
+
+def test_the_twin_finds_it_with_the_products_rule() -> None:
+    # tests/realtier/twin.py:unserved() held this rule alone; it now reads it from checks/.
+    fleet = parse_model(staging_raw())
+    (problem,) = unserved(fleet)
+    assert problem.startswith("clusters[4].queues.clusterQueues[0]: manager ClusterQueue 'team-a'")
 
 
 def test_preflight_exits_1_on_it(tmp_path: Path) -> None:

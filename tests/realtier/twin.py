@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from builders.aks import pool_node_labels, pool_node_taints
+from checks.semantics import check_cpu_work_reaches_gpu_only_workers, check_queues_have_local_queues
 from checks.stack import load_from_file, parse_fleet
 from config.models import ClusterConfig, FleetConfig, PoolConfig, SystemPoolConfig
 from config.resolve import custom_shapes, enabled_workers, with_mirrored_queues, worker_queue_for
@@ -316,34 +317,12 @@ def _reachable_pools(
 def unserved(fleet: FleetConfig) -> list[str]:
     """Why some ClusterQueue cannot serve a user's Job on the twin (empty when all can).
 
-    - a manager ClusterQueue that dispatches (MultiKueue) but no LocalQueue points at: no user
-      can submit to it;
-    - a queue whose CPU-only Jobs can be admitted by a worker ClusterQueue whose every flavor is
-      a GPU pool: such a Job would run on a GPU node.
+    The rules are the product's (checks.semantics), so preflight says what the twin would find:
+    a dispatching manager ClusterQueue no LocalQueue points at (no user can submit to it), and
+    CPU-only Jobs that MultiKueue may hand to a worker queue with GPU pools only.
     """
-    problems: list[str] = []
-    manager = fleet.manager
-    if manager is not None and fleet.multi_kueue is not None:
-        served = {lq.cluster_queue for lq in manager.queues.local_queues}
-        problems += [
-            f"{manager.name}: ClusterQueue {cq.name} dispatches to workers, but no LocalQueue "
-            "points at it (no user can submit to it)"
-            for cq in manager.queues.cluster_queues
-            if cq.name not in served
-        ]
-    for sub in submissions(fleet):
-        if sub.gpus:
-            continue
-        cluster = fleet.cluster(sub.cluster)
-        assert cluster is not None
-        by_target: dict[tuple[str, str], list[PoolConfig]] = {}
-        for target, pool in _reachable_pools(fleet, cluster, sub.cluster_queue, sub.dispatched):
-            by_target.setdefault((target, sub.cluster_queue), []).append(pool)
-        problems += [
-            f"{target}: ClusterQueue {worker_queue_for(fleet, cq)} admits CPU-only Jobs of "
-            f"{sub.cluster}/{sub.namespace}/{sub.local_queue}, but each of its flavors is a GPU "
-            f"pool ({', '.join(p.name for p in pools)}): they would run on GPU nodes"
-            for (target, cq), pools in by_target.items()
-            if all(_pool_is_gpu(fleet, p) for p in pools)
-        ]
-    return problems
+    issues = [
+        *check_queues_have_local_queues(fleet),
+        *check_cpu_work_reaches_gpu_only_workers(fleet),
+    ]
+    return [str(i) for i in issues if i.severity == "error"]
