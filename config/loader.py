@@ -63,7 +63,11 @@ def _issue_from(error: ErrorDetails) -> Issue:
         hint = difflib.get_close_matches(str(loc[-1]), known, n=1)
         allowed = f"; did you mean {hint[0]!r}?" if hint else ""
         if known:
-            allowed += f" Allowed keys: {', '.join(known)}"
+            allowed += (
+                f" Allowed keys: {', '.join(known)}"
+                if hint
+                else f"; allowed keys: {', '.join(known)}"
+            )
         return Issue(path, f"unknown key{allowed}")
     if kind == "missing":
         return Issue(path, "required")

@@ -65,7 +65,9 @@ def snapshot(stack: str, root: Path | None = None, *, files: bool = True) -> Sna
     except ConfigError as err:
         out = empty(stack)
         out["valid"] = False
-        out["errors"] = [{"path": i.path, "message": i.message} for i in err.errors]
+        # As the user reads them: paths name the items (clusters[worker-2].pools[gpu]...).
+        named = [err.named(i) for i in err.errors]
+        out["errors"] = [{"path": i.path, "message": i.message} for i in named]
         return out
     sections, more_warnings = extra_sections(fleet)
     plan = build_plan(stack, fleet, [*warnings, *more_warnings])

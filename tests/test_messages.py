@@ -21,6 +21,7 @@ from builders.kueue import cluster_queue
 from checks.stack import parse_fleet
 from config.errors import ConfigError, Issue, named_path
 from config.loader import FULL_KEY, parse_model, read_stack_file
+from preflight.snapshot import snapshot
 from tests.conftest import copy_preflight_sources
 from tests.realtier.twin import unserved
 
@@ -290,3 +291,24 @@ def test_a_bad_quantity_is_one_error_without_union_branches(value: object) -> No
     assert found[0].startswith(f"{QUOTA_PATH}: ")
     assert ".str" not in found[0]
     assert ".int" not in found[0]
+
+
+def test_an_unknown_key_without_a_near_match_reads_as_a_sentence() -> None:
+    raw = prod_raw()
+    raw["clusters"][1]["queues"]["clusterQueues"][0]["fairSharing"] = {"weight": 2}
+    (error,) = errors_of(raw)
+    assert error.startswith(
+        "clusters[worker-1].queues.clusterQueues[team-a].fairSharing: unknown key; allowed keys: "
+    )
+
+
+def test_diff_errors_name_their_items(tmp_path: Path) -> None:
+    raw = prod_raw()
+    raw["clusters"][2]["pools"][0]["minCount"] = 25
+    copy_preflight_sources(tmp_path)
+    document = {"config": {"azure-native:location": "westeurope", FULL_KEY: raw}}
+    (tmp_path / "Pulumi.staging.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    snap = snapshot("staging", root=tmp_path, files=False)
+    assert snap["errors"] == [
+        {"path": "clusters[worker-2].pools[cpu].minCount", "message": "must be <= maxCount (20)"}
+    ]

@@ -110,7 +110,7 @@ def test_pool_shrink_below_quota_is_a_new_error(dev: Snapshot, tmp_path: Path) -
     assert error["change"] == "added"
     assert error["flag"] == "new error"
     # 4 x 3.86 = 15.44 CPU cannot hold team-a's 16.
-    assert error["key"].startswith("clusters[2].queues.clusterQueues[0]")
+    assert error["key"].startswith("clusters[worker-2].queues.clusterQueues[team-a]")
     assert "15.44" in error["text"]
     assert any("invalid now" in n for n in diff["notes"])
     # Without a plan now, nothing else is compared (not "everything removed").
@@ -369,7 +369,7 @@ def test_invalid_now_exits_1_with_errors_in_the_diff(repo: Path) -> None:
     assert result.returncode == 1
     assert "Traceback" not in result.stdout + result.stderr
     assert "new error" in result.stdout
-    assert "clusters[1].pools[0].maxCount" in result.stdout
+    assert "clusters[worker-1].pools[batch].maxCount" in result.stdout
 
 
 # --- the preview workflow's plan-diff job ---------------------------------------------------------
