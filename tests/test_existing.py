@@ -62,7 +62,9 @@ def test_existing_block_only_with_existing_source() -> None:
     raw = copy.deepcopy(RAW)
     raw["clusters"][0]["source"] = "aks"
     raw["location"] = "westeurope"
-    with pytest.raises(ConfigError, match=r"clusters\[0\]\.existing: only with source: existing"):
+    with pytest.raises(
+        ConfigError, match=r"clusters\[manager\]\.existing: only with source: existing"
+    ):
         parse_fleet(raw)
 
 
