@@ -29,7 +29,7 @@ from config.kueue import (
     Toleration,
     WaitForPodsReady,
 )
-from config.models import ClusterConfig, FleetConfig, PoolConfig
+from config.models import ClusterConfig, FleetConfig, PoolConfig, version_tuple
 from config.resolve import gate_flavors
 from upstream.aks import AGENTPOOL_LABEL
 from upstream.k8s import toleration_for_taint
@@ -46,6 +46,7 @@ from upstream.kueue import (
     KUEUE_SELECTOR_LABELS,
     PROVISIONING_CONTROLLER,
 )
+from upstream.podsecurity import labels as pod_security_labels
 
 # ClusterQueue name -> admission checks another layer adds to it (MultiKueue's, on the manager).
 AdmissionChecks = Mapping[str, Sequence[str]]
@@ -211,11 +212,18 @@ def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
     return {"name": name} if namespace is None else {"name": name, "namespace": namespace}
 
 
-def namespace(ns: TeamNamespace) -> dict[str, Any]:
-    """A team namespace (v1 Namespace)."""
+def namespace(ns: TeamNamespace, kubernetes_version: str | None = None) -> dict[str, Any]:
+    """A team namespace (v1 Namespace) with its Pod Security Admission labels.
+
+    The policy version is the cluster's minor when known (an upgrade then moves it on purpose,
+    with the program), else `latest`.
+    """
     meta = _meta(ns.name)
-    if ns.labels:
-        meta["labels"] = dict(ns.labels)
+    version = "latest"
+    if kubernetes_version:
+        major, minor = version_tuple(kubernetes_version)
+        version = f"v{major}.{minor}"
+    meta["labels"] = dict(ns.labels) | pod_security_labels(ns.pod_security, version)
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
 
 
@@ -416,7 +424,9 @@ def _cluster_queue_manifest(
     return Manifest(target, obj, tuple(needs))
 
 
-def _namespace_manifest(target: str, ns: TeamNamespace, queues: KueueObjects) -> Manifest:
+def _namespace_manifest(
+    target: str, ns: TeamNamespace, queues: KueueObjects, kubernetes_version: str | None
+) -> Manifest:
     """A team namespace, made after (so deleted before) the ClusterQueues that admit from it.
 
     A ClusterQueue keeps its `kueue.x-k8s.io/resource-in-use` finalizer while it has admitted
@@ -424,13 +434,20 @@ def _namespace_manifest(target: str, ns: TeamNamespace, queues: KueueObjects) ->
     other way round, `destroy` with jobs running waits on the ClusterQueue until it times out.
     """
     admit = dict.fromkeys(lq.cluster_queue for lq in queues.local_queues if lq.namespace == ns.name)
-    return Manifest(target, namespace(ns), tuple(f"ClusterQueue/{cq}" for cq in admit))
+    return Manifest(
+        target, namespace(ns, kubernetes_version), tuple(f"ClusterQueue/{cq}" for cq in admit)
+    )
 
 
 def cluster_objects(
-    cluster: ClusterConfig, added_checks: AdmissionChecks | None = None
+    cluster: ClusterConfig,
+    added_checks: AdmissionChecks | None = None,
+    kubernetes_version: str | None = None,
 ) -> list[Manifest]:
-    """Every queue object of one cluster, each naming what it needs, referenced objects first."""
+    """Every queue object of one cluster, each naming what it needs, referenced objects first.
+
+    `kubernetes_version`: the cluster's, when the stack knows it (pins the Pod Security version).
+    """
     q, target = cluster.queues, cluster.name
     added = added_checks or {}
     used_gates = {cq.provisioning_gate.name for cq in q.cluster_queues if cq.provisioning_gate}
@@ -450,7 +467,7 @@ def cluster_objects(
             _cluster_queue_manifest(target, cq, q, added.get(cq.name, ()))
             for cq in q.cluster_queues
         ),
-        *(_namespace_manifest(target, ns, q) for ns in q.namespaces),
+        *(_namespace_manifest(target, ns, q, kubernetes_version) for ns in q.namespaces),
         *(
             Manifest(
                 target,

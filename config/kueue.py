@@ -25,6 +25,8 @@ from config.types import (
 )
 from upstream.k8s import selector_matches
 from upstream.kueue import BATCH_JOB, BEST_EFFORT_ATOMIC, DEFAULT_KUEUE_VERSION, KueueVersion
+from upstream.podsecurity import LABEL_PREFIX as POD_SECURITY_LABEL_PREFIX
+from upstream.podsecurity import PodSecurityLevel
 
 # ------------------------------------------------------------------------------------------------
 # fleet.kueue: one Kueue install, the same on every cluster
@@ -127,10 +129,27 @@ class KueueSettings(Model):
 
 
 class TeamNamespace(Model):
-    """A namespace the program creates for a team's LocalQueues and jobs."""
+    """A namespace the program creates for a team's LocalQueues and jobs.
+
+    `podSecurity`: the Pod Security Standard the API server enforces on its pods (labels
+    `pod-security.kubernetes.io/*`; warn and audit stay `restricted`). The manager's credential
+    creates Jobs in a worker's copy of this namespace, so `restricted` (the default) keeps a
+    dispatched Job from running a privileged pod there; `baseline` or `privileged` only on purpose.
+    """
 
     name: DnsLabel
     labels: dict[LabelKey, LabelValue] = Field(default_factory=dict[str, str])
+    pod_security: PodSecurityLevel = "restricted"
+
+    @model_validator(mode="after")
+    def _pod_security_labels_are_typed(self) -> TeamNamespace:
+        owned = sorted(k for k in self.labels if k.startswith(POD_SECURITY_LABEL_PREFIX))
+        if owned:
+            raise ValueError(
+                f"labels {owned} are set from `podSecurity` (privileged, baseline or "
+                "restricted); set that key instead"
+            )
+        return self
 
 
 class Toleration(Model):

@@ -87,6 +87,10 @@ from tests.realtier.twin_run import (
     find_simulation_tools,
     provisioning_crd,
 )
+from upstream.podsecurity import (
+    RESTRICTED_CONTAINER_SECURITY_CONTEXT,
+    RESTRICTED_POD_SECURITY_CONTEXT,
+)
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
@@ -618,10 +622,13 @@ def _job(name: str) -> dict[str, Any]:
             "template": {
                 "spec": {
                     "restartPolicy": "Never",
+                    # Team namespaces enforce Pod Security `restricted` (TeamNamespace.podSecurity).
+                    "securityContext": dict(RESTRICTED_POD_SECURITY_CONTEXT),
                     "containers": [
                         {
                             "name": "main",
                             "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
+                            "securityContext": dict(RESTRICTED_CONTAINER_SECURITY_CONTEXT),
                             "args": ["pause"],
                             "resources": {"requests": requests, "limits": requests},
                         }

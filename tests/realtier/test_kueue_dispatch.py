@@ -34,6 +34,10 @@ from constants import MULTIKUEUE_ADMISSION_CHECK
 from tests.realtier.e2e import TEAM, e2e_fleet
 from tests.realtier.harness import ControlPlane, Report, apply, namespace
 from tests.realtier.kueue import KUEUE_NAMESPACE, KueueManager, wait_for_token
+from upstream.podsecurity import (
+    RESTRICTED_CONTAINER_SECURITY_CONTEXT,
+    RESTRICTED_POD_SECURITY_CONTEXT,
+)
 
 pytestmark = pytest.mark.real
 
@@ -191,10 +195,13 @@ def _job() -> dict[str, Any]:
             "template": {
                 "spec": {
                     "restartPolicy": "Never",
+                    # Team namespaces enforce Pod Security `restricted` (TeamNamespace.podSecurity).
+                    "securityContext": dict(RESTRICTED_POD_SECURITY_CONTEXT),
                     "containers": [
                         {
                             "name": "main",
                             "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
+                            "securityContext": dict(RESTRICTED_CONTAINER_SECURITY_CONTEXT),
                             "args": ["pause"],
                             "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
                         }

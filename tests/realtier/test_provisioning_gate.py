@@ -50,6 +50,10 @@ from tests.realtier.twin_run import (
     find_simulation_tools,
     running_twin,
 )
+from upstream.podsecurity import (
+    RESTRICTED_CONTAINER_SECURITY_CONTEXT,
+    RESTRICTED_POD_SECURITY_CONTEXT,
+)
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
@@ -116,10 +120,13 @@ def job(gated: Gated, name: str, pods: int) -> dict[str, Any]:
                 "metadata": {"annotations": {COMPLETE_DELAY: RUN_FOR}},
                 "spec": {
                     "restartPolicy": "Never",
+                    # Team namespaces enforce Pod Security `restricted` (TeamNamespace.podSecurity).
+                    "securityContext": dict(RESTRICTED_POD_SECURITY_CONTEXT),
                     "containers": [
                         {
                             "name": "main",
                             "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
+                            "securityContext": dict(RESTRICTED_CONTAINER_SECURITY_CONTEXT),
                             "args": ["pause"],
                             "resources": {"requests": requests, "limits": requests},
                         }
