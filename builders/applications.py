@@ -221,7 +221,22 @@ def propagation_policy(app: ApplicationConfig, failover: FailoverConfig) -> dict
     }
 
 
-def application_namespaces(apps: Iterable[ApplicationConfig]) -> list[dict[str, Any]]:
-    """Namespaces to create on the Karmada API server; Karmada syncs them to every member."""
+# Karmada v1.18.2 pkg/apis/policy/v1alpha1/well_known_constants.go: the namespace sync controller
+# leaves a namespace with this label alone (namespace_sync_controller.go Reconcile).
+SKIP_AUTO_PROPAGATION: Final = "namespace.karmada.io/skip-auto-propagation"
+
+
+def application_namespaces(
+    apps: Iterable[ApplicationConfig], *, propagate: bool = True
+) -> list[dict[str, Any]]:
+    """Namespaces to create on the Karmada API server.
+
+    `propagate`: Karmada syncs them to every member (which needs a member credential that may
+    create, update and delete namespaces); otherwise the program makes them on each member
+    (memberAccess: scoped) and they carry the label that keeps Karmada from syncing them.
+    """
     names = sorted({a.namespace for a in apps} - {"default"})
-    return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in names]
+    meta: dict[str, Any] = {} if propagate else {"labels": {SKIP_AUTO_PROPAGATION: "true"}}
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n} | meta} for n in names
+    ]

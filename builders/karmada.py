@@ -30,8 +30,9 @@ from builders.interpreter import united_deployment_interpreter
 from builders.kruise import critical_addons_toleration, kruise_release
 from builders.manifest import KARMADA_TARGET, HelmRelease, Manifest
 from config.karmada import KarmadaSettings
-from config.models import ClusterConfig, FleetConfig
+from config.models import ClusterConfig, FleetConfig, version_tuple
 from config.resolve import host_name, member_names
+from upstream.podsecurity import labels as pod_security_labels
 
 CHART: Final = "oci://docker.io/karmada/karmada"  # `make push-chart` at each release tag
 RELEASE: Final = "karmada"
@@ -51,50 +52,43 @@ WILDCARD_RULES: Final[list[dict[str, list[str]]]] = [
     {"nonResourceURLs": ["*"], "verbs": ["get"]},
 ]
 READ: Final = ["get", "list", "watch"]
-WRITE: Final = [*READ, "create", "update", "patch", "delete"]
-# memberAccess: scoped (the default). What the push-mode controllers of Karmada v1.18.2 do in a
-# member for the kinds this stack propagates (proven by tests/realtier/test_karmada.py):
-# - cluster status: /readyz, /healthz and discovery (nonResourceURLs), nodes and pods
-#   (resource summary), all through informers (list/watch);
-# - execution and work status: create/update/delete and watch each propagated kind: the
-#   namespaces the namespace-sync controller propagates, the UnitedDeployments, and what
-#   GetDependencies returns for them (ConfigMaps, Secrets, ServiceAccounts, PVCs);
-# - unified auth: always syncs ClusterRole/ClusterRoleBinding `karmada-impersonator`, whose
-#   rules let the impersonator account impersonate every subject Karmada RBAC grants
-#   `clusters/proxy`. The chart grants it to User `system:admin` (cluster-proxy-admin), so the
-#   role holds `impersonate users/system:admin`, and creating a role needs its permissions (or
-#   `escalate`). The credential gets exactly that, not `escalate`/`bind`, with which it could
-#   grant itself anything through that role. Kubernetes' bootstrap RBAC binds nothing to User
-#   system:admin, so unless a member binds that user, impersonating it alone grants nothing.
-IMPERSONATOR_ROLE: Final = "karmada-impersonator"
-CHART_PROXY_USERS: Final = ("system:admin",)
-PROPAGATED_RESOURCES: Final[dict[str, tuple[str, ...]]] = {
-    "": ("namespaces", "configmaps", "secrets", "serviceaccounts", "persistentvolumeclaims"),
-    "apps.kruise.io": ("uniteddeployments",),
-}
-SCOPED_RULES: Final[list[dict[str, list[str]]]] = [
-    *(
-        {"apiGroups": [group], "resources": list(resources), "verbs": list(WRITE)}
-        for group, resources in PROPAGATED_RESOURCES.items()
-    ),
-    {"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": list(READ)},
-    {
-        "apiGroups": ["rbac.authorization.k8s.io"],
-        "resources": ["clusterroles", "clusterrolebindings"],
-        "verbs": ["list", "watch", "create"],
-    },
-    {
-        "apiGroups": ["rbac.authorization.k8s.io"],
-        "resources": ["clusterroles", "clusterrolebindings"],
-        "resourceNames": [IMPERSONATOR_ROLE],
-        "verbs": ["get", "update", "patch", "delete"],
-    },
+WATCH: Final = ["list", "watch"]
+WRITE: Final = ["get", "create", "update", "patch", "delete"]
+RBAC_API: Final = "rbac.authorization.k8s.io"
+# memberAccess: scoped (the default): what the push-mode controllers of Karmada v1.18.2 do in a
+# member for what this stack propagates, and nothing that reaches beyond the applications'
+# namespaces (proven by tests/realtier/test_karmada.py; table in tests/test_member_access.py):
+# - cluster status (pkg/controllers/status/cluster_status_controller.go): /readyz, else /healthz
+#   (healthEndpointCheck), /version and discovery (getKubernetesVersion, getAPIEnablements),
+#   and typed informers on nodes and pods for the resource summary (buildInformerForCluster:
+#   list/watch, cluster-wide).
+# - execution (pkg/controllers/execution/execution_controller.go tryCreateOrUpdateWorkload,
+#   pkg/util/objectwatcher): get (from the informer, else a direct GET,
+#   pkg/util/helper/cache.go GetObjectFromCache), create, update, delete of each object of a
+#   Work, in the object's namespace: the UnitedDeployments and what PropagateDeps adds beside them
+#   (our GetDependencies script: ConfigMaps, Secrets, ServiceAccounts, PVCs), only in the
+#   applications' namespaces (a Role and RoleBinding there).
+# - work status (pkg/controllers/status/work_status_controller.go registerInformersAndStart):
+#   a dynamic informer per propagated kind, and informers are cluster-wide
+#   (pkg/util/fedinformer/genericmanager/single-cluster-manager.go:
+#   NewDynamicSharedInformerFactory, no namespace): list/watch of those kinds everywhere,
+#   except Secrets: a cluster-wide Secret list reads every token of the member. A Secret
+#   dependency is still created and updated (the direct GET fallback), but Karmada cannot watch
+#   it (its Work reports no status); the stack's templates refer to none.
+# Not granted, because nothing this stack runs needs it: namespaces (the applications'
+# namespaces are made on each member by the program and are not auto-propagated, label
+# namespace.karmada.io/skip-auto-propagation), RBAC objects and impersonation (the Cluster has
+# no impersonatorSecretRef, so unified auth leaves the member alone:
+# pkg/controllers/unifiedauth/unified_auth_controller.go Reconcile; Karmada's cluster proxy is
+# then unavailable for it), any other kind or verb.
+SCOPED_CLUSTER_RULES: Final[list[dict[str, list[str]]]] = [
+    {"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": list(WATCH)},
     {
         "apiGroups": [""],
-        "resources": ["users"],
-        "resourceNames": list(CHART_PROXY_USERS),
-        "verbs": ["impersonate"],
+        "resources": ["configmaps", "serviceaccounts", "persistentvolumeclaims"],
+        "verbs": list(WATCH),
     },
+    {"apiGroups": ["apps.kruise.io"], "resources": ["uniteddeployments"], "verbs": list(WATCH)},
     {
         "nonResourceURLs": [
             "/readyz",
@@ -109,12 +103,40 @@ SCOPED_RULES: Final[list[dict[str, list[str]]]] = [
         "verbs": ["get"],
     },
 ]
+PROPAGATED_RESOURCES: Final[dict[str, tuple[str, ...]]] = {
+    "": ("configmaps", "secrets", "serviceaccounts", "persistentvolumeclaims"),
+    "apps.kruise.io": ("uniteddeployments",),
+}
+SCOPED_NAMESPACE_RULES: Final[list[dict[str, list[str]]]] = [
+    {"apiGroups": [group], "resources": list(resources), "verbs": list(WRITE)}
+    for group, resources in PROPAGATED_RESOURCES.items()
+]
+# An application namespace on a member: the credential may create workloads there (Kruise then
+# makes their pods), so the namespace enforces `baseline` (no privileged, host namespaces,
+# hostPath or host ports). Not `restricted`: a UnitedDeployment template has no securityContext
+# setting here, and restricted refuses a pod without one.
+APP_POD_SECURITY: Final = "baseline"
+
+
+def scoped(settings: KarmadaSettings) -> bool:
+    return settings.member_access == "scoped"
 
 
 def member_rules(settings: KarmadaSettings) -> list[dict[str, list[str]]]:
     """The member ClusterRole's rules for the configured `memberAccess`."""
-    rules = SCOPED_RULES if settings.member_access == "scoped" else WILDCARD_RULES
+    rules = SCOPED_CLUSTER_RULES if scoped(settings) else WILDCARD_RULES
     return [{k: list(v) for k, v in rule.items()} for rule in rules]
+
+
+def member_namespace_rules(settings: KarmadaSettings) -> list[dict[str, list[str]]]:
+    """The Role's rules in each application namespace (none with the wildcard)."""
+    rules = SCOPED_NAMESPACE_RULES if scoped(settings) else []
+    return [{k: list(v) for k, v in rule.items()} for rule in rules]
+
+
+def app_namespace_names(settings: KarmadaSettings) -> list[str]:
+    """The applications' namespaces, sorted (`default` included: it exists everywhere)."""
+    return sorted({a.namespace for a in settings.applications})
 
 
 # charts/karmada/values.yaml certs.auto.hosts (rendered with tpl by the chart).
@@ -315,6 +337,11 @@ def kruise_releases(fleet: FleetConfig) -> list[HelmRelease]:
     ]
 
 
+def member_version(fleet: FleetConfig, cluster: ClusterConfig) -> str | None:
+    """A member's Kubernetes version when the stack sets it (its namespaces' Pod Security pin)."""
+    return fleet.version_of(cluster) if cluster.source == "aks" else None
+
+
 def on_aks(fleet: FleetConfig, member: str) -> bool:
     """Whether a member is an AKS cluster this stack creates (existing ones may be anything)."""
     cluster = fleet.cluster(member)
@@ -362,14 +389,20 @@ def _token_secret(service_account: str) -> dict[str, Any]:
     }
 
 
-def member_objects(cluster: str, rules: list[dict[str, list[str]]]) -> list[Manifest]:
-    """In the member, in apply order: namespace, two service accounts with token Secrets, RBAC.
+def member_objects(
+    cluster: str, settings: KarmadaSettings, kubernetes_version: str | None = None
+) -> list[Manifest]:
+    """In the member, in apply order: namespace, service account(s) with token Secrets, RBAC.
 
     A token Secret needs its account (the token controller fills it only for an existing one).
+    `wildcard` is what `karmadactl join` makes (with the impersonator account unified auth
+    uses); `scoped` has no impersonator, a ClusterRole of watches and discovery, and in each
+    application namespace (made here, Pod Security `baseline`) a Role with the writes.
     """
     account = member_service_account(cluster)
     role = member_role(cluster)
     namespace = f"Namespace/{CLUSTER_NAMESPACE}"
+    subject = {"kind": "ServiceAccount", "name": account, "namespace": CLUSTER_NAMESPACE}
 
     def with_token(service_account: str) -> list[Manifest]:
         account_key = f"ServiceAccount/{CLUSTER_NAMESPACE}/{service_account}"
@@ -386,39 +419,80 @@ def member_objects(cluster: str, rules: list[dict[str, list[str]]]) -> list[Mani
             Manifest(cluster, _token_secret(service_account), (namespace, account_key)),
         ]
 
-    return [
+    out = [
         Manifest(
             cluster, {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(CLUSTER_NAMESPACE)}
         ),
-        *with_token(IMPERSONATOR),
+        *([] if scoped(settings) else with_token(IMPERSONATOR)),
         *with_token(account),
         Manifest(
             cluster,
             {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "apiVersion": f"{RBAC_API}/v1",
                 "kind": "ClusterRole",
                 "metadata": _meta(role),
-                "rules": rules,
+                "rules": member_rules(settings),
             },
         ),
         Manifest(
             cluster,
             {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "apiVersion": f"{RBAC_API}/v1",
                 "kind": "ClusterRoleBinding",
                 "metadata": _meta(role),
-                "roleRef": {
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "ClusterRole",
-                    "name": role,
-                },
-                "subjects": [
-                    {"kind": "ServiceAccount", "name": account, "namespace": CLUSTER_NAMESPACE}
-                ],
+                "roleRef": {"apiGroup": RBAC_API, "kind": "ClusterRole", "name": role},
+                "subjects": [subject],
             },
             (f"ClusterRole/{role}",),
         ),
     ]
+    if not scoped(settings):
+        return out
+    version = "latest"
+    if kubernetes_version:
+        major, minor = version_tuple(kubernetes_version)
+        version = f"v{major}.{minor}"
+    for ns in app_namespace_names(settings):
+        needs: tuple[str, ...] = ()
+        if ns != "default":
+            labels = pod_security_labels(APP_POD_SECURITY, version)
+            out.append(
+                Manifest(
+                    cluster,
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Namespace",
+                        "metadata": {"name": ns, "labels": labels},
+                    },
+                )
+            )
+            needs = (f"Namespace/{ns}",)
+        out.append(
+            Manifest(
+                cluster,
+                {
+                    "apiVersion": f"{RBAC_API}/v1",
+                    "kind": "Role",
+                    "metadata": _meta(role, ns),
+                    "rules": member_namespace_rules(settings),
+                },
+                needs,
+            )
+        )
+        out.append(
+            Manifest(
+                cluster,
+                {
+                    "apiVersion": f"{RBAC_API}/v1",
+                    "kind": "RoleBinding",
+                    "metadata": _meta(role, ns),
+                    "roleRef": {"apiGroup": RBAC_API, "kind": "Role", "name": role},
+                    "subjects": [subject],
+                },
+                (*needs, f"Role/{ns}/{role}"),
+            )
+        )
+    return out
 
 
 def credential_secret(cluster: str, *, token: str, ca_bundle: str) -> dict[str, Any]:
@@ -441,18 +515,22 @@ def impersonator_secret(cluster: str, *, token: str) -> dict[str, Any]:
 
 
 def karmada_cluster(
-    cluster: str, *, api_endpoint: str, region: str | None = None
+    cluster: str, *, api_endpoint: str, region: str | None = None, impersonator: bool = True
 ) -> dict[str, Any]:
-    """The cluster-scoped Cluster object `join` creates (spec.id omitted: optional)."""
+    """The cluster-scoped Cluster object `join` creates (spec.id omitted: optional).
+
+    Without `impersonator` (memberAccess: scoped) unified auth skips the member.
+    """
     spec: dict[str, Any] = {
         "syncMode": "Push",
         "apiEndpoint": api_endpoint,
         "secretRef": {"namespace": CLUSTER_NAMESPACE, "name": cluster},
-        "impersonatorSecretRef": {
+    }
+    if impersonator:
+        spec["impersonatorSecretRef"] = {
             "namespace": CLUSTER_NAMESPACE,
             "name": f"{cluster}-impersonator",
-        },
-    }
+        }
     if region:
         spec["region"] = region
     return {
@@ -488,27 +566,34 @@ def render_karmada(fleet: FleetConfig) -> list[Manifest]:
     if fleet.karmada is None:
         return []
     out: list[Manifest] = []
-    rules = member_rules(fleet.karmada)
+    settings = fleet.karmada
     for cluster in member_clusters(fleet):
         name = cluster.name
-        out += member_objects(name, rules)
-        out += [
-            Manifest(KARMADA_TARGET, credential_secret(name, token=REDACTED, ca_bundle=REDACTED)),
-            Manifest(KARMADA_TARGET, impersonator_secret(name, token=REDACTED)),
+        out += member_objects(name, settings, member_version(fleet, cluster))
+        out.append(
+            Manifest(KARMADA_TARGET, credential_secret(name, token=REDACTED, ca_bundle=REDACTED))
+        )
+        if not scoped(settings):
+            out.append(Manifest(KARMADA_TARGET, impersonator_secret(name, token=REDACTED)))
+        out.append(
             Manifest(
                 KARMADA_TARGET,
                 karmada_cluster(
                     name,
                     api_endpoint=placeholder_endpoint(cluster),
                     region=region_of(fleet, cluster),
+                    impersonator=not scoped(settings),
                 ),
-            ),
-        ]
+            )
+        )
     out.append(Manifest(KARMADA_TARGET, united_deployment_interpreter()))
     if fleet.karmada.failover.enabled:
         out.append(Manifest(KARMADA_TARGET, cluster_taint_policy(member_names(fleet))))
     apps = fleet.karmada.applications
-    out += [Manifest(KARMADA_TARGET, ns) for ns in application_namespaces(apps)]
+    out += [
+        Manifest(KARMADA_TARGET, ns)
+        for ns in application_namespaces(apps, propagate=not scoped(settings))
+    ]
     for app in apps:
         out.append(Manifest(KARMADA_TARGET, propagation_policy(app, fleet.karmada.failover)))
         out.append(Manifest(KARMADA_TARGET, united_deployment(app)))

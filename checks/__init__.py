@@ -7,6 +7,7 @@ program both call it (through `checks.stack`).
 
 from __future__ import annotations
 
+from checks.access import check_member_access
 from checks.aks import AKS_CHECKS
 from checks.capacity import check_capacity, check_manager_quota
 from checks.common import Check
@@ -23,6 +24,7 @@ CHECKS: tuple[Check, ...] = (
     *FLEET_CHECKS,
     *AKS_CHECKS,
     *KARMADA_CHECKS,
+    check_member_access,
     *KUEUE_CHECKS,
     check_capacity,
     *MULTIKUEUE_CHECKS,

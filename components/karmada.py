@@ -32,7 +32,7 @@ from components.aks import AksCluster
 from components.existing import ExistingCluster
 from components.kruise import Kruise, KruiseArgs
 from components.kube import apply_manifests, kube_object, owned
-from config.karmada import KubeconfigSource
+from config.karmada import KarmadaSettings, KubeconfigSource
 from config.models import FleetConfig
 from config.resolve import member_names
 from constants import KUBERNETES_PROVIDER_VERSION, TYPE_PREFIX, WAIT_FOR
@@ -99,7 +99,6 @@ class Karmada(pulumi.ComponentResource):
         on_karmada = pulumi.ResourceOptions(parent=self, provider=self.provider)
 
         # 4. Members.
-        rules = kb.member_rules(settings)
         self.kruise = {}
         self.members = {}
         for member in member_names(fleet):
@@ -122,7 +121,8 @@ class Karmada(pulumi.ComponentResource):
                 member=member,
                 cluster=args.clusters[member],
                 control_plane=control_plane,
-                rules=rules,
+                settings=settings,
+                version=kb.member_version(fleet, member_cfg) if member_cfg else None,
                 region=region,
             )
 
@@ -147,7 +147,9 @@ class Karmada(pulumi.ComponentResource):
             ns["metadata"]["name"]: kube_object(
                 f"{name}-ns-{ns['metadata']['name']}", ns, on_karmada
             )
-            for ns in apps.application_namespaces(settings.applications)
+            for ns in apps.application_namespaces(
+                settings.applications, propagate=not kb.scoped(settings)
+            )
         }
         self.applications = {}
         for app in settings.applications:
@@ -305,20 +307,23 @@ class Karmada(pulumi.ComponentResource):
         member: str,
         cluster: AksCluster | ExistingCluster,
         control_plane: Sequence[pulumi.Resource],
-        rules: list[dict[str, list[str]]],
+        settings: KarmadaSettings,
+        version: str | None,
         region: str | None,
     ) -> pulumi.Resource:
-        """What `karmadactl join` does for one member; returns its Karmada Cluster object."""
+        """What `karmadactl join` does for one member; returns its Karmada Cluster object.
+
+        Ready only after every member object: with `memberAccess: scoped` the applications'
+        namespaces and Roles exist before anything is propagated into them.
+        """
         on_member = pulumi.ResourceOptions(parent=self, provider=cluster.provider)
         made = apply_manifests(
-            kb.member_objects(member, rules),
+            kb.member_objects(member, settings, version),
             on_member,
             name_of=lambda m: f"{name}-{member}-{m.kind.lower()}-{m.name.replace(':', '-')}",
         )
         account = made[f"Secret/{kb.CLUSTER_NAMESPACE}/{kb.member_service_account(member)}"]
-        impersonator = made[f"Secret/{kb.CLUSTER_NAMESPACE}/{kb.IMPERSONATOR}"]
         assert isinstance(account, k8s.core.v1.Secret)
-        assert isinstance(impersonator, k8s.core.v1.Secret)
 
         on_karmada = pulumi.ResourceOptions(
             parent=self, provider=self.provider, depends_on=list(control_plane)
@@ -333,16 +338,25 @@ class Karmada(pulumi.ComponentResource):
             ),
             opts=on_karmada,
         )
-        impersonation = k8s.core.v1.Secret(
-            f"{name}-{member}-impersonator",
-            metadata=owned(kb.impersonator_secret(member, token="")["metadata"]),
-            data=impersonator.data.apply(
-                lambda d: kb.impersonator_secret(member, token=_data(d, "token"))["data"]
-            ),
-            opts=on_karmada,
-        )
+        unified_auth = not kb.scoped(settings)
+        impersonation: list[pulumi.Resource] = []
+        if unified_auth:
+            impersonator = made[f"Secret/{kb.CLUSTER_NAMESPACE}/{kb.IMPERSONATOR}"]
+            assert isinstance(impersonator, k8s.core.v1.Secret)
+            impersonation.append(
+                k8s.core.v1.Secret(
+                    f"{name}-{member}-impersonator",
+                    metadata=owned(kb.impersonator_secret(member, token="")["metadata"]),
+                    data=impersonator.data.apply(
+                        lambda d: kb.impersonator_secret(member, token=_data(d, "token"))["data"]
+                    ),
+                    opts=on_karmada,
+                )
+            )
         spec = cluster.api_server_url.apply(
-            lambda url: kb.karmada_cluster(member, api_endpoint=url, region=region)["spec"]
+            lambda url: kb.karmada_cluster(
+                member, api_endpoint=url, region=region, impersonator=unified_auth
+            )["spec"]
         )
         # Ready: the status controller has reached the member and, in the same update, listed its
         # APIs, which include UnitedDeployment because Kruise was installed first.
@@ -357,7 +371,8 @@ class Karmada(pulumi.ComponentResource):
                 provider=self.provider,
                 depends_on=[
                     credentials,
-                    impersonation,
+                    *impersonation,
+                    *made.values(),
                     *([self.kruise[member]] if member in self.kruise else []),
                 ],
             ),

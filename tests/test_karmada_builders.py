@@ -23,7 +23,7 @@ from builders import kruise as kr
 from builders.manifest import KARMADA_TARGET, Manifest
 from checks.karmada import placement_report
 from checks.stack import load_from_file, parse_fleet
-from config.karmada import KruiseSettings
+from config.karmada import KarmadaSettings, KruiseSettings
 from config.models import FleetConfig
 from tests import crdschema
 from tests.conftest import FAKE_KUBECONFIG, ROOT
@@ -243,7 +243,8 @@ def test_application_namespaces_are_created_once_on_karmada_only() -> None:
 
 
 def test_member_objects_are_what_karmadactl_join_creates() -> None:
-    manifests = kb.member_objects("worker-1", kb.WILDCARD_RULES)
+    wildcard = KarmadaSettings.model_validate({"memberAccess": "wildcard"})
+    manifests = kb.member_objects("worker-1", wildcard)
     assert {m.target for m in manifests} == {"worker-1"}
     objs = {(m.kind, m.name): m.obj for m in manifests}
     # Each object names what must exist first: the namespace, a token's account, a role.
@@ -300,14 +301,9 @@ def test_control_plane_side_of_registration() -> None:
     manifests = kb.render_karmada(dev())
     on_karmada = [m for m in manifests if m.target == KARMADA_TARGET]
     secrets = {m.name: m.obj for m in of_kind(on_karmada, "Secret")}
-    assert set(secrets) == {
-        "worker-1",
-        "worker-1-impersonator",
-        "worker-2",
-        "worker-2-impersonator",
-    }
+    # memberAccess: scoped (dev's): no impersonator, so unified auth leaves the members alone.
+    assert set(secrets) == {"worker-1", "worker-2"}
     assert set(secrets["worker-1"]["data"]) == {"token", "caBundle"}
-    assert set(secrets["worker-1-impersonator"]["data"]) == {"token"}
     for secret in secrets.values():
         assert secret["metadata"]["namespace"] == "karmada-cluster"
         assert set(secret["data"].values()) == {kb.REDACTED}  # nothing real offline
@@ -316,7 +312,6 @@ def test_control_plane_side_of_registration() -> None:
         "syncMode": "Push",
         "apiEndpoint": "https://worker-2.aks-fqdn.invalid:443",
         "secretRef": {"namespace": "karmada-cluster", "name": "worker-2"},
-        "impersonatorSecretRef": {"namespace": "karmada-cluster", "name": "worker-2-impersonator"},
         "region": "westeurope",
     }
     member_targets = {m.target for m in manifests} - {KARMADA_TARGET}

@@ -153,14 +153,16 @@ def test_members_objects_on_members_providers(public: Built) -> None:
             r for r in mine if r.custom and provider_of(graph, r).name == f"fleet-{member}-k8s"
         ]
         kinds = sorted(r.type.rsplit(":", 1)[-1] for r in on_member)
+        # memberAccess: scoped: one account, and the application namespace with its Role.
         assert kinds == [
             "ClusterRole",
             "ClusterRoleBinding",
-            "Namespace",
+            "Namespace",  # karmada-cluster
+            "Namespace",  # sample
             "Release",  # Kruise
+            "Role",
+            "RoleBinding",
             "Secret",
-            "Secret",
-            "ServiceAccount",
             "ServiceAccount",
         ]
         kruise = named(graph, RELEASE, f"{member}-kruise-release")
@@ -178,7 +180,7 @@ def test_karmada_objects_on_the_karmada_provider(public: Built) -> None:
         counts[r.type] = counts.get(r.type, 0) + 1
     assert counts == {
         "kubernetes:core/v1:Namespace": 1,  # sample (karmada-cluster is the chart's)
-        SECRET: 4,  # credentials and impersonator Secret per member
+        SECRET: 2,  # credentials per member (scoped: no impersonator)
         CLUSTER: 2,
         RIC: 1,
         PP: 1,
@@ -204,8 +206,7 @@ def test_credentials_come_from_the_member_token_secret_and_stay_secret(public: B
     assert creds.inputs["metadata"]["namespace"] == "karmada-cluster"
     token = named(graph, SECRET, "worker-1-secret-karmada-worker-1")
     assert token.urn in creds.dependencies
-    impersonator = graph.one(SECRET, "fleet-karmada-worker-1-impersonator")
-    assert plain(impersonator.inputs["data"]) == {"token": b64("token-of-karmada-impersonator")}
+    assert not [r for r in graph.resources if r.name.endswith("-impersonator")]
 
 
 def test_token_secrets_wait_for_their_accounts(public: Built) -> None:
@@ -225,7 +226,6 @@ def test_cluster_objects_after_credentials_and_kruise(public: Built) -> None:
         "syncMode": "Push",
         "apiEndpoint": "https://worker-2-abc123.hcp.westeurope.azmk8s.io:443",
         "secretRef": {"namespace": "karmada-cluster", "name": "worker-2"},
-        "impersonatorSecretRef": {"namespace": "karmada-cluster", "name": "worker-2-impersonator"},
         "region": "westeurope",
     }
     assert cluster.inputs["metadata"]["annotations"] == {
@@ -234,8 +234,15 @@ def test_cluster_objects_after_credentials_and_kruise(public: Built) -> None:
     }
     deps = set(cluster.dependencies)
     assert graph.one(SECRET, "fleet-karmada-worker-2-credentials").urn in deps
-    assert graph.one(SECRET, "fleet-karmada-worker-2-impersonator").urn in deps
     assert named(graph, RELEASE, "worker-2-kruise-release").urn in deps
+    # Ready only once the application namespace's Role binds: nothing is propagated before.
+    binding = named(
+        graph,
+        "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding",
+        "worker-2-rolebinding-karmada-controller-manager-karmada-worker-2",
+    )
+    assert binding.urn in deps
+    assert binding.inputs["metadata"]["namespace"] == "sample"
 
 
 def test_united_deployment_after_crds_members_interpreter_and_policy(public: Built) -> None:
@@ -268,10 +275,9 @@ def test_nothing_on_karmada_is_one_of_the_charts_static_objects(public: Built) -
     # The credential Secrets go into the chart's namespace once the release is done.
     release = graph.one(RELEASE, "fleet-karmada-release")
     for member in ("worker-1", "worker-2"):
-        for suffix in ("credentials", "impersonator"):
-            secret = graph.one(SECRET, f"fleet-karmada-{member}-{suffix}")
-            assert secret.inputs["metadata"]["namespace"] == "karmada-cluster"
-            assert release.urn in secret.dependencies
+        secret = graph.one(SECRET, f"fleet-karmada-{member}-credentials")
+        assert secret.inputs["metadata"]["namespace"] == "karmada-cluster"
+        assert release.urn in secret.dependencies
 
 
 def test_a_subset_placement_change_replaces_the_united_deployment(public: Built) -> None:

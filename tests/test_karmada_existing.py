@@ -96,7 +96,7 @@ def test_renders_registration_and_applications_but_no_chart() -> None:
     assert sorted(r.target for r in releases if r.release == "kruise") == ["worker-1", "worker-2"]
     on_karmada = sorted(m.kind for m in manifests if m.target == "karmada")
     assert on_karmada == sorted(
-        ["Secret"] * 4
+        ["Secret"] * 2  # credentials per member (scoped: no impersonator)
         + ["Cluster"] * 2
         + ["ResourceInterpreterCustomization", "Namespace", "PropagationPolicy"]
         + ["UnitedDeployment"]

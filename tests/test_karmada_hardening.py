@@ -371,19 +371,7 @@ def test_wildcard_member_access_is_what_join_grants() -> None:
     assert all(allows(rules, *request) for request in NEEDED + UNRELATED)
 
 
-def test_scoped_member_access_covers_what_the_controllers_need() -> None:
-    rules = rules_for("scoped")
-    missing = [request for request in NEEDED if not allows(rules, *request)]
-    assert missing == []
-    assert [u for u in NEEDED_URLS if not allows_url(rules, u)] == []
-
-
-def test_scoped_member_access_cannot_touch_an_unrelated_kind() -> None:
-    rules = rules_for("scoped")
-    granted = [request for request in UNRELATED if allows(rules, *request)]
-    assert granted == []
-    assert not allows_url(rules, "/metrics")
-    assert not allows_url(rules, "/logs/")
+# The scoped role's can-i table (namespaced Roles included) is in tests/test_member_access.py.
 
 
 def test_bad_member_access_is_named() -> None:

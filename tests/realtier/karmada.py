@@ -51,6 +51,7 @@ from typing import Any, Final
 import yaml
 
 from builders import karmada as kb
+from config.karmada import KarmadaSettings
 from tests.realtier.harness import (
     CONTROLLERS,
     ControlPlane,
@@ -508,23 +509,25 @@ def cluster_ready(karmada: ControlPlane, name: str) -> bool:
 def join_members(
     karmada: ControlPlane,
     members: Mapping[str, ControlPlane],
-    rules: list[dict[str, list[str]]],
+    settings: KarmadaSettings,
     regions: Mapping[str, str | None],
 ) -> float:
     """Register every member in push mode with the objects the program creates
-    (builders.karmada: member_objects, credential_secret, impersonator_secret, karmada_cluster);
-    wait until each Cluster is Ready. Returns the seconds it took."""
+    (builders.karmada: member_objects, credential_secret, impersonator_secret, karmada_cluster)
+    for the settings' `memberAccess`; wait until each Cluster is Ready. Returns the seconds."""
     t0 = time.monotonic()
+    unified_auth = not kb.scoped(settings)
     for name, plane in members.items():
-        applied = apply(plane, [m.obj for m in kb.member_objects(name, rules)])
+        applied = apply(plane, [m.obj for m in kb.member_objects(name, settings)])
         if applied.rejected:
             raise StartError(f"[{name}] join objects rejected {applied.rejected}: {applied.stderr}")
     for name, plane in members.items():
         account = kb.member_service_account(name)
         deadline = time.monotonic() + JOIN_TIMEOUT
+        imp: dict[str, str] | None = None
         while (data := _token_data(plane, account)) is None or (
-            imp := _token_data(plane, kb.IMPERSONATOR)
-        ) is None:
+            unified_auth and (imp := _token_data(plane, kb.IMPERSONATOR)) is None
+        ):
             if time.monotonic() > deadline:
                 raise StartError(f"[{name}] no token for {account} after {JOIN_TIMEOUT:.0f}s")
             time.sleep(0.25)
@@ -532,8 +535,13 @@ def join_members(
             karmada,
             [
                 kb.credential_secret(name, token=data["token"], ca_bundle=data["ca.crt"]),
-                kb.impersonator_secret(name, token=imp["token"]),
-                kb.karmada_cluster(name, api_endpoint=plane.url, region=regions.get(name)),
+                *([kb.impersonator_secret(name, token=imp["token"])] if imp else []),
+                kb.karmada_cluster(
+                    name,
+                    api_endpoint=plane.url,
+                    region=regions.get(name),
+                    impersonator=unified_auth,
+                ),
             ],
         )
         if applied.rejected:

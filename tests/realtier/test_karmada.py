@@ -221,7 +221,7 @@ def layer(  # noqa: PLR0917 - pytest fixtures
             joined = join_members(
                 karmada.plane,
                 {n: m.plane for n, m in members.items()},
-                kb.member_rules(settings),
+                settings,
                 regions,
             )
             t1 = time.monotonic()
@@ -229,7 +229,9 @@ def layer(  # noqa: PLR0917 - pytest fixtures
             install_crds(plane, [kruise_tools.crd_dir / UD_CRD])
             objects = [
                 united_deployment_interpreter(),
-                *apps.application_namespaces(settings.applications),
+                *apps.application_namespaces(
+                    settings.applications, propagate=not kb.scoped(settings)
+                ),
                 apps.propagation_policy(app, settings.failover),
             ]
             applied = apply(plane, objects)

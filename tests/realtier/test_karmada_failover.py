@@ -95,7 +95,7 @@ def running(
             join_members(
                 karmada.plane,
                 {n: m.plane for n, m in members.items()},
-                kb.member_rules(settings),
+                settings,
                 dict.fromkeys(members),
             )
             install_crds(
@@ -120,7 +120,7 @@ def test_a_stopped_members_replicas_move(
         [
             united_deployment_interpreter(),
             apps.cluster_taint_policy(member_names(failover_fleet)),
-            *apps.application_namespaces(settings.applications),
+            *apps.application_namespaces(settings.applications, propagate=not kb.scoped(settings)),
             apps.propagation_policy(app, settings.failover),
         ],
     )

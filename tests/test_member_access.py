@@ -1,0 +1,157 @@
+"""Issue 28: `memberAccess: scoped` does what Karmada's controllers need and nothing that escalates.
+
+A can-i table computed from the RBAC objects the program builds for a member (checks.access
+evaluates them as the API server's RBAC authorizer does). The live proof that the role is enough
+(propagation, status, scaling) is tests/realtier/test_karmada.py, which joins members with these
+very objects.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from builders import karmada as kb
+from checks.access import (
+    ESCALATIONS,
+    Request,
+    grants_of,
+    member_access_table,
+    member_subject,
+    needed,
+    rule_allows,
+)
+from checks.stack import load_from_file, parse_fleet
+from config.models import FleetConfig
+from tests.test_karmada_config import BASE
+
+
+def fleet_of(**changes: Any) -> FleetConfig:
+    raw = copy.deepcopy(BASE)
+    raw["karmada"].update(copy.deepcopy(changes))
+    return parse_fleet(raw)[0]
+
+
+def table(fleet: FleetConfig) -> dict[str, bool]:
+    return {str(r): ok for r, ok in member_access_table(fleet, "worker-1")}
+
+
+def test_scoped_allows_everything_the_controllers_need() -> None:
+    fleet = load_from_file("dev")[0]
+    rows = dict(member_access_table(fleet, "worker-1"))
+    assert [str(r) for r in needed(["sample"]) if not rows[r]] == []
+
+
+def test_scoped_denies_every_escalation() -> None:
+    fleet = load_from_file("dev")[0]
+    rows = dict(member_access_table(fleet, "worker-1"))
+    assert [str(r) for r in ESCALATIONS if rows[r]] == []
+
+
+def test_writes_are_only_in_the_applications_namespaces() -> None:
+    rows = table(load_from_file("dev")[0])
+    assert rows["create uniteddeployments.apps.kruise.io -n sample"] is True
+    assert rows["get secrets/x -n sample"] is True
+    fleet = load_from_file("dev")[0]
+    grants = grants_of(
+        kb.member_objects("worker-1", kb.settings_of(fleet)), "worker-1", member_subject("worker-1")
+    )
+    for ns in ("team-a", "default", "kube-system", "kruise-system"):
+        for request in (
+            Request("create", "apps.kruise.io", "uniteddeployments", ns),
+            Request("get", "", "secrets", ns, "x"),
+            Request("create", "", "configmaps", ns),
+        ):
+            assert not grants.allows(request), request
+    # The informers Karmada starts are cluster-wide; Secrets are the one kind never watched.
+    assert grants.allows(Request("watch", "", "configmaps"))
+    assert not grants.allows(Request("watch", "", "secrets"))
+
+
+def test_an_application_in_default_gets_its_role_there_and_no_namespace() -> None:
+    app = copy.deepcopy(BASE["karmada"]["applications"][0])
+    app["namespace"] = "default"
+    fleet = fleet_of(applications=[app])
+    objects = kb.member_objects("worker-1", kb.settings_of(fleet))
+    assert ("Namespace", "default") not in {(m.kind, m.name) for m in objects}
+    rows = table(fleet)
+    assert rows["create uniteddeployments.apps.kruise.io -n default"] is True
+
+
+def test_the_wildcard_allows_every_escalation_and_preflight_says_so() -> None:
+    fleet, warnings = parse_fleet(
+        {
+            **copy.deepcopy(BASE),
+            "karmada": {**copy.deepcopy(BASE["karmada"]), "memberAccess": "wildcard"},
+        }
+    )
+    rows = dict(member_access_table(fleet, "worker-1"))
+    assert all(rows[r] for r in ESCALATIONS if r.url is None)
+    (warning,) = [w for w in warnings if w.path == "karmada.memberAccess"]
+    assert "cluster admin on every member" in warning.message
+
+
+def test_the_scoped_member_namespace_enforces_baseline() -> None:
+    fleet = load_from_file("dev")[0]
+    objects = kb.member_objects("worker-1", kb.settings_of(fleet), "1.33")
+    (ns,) = [m.obj for m in objects if m.kind == "Namespace" and m.name == "sample"]
+    labels = ns["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "baseline"
+    assert labels["pod-security.kubernetes.io/enforce-version"] == "v1.33"
+    assert labels["pod-security.kubernetes.io/warn"] == "restricted"
+
+
+def test_the_karmada_side_namespace_is_not_auto_propagated_when_scoped() -> None:
+    fleet = load_from_file("dev")[0]
+    (ns,) = [
+        m.obj for m in kb.render_karmada(fleet) if m.target == "karmada" and m.kind == "Namespace"
+    ]
+    assert ns["metadata"]["labels"] == {"namespace.karmada.io/skip-auto-propagation": "true"}
+
+
+@pytest.mark.parametrize(
+    ("rule", "request_", "allowed"),
+    [
+        (
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": ["a"]},
+            Request("get", "", "secrets", "x", "a"),
+            True,
+        ),
+        # resourceNames never allow a list (a list names nothing).
+        (
+            {
+                "apiGroups": [""],
+                "resources": ["secrets"],
+                "verbs": ["list"],
+                "resourceNames": ["a"],
+            },
+            Request("list", "", "secrets", "x"),
+            False,
+        ),
+        (
+            {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
+            Request("escalate", "rbac.authorization.k8s.io", "clusterroles"),
+            True,
+        ),
+        (
+            {"nonResourceURLs": ["/apis/*"], "verbs": ["get"]},
+            Request("get", "", "", url="/apis/apps"),
+            True,
+        ),
+        (
+            {"nonResourceURLs": ["/apis/*"], "verbs": ["get"]},
+            Request("get", "", "", url="/metrics"),
+            False,
+        ),
+        # A subresource is its own resource.
+        (
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["create"]},
+            Request("create", "", "pods/exec", "x"),
+            False,
+        ),
+    ],
+)
+def test_rule_semantics(rule: dict[str, list[str]], request_: Request, allowed: bool) -> None:
+    assert rule_allows(rule, request_) is allowed
