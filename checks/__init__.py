@@ -7,7 +7,7 @@ program both call it (through `checks.stack`).
 
 from __future__ import annotations
 
-from checks.access import check_member_access
+from checks.access import check_member_access, check_open_ranges
 from checks.aks import AKS_CHECKS
 from checks.capacity import check_capacity, check_manager_quota
 from checks.common import Check
@@ -25,6 +25,7 @@ CHECKS: tuple[Check, ...] = (
     *AKS_CHECKS,
     *KARMADA_CHECKS,
     check_member_access,
+    check_open_ranges,
     *KUEUE_CHECKS,
     check_capacity,
     *MULTIKUEUE_CHECKS,

@@ -207,3 +207,30 @@ def check_member_access(fleet: FleetConfig) -> Iterator[Issue]:
             "member; `scoped` (the default) grants only what the stack's applications need",
             "warning",
         )
+
+
+def check_open_ranges(fleet: FleetConfig) -> Iterator[Issue]:
+    """An allowed range of `/0` opens an admin endpoint to the whole Internet: say so."""
+    where = [("access.authorizedIpRanges", fleet.access.authorized_ip_ranges, "AKS API servers")]
+    where += [
+        (
+            f"clusters[{i}].access.authorizedIpRanges",
+            c.access.authorized_ip_ranges,
+            "AKS API server",
+        )
+        for i, c in enumerate(fleet.clusters)
+        if c.source == "aks" and c.access is not None
+    ]
+    if fleet.karmada is not None and fleet.karmada.source == "chart":
+        ranges = fleet.karmada.api_server.allowed_source_ranges or []
+        where.append(("karmada.apiServer.allowedSourceRanges", ranges, "Karmada API server"))
+    for path, ranges, what in where:
+        for j, cidr in enumerate(ranges):
+            if cidr.prefixlen == 0:
+                yield Issue(
+                    f"{path}[{j}]",
+                    f"{cidr} lets every address on the Internet reach the {what}, whose "
+                    "credentials are cluster admin: list your runners' and admins' egress "
+                    "CIDRs instead (docs/security.md says how to find them)",
+                    "warning",
+                )

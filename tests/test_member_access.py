@@ -155,3 +155,30 @@ def test_the_karmada_side_namespace_is_not_auto_propagated_when_scoped() -> None
 )
 def test_rule_semantics(rule: dict[str, list[str]], request_: Request, allowed: bool) -> None:
     assert rule_allows(rule, request_) is allowed
+
+
+# --- exposure -------------------------------------------------------------------------------
+
+
+def test_an_open_range_is_a_warning_wherever_it_is() -> None:
+    raw = copy.deepcopy(BASE)
+    raw["karmada"]["apiServer"] = {"exposure": "public", "allowedSourceRanges": ["0.0.0.0/0"]}
+    raw["access"] = {"authorizedIpRanges": ["198.51.100.0/24", "0.0.0.0/0"]}
+    raw["clusters"][1]["access"] = {"authorizedIpRanges": ["0.0.0.0/0"]}
+    _, warnings = parse_fleet(raw)
+    paths = sorted(w.path for w in warnings if "every address on the Internet" in w.message)
+    assert paths == [
+        "access.authorizedIpRanges[1]",
+        "clusters[1].access.authorizedIpRanges[0]",
+        "karmada.apiServer.allowedSourceRanges[0]",
+    ]
+
+
+def test_dev_has_no_open_range() -> None:
+    _, warnings = load_from_file("dev")
+    assert [w for w in warnings if "every address on the Internet" in w.message] == []
+    dev = load_from_file("dev")[0]
+    assert dev.karmada is not None
+    assert [str(r) for r in dev.karmada.api_server.allowed_source_ranges or []] == [
+        "203.0.113.0/24"
+    ]
