@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from config.karmada import ApplicationConfig, FailoverConfig, SubsetConfig
-from upstream.aks import VIRTUAL_NODE_LABELS, VIRTUAL_NODE_TOLERATION
+from upstream.aks import VIRTUAL_NODE_LABELS, VIRTUAL_NODE_TOLERATIONS
 
 POLICY_API: Final = "policy.karmada.io/v1alpha1"
 KRUISE_API: Final = "apps.kruise.io/v1alpha1"
@@ -56,7 +56,7 @@ def _subset(subset: SubsetConfig) -> dict[str, Any]:
             {"key": key, "operator": "In", "values": [value]}
             for key, value in VIRTUAL_NODE_LABELS.items()
         ]
-        tolerations.append(dict(VIRTUAL_NODE_TOLERATION))
+        tolerations += [dict(t) for t in VIRTUAL_NODE_TOLERATIONS]
     elif subset.virtual_nodes is False:
         expressions.append(
             {"key": "type", "operator": "NotIn", "values": [VIRTUAL_NODE_LABELS["type"]]}

@@ -28,7 +28,7 @@ from config.models import FleetConfig
 from tests import crdschema
 from tests.conftest import FAKE_KUBECONFIG, ROOT
 from tests.test_karmada_config import BASE
-from upstream.aks import CRITICAL_ADDONS_TAINT, VIRTUAL_NODE_LABELS, VIRTUAL_NODE_TOLERATION
+from upstream.aks import CRITICAL_ADDONS_TAINT, VIRTUAL_NODE_LABELS
 
 KARMADA = ("karmada", "v1.18.2")
 KRUISE = ("kruise", "v1.9.0")
@@ -210,7 +210,11 @@ def test_united_deployment_is_the_seed_application() -> None:
                 {"key": k, "operator": "In", "values": [v]} for k, v in VIRTUAL_NODE_LABELS.items()
             ]
         },
-        "tolerations": [VIRTUAL_NODE_TOLERATION],
+        # Both taints the AKS virtual-node docs tolerate (issue 28: azure.com/aci was missing).
+        "tolerations": [
+            {"key": "virtual-kubelet.io/provider", "operator": "Exists"},
+            {"key": "azure.com/aci", "operator": "Exists", "effect": "NoSchedule"},
+        ],
     }
 
 

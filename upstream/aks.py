@@ -75,6 +75,11 @@ SPOT_LABEL: Final = ("kubernetes.azure.com/scalesetpriority", "spot")
 # Virtual nodes (ACI connector): what the virtual-kubelet node carries.
 VIRTUAL_NODE_LABELS: Final = {"type": "virtual-kubelet", "kubernetes.io/role": "agent"}
 VIRTUAL_NODE_TOLERATION: Final = {"key": "virtual-kubelet.io/provider", "operator": "Exists"}
+# The AKS virtual-node docs (articles/aks/virtual-nodes-cli.md, "Deploy a sample app") tolerate
+# both the provider taint and `azure.com/aci` (NoSchedule), which ACI connector versions put on
+# the node; a pod that tolerates only the first never lands on a node carrying the second.
+ACI_TOLERATION: Final = {"key": "azure.com/aci", "operator": "Exists", "effect": "NoSchedule"}
+VIRTUAL_NODE_TOLERATIONS: Final = (VIRTUAL_NODE_TOLERATION, ACI_TOLERATION)
 
 
 @dataclass(frozen=True, slots=True)
