@@ -91,6 +91,30 @@ def _container(app: ApplicationConfig) -> dict[str, Any]:
     return container
 
 
+def governed(app: ApplicationConfig) -> bool:
+    """A StatefulSet template names a governing Service (its pods' DNS): the app brings one."""
+    return app.template.kind in ("statefulSet", "advancedStatefulSet")
+
+
+def headless_service(app: ApplicationConfig) -> dict[str, Any] | None:
+    """The headless Service a StatefulSet template's `serviceName` refers to, or None.
+
+    Propagated with the UnitedDeployment (same policy) to every member it lands on: without it
+    the pods get no stable DNS names (`<pod>.<service>.<namespace>.svc`).
+    """
+    if not governed(app):
+        return None
+    spec: dict[str, Any] = {"clusterIP": "None", "selector": {APP_LABEL: app.name}}
+    if app.template.ports:
+        spec["ports"] = [{"name": f"p{port}", "port": port} for port in app.template.ports]
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": app.name, "namespace": app.namespace, "labels": {APP_LABEL: app.name}},
+        "spec": spec,
+    }
+
+
 def united_deployment(app: ApplicationConfig) -> dict[str, Any]:
     """The UnitedDeployment on the Karmada API server; Karmada revises spec.replicas per member."""
     selector = {"matchLabels": {APP_LABEL: app.name}}
@@ -99,7 +123,7 @@ def united_deployment(app: ApplicationConfig) -> dict[str, Any]:
         "selector": selector,
         "template": {"metadata": {"labels": labels}, "spec": {"containers": [_container(app)]}},
     }
-    if app.template.kind in ("statefulSet", "advancedStatefulSet"):
+    if governed(app):
         workload["serviceName"] = app.name
     return {
         "apiVersion": KRUISE_API,
@@ -200,7 +224,19 @@ def propagation_policy(app: ApplicationConfig, failover: FailoverConfig) -> dict
                     "kind": "UnitedDeployment",
                     "namespace": app.namespace,
                     "name": app.name,
-                }
+                },
+                *(
+                    [
+                        {
+                            "apiVersion": "v1",
+                            "kind": "Service",
+                            "namespace": app.namespace,
+                            "name": app.name,
+                        }
+                    ]
+                    if governed(app)
+                    else []
+                ),
             ],
             "placement": {
                 # Only weighted members are candidates: nothing lands on an unweighted member.

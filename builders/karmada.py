@@ -23,6 +23,7 @@ import yaml
 from builders.applications import (
     application_namespaces,
     cluster_taint_policy,
+    headless_service,
     propagation_policy,
     united_deployment,
 )
@@ -85,7 +86,7 @@ SCOPED_CLUSTER_RULES: Final[list[dict[str, list[str]]]] = [
     {"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": list(WATCH)},
     {
         "apiGroups": [""],
-        "resources": ["configmaps", "serviceaccounts", "persistentvolumeclaims"],
+        "resources": ["configmaps", "serviceaccounts", "persistentvolumeclaims", "services"],
         "verbs": list(WATCH),
     },
     {"apiGroups": ["apps.kruise.io"], "resources": ["uniteddeployments"], "verbs": list(WATCH)},
@@ -104,7 +105,8 @@ SCOPED_CLUSTER_RULES: Final[list[dict[str, list[str]]]] = [
     },
 ]
 PROPAGATED_RESOURCES: Final[dict[str, tuple[str, ...]]] = {
-    "": ("configmaps", "secrets", "serviceaccounts", "persistentvolumeclaims"),
+    # services: a StatefulSet template's headless Service (applications.headless_service).
+    "": ("configmaps", "secrets", "serviceaccounts", "persistentvolumeclaims", "services"),
     "apps.kruise.io": ("uniteddeployments",),
 }
 SCOPED_NAMESPACE_RULES: Final[list[dict[str, list[str]]]] = [
@@ -596,5 +598,8 @@ def render_karmada(fleet: FleetConfig) -> list[Manifest]:
     ]
     for app in apps:
         out.append(Manifest(KARMADA_TARGET, propagation_policy(app, fleet.karmada.failover)))
+        service = headless_service(app)
+        if service is not None:
+            out.append(Manifest(KARMADA_TARGET, service))
         out.append(Manifest(KARMADA_TARGET, united_deployment(app)))
     return out

@@ -174,6 +174,19 @@ class Karmada(pulumi.ComponentResource):
                 and isinstance(cluster := args.clusters[member], AksCluster)
                 and (grant := cluster.virtual_node_grant) is not None
             ]
+            # A StatefulSet template's governing Service, propagated by the same policy.
+            service_obj = apps.headless_service(app)
+            service = (
+                kube_object(
+                    f"{name}-{key}-svc",
+                    service_obj,
+                    pulumi.ResourceOptions.merge(
+                        on_karmada, pulumi.ResourceOptions(depends_on=[policy, *in_namespace])
+                    ),
+                )
+                if service_obj is not None
+                else None
+            )
             after: Sequence[pulumi.Resource] = [
                 self.crds,
                 self.interpreter,
@@ -181,6 +194,7 @@ class Karmada(pulumi.ComponentResource):
                 policy,
                 *in_namespace,
                 *grants,
+                *([service] if service is not None else []),
             ]
             # A changed subset placement replaces the UnitedDeployment (same name, so delete
             # first): Kruise refuses it as an update in every member (apps.SUBSET_PLACEMENT_PATHS).

@@ -168,7 +168,9 @@ def test_propagation_policy_is_divided_weighted_with_the_seed_weights() -> None:
             "kind": "UnitedDeployment",
             "namespace": "sample",
             "name": "sample-ud",
-        }
+        },
+        # dev's template is a StatefulSet: its governing Service goes along (issue 28).
+        {"apiVersion": "v1", "kind": "Service", "namespace": "sample", "name": "sample-ud"},
     ]
 
 
@@ -523,3 +525,30 @@ def test_placement_report_flags_exact_ties(
     (report,) = placement_report(fleet)
     assert report.uid_dependent is uid_dependent
     assert sum(report.plan.members.values()) == replicas
+
+
+def test_a_statefulset_template_brings_its_headless_service() -> None:
+    """`serviceName` must name a Service that exists where the pods run: the app makes one,
+    headless, selecting its pods, on the policy that spreads the UnitedDeployment."""
+    manifests = kb.render_karmada(dev())
+    (ud,) = [m.obj for m in manifests if m.kind == "UnitedDeployment"]
+    (service,) = [m.obj for m in manifests if m.kind == "Service"]
+    workload = ud["spec"]["template"]["statefulSetTemplate"]["spec"]
+    assert service["metadata"]["name"] == workload["serviceName"] == "sample-ud"
+    assert service["metadata"]["namespace"] == "sample"
+    assert service["spec"] == {
+        "clusterIP": "None",
+        "selector": {"app.kubernetes.io/name": "sample-ud"},
+        "ports": [{"name": "p80", "port": 80}],
+    }
+    assert set(service["spec"]["selector"].items()) <= set(
+        ud["spec"]["template"]["statefulSetTemplate"]["metadata"]["labels"].items()
+    )
+
+
+def test_a_deployment_template_has_no_service_name_and_no_service() -> None:
+    fleet = with_app(template={"kind": "deployment", "image": "nginx"})
+    app = kb.settings_of(fleet).applications[0]
+    assert apps.headless_service(app) is None
+    ud = apps.united_deployment(app)
+    assert "serviceName" not in ud["spec"]["template"]["deploymentTemplate"]["spec"]

@@ -99,7 +99,7 @@ def test_renders_registration_and_applications_but_no_chart() -> None:
         ["Secret"] * 2  # credentials per member (scoped: no impersonator)
         + ["Cluster"] * 2
         + ["ResourceInterpreterCustomization", "Namespace", "PropagationPolicy"]
-        + ["UnitedDeployment"]
+        + ["UnitedDeployment", "Service"]  # a StatefulSet template's headless Service
     )
 
 
