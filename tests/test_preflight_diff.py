@@ -494,3 +494,20 @@ def test_stack_at_ref_with_a_kubeconfig_file(tmp_path: Path) -> None:
     git(tmp_path, "commit", "-qm", "base")
     assert snapshot("e", root=tmp_path)["valid"] is True  # the file is checked where it exists
     assert stack_at_ref("e", "main", root=tmp_path)["valid"] is True
+
+
+def test_a_wider_karmada_member_role_is_flagged(dev: Snapshot, tmp_path: Path) -> None:
+    """Issue 28: `memberAccess: wildcard` makes the member credential cluster admin; the diff
+    shows the member ClusterRole gaining `*` and flags it."""
+
+    def wildcard(fleet: Fleet) -> None:
+        fleet["karmada"]["memberAccess"] = "wildcard"
+
+    diff = compare(dev, edited(tmp_path, wildcard))
+    flagged = [key for key, flag in flags(diff) if flag == "widens access"]
+    for member in ("worker-1", "worker-2"):
+        assert f"{member}: ClusterRole karmada-controller-manager:karmada-{member}" in flagged
+    rbac = section(diff, "Access (RBAC rules)")
+    assert any("karmada-worker-1" in text and "*" in text for text in rbac), rbac
+    # And the plan's warnings say what the wildcard gives away.
+    assert any("cluster admin on every member" in w for w in section(diff, "Warnings")), diff
