@@ -76,7 +76,7 @@ RBAC_API: Final = "rbac.authorization.k8s.io"
 #   except Secrets: a cluster-wide Secret list reads every token of the member. A Secret
 #   dependency is still created and updated (the direct GET fallback), but Karmada cannot watch
 #   it (its Work reports no status); the stack's templates refer to none.
-# Not granted, because nothing this stack runs needs it: namespaces (the applications'
+# Not granted, because nothing this stack runs needs it: namespace writes (the applications'
 # namespaces are made on each member by the program and are not auto-propagated, label
 # namespace.karmada.io/skip-auto-propagation), RBAC objects and impersonation (the Cluster has
 # no impersonatorSecretRef, so unified auth leaves the member alone:
@@ -90,6 +90,11 @@ SCOPED_CLUSTER_RULES: Final[list[dict[str, list[str]]]] = [
         "verbs": list(WATCH),
     },
     {"apiGroups": ["apps.kruise.io"], "resources": ["uniteddeployments"], "verbs": list(WATCH)},
+    # Namespaces: read only. A namespace someone else creates on Karmada is still synced to
+    # every member (and refused there); with a synced informer, deleting its Work finds
+    # nothing on the member and lets go (a refused direct GET would hold the Work's finalizer,
+    # and with it unjoining the member).
+    {"apiGroups": [""], "resources": ["namespaces"], "verbs": list(WATCH)},
     {
         "nonResourceURLs": [
             "/readyz",

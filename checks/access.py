@@ -169,7 +169,7 @@ def needed(settings_namespaces: Sequence[str]) -> list[Request]:
     out += [Request("get", "", "", url="/apis/apps.kruise.io/v1alpha1")]
     out += [Request(v, "", r) for v in ("list", "watch") for r in ("nodes", "pods")]
     out += [Request(v, "apps.kruise.io", "uniteddeployments") for v in ("list", "watch")]
-    out += [Request(v, "", "configmaps") for v in ("list", "watch")]
+    out += [Request(v, "", r) for v in ("list", "watch") for r in ("configmaps", "namespaces")]
     for ns in settings_namespaces:
         out += [
             Request(v, group, resource, ns, "x" if v not in ("create",) else None)
