@@ -19,6 +19,7 @@ from tests.conftest import render_kueue
 from upstream.aks import lookup_vm, node_allocatable
 from upstream.k8s import quantity_value
 from upstream.kueue import QUEUE_LABEL
+from upstream.podsecurity import labels as pod_security_labels
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -159,6 +160,10 @@ def test_seed_config_renders_the_seed_objects() -> None:
     assert sorted(map(_key, rendered)) == sorted(map(_key, SEED_OBJECTS))
     expected = {_key(o): o for o in SEED_OBJECTS}
     for obj in rendered:
+        if obj["kind"] == "Namespace":
+            # Beyond the seed: Pod Security labels on every team namespace (issue 28).
+            labels = obj["metadata"].pop("labels")
+            assert labels == pod_security_labels("restricted", "latest")
         assert obj == expected[_key(obj)], _key(obj)
 
 
