@@ -17,6 +17,7 @@ import yaml
 from builders.fleet import kueue_objects
 from checks.stack import load_from_file, parse_fleet
 from config.errors import ConfigError
+from config.models import version_tuple
 from tests.conftest import ROOT
 from tests.realtier.e2e import e2e_raw
 from tests.realtier.test_faults_deploy import _job as faults_job  # pyright: ignore[reportPrivateUsage]
@@ -49,12 +50,18 @@ def test_every_team_namespace_enforces_restricted_by_default(stack: str) -> None
     found = namespaces(stack)
     # dev: the manager's team-a and each worker's (its own and the mirrored one alike).
     assert {cluster for cluster, _ in found} >= {"manager", "worker-1", "worker-2"}
-    for labels in found.values():
+    fleet = load_from_file(stack)[0]
+    for (cluster, _), labels in found.items():
+        # Pinned to the cluster's minor, as `v1.N`.
+        major, minor = version_tuple(
+            fleet.version_of(next(c for c in fleet.clusters if c.name == cluster))
+        )
+        version = f"v{major}.{minor}"
         assert labels[ENFORCE] == "restricted"
-        assert labels[f"{ENFORCE}-version"] == "v1.33"
+        assert labels[f"{ENFORCE}-version"] == version
         for mode in ("warn", "audit"):
             assert labels[f"{LABEL_PREFIX}{mode}"] == "restricted"
-            assert labels[f"{LABEL_PREFIX}{mode}-version"] == "v1.33"
+            assert labels[f"{LABEL_PREFIX}{mode}-version"] == version
 
 
 def _dev_raw() -> dict[str, Any]:
