@@ -1,0 +1,492 @@
+"""Azure request bodies checked against Azure's own model of the API version that is sent.
+
+pulumi-azure-native 3.29.0 sends each resource type at one pinned REST API version (its docstrings:
+"Uses Azure REST API version ..."). Azure's Python management SDKs are generated from the same
+REST specs and carry, per model, the wire name of every property (`_attribute_map`, with the
+`properties.` flattening), what is read-only, required, and the declared patterns and limits
+(`_validation`), and the enums (`__init__` annotations). This module rebuilds the ARM body from a
+resource's azure-native inputs and walks it against those models.
+
+The SDK modules are imported lazily, per resource type, only when a body of that type is checked:
+`azure.mgmt.network.models` alone is one 2 MB module.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import inspect
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from builders.azure import KNOWN_AFTER_DEPLOY, AzureRequest, azure_requests
+from config.errors import Issue
+from config.models import FleetConfig
+
+# azure-native type token -> where Azure's model of its request body is, at the API version the
+# pinned provider sends. The SDK packages are pinned in pyproject.toml to versions that ship
+# exactly these API versions (docs/azure-api-check.md).
+CONTAINERSERVICE = "2025-09-01"
+NETWORK = "2024-05-01"
+MSI = "2023-01-31"
+AUTHORIZATION = "2022-04-01"
+RESOURCES = "2024-03-01"
+
+MC_OPS = "azure.mgmt.containerservice.operations._managed_clusters_operations"
+POOL_OPS = "azure.mgmt.containerservice.operations._agent_pools_operations"
+
+# Path parameters whose rules the SDK's request builder declares (pattern, length): the inputs
+# named here go into the URL, not the body. input name -> builder keyword.
+_MC_PATH = {"resourceGroupName": "resource_group_name", "resourceName": "resource_name"}
+
+
+@dataclass(frozen=True, slots=True)
+class ApiType:
+    """One azure-native resource type (or invoke) and Azure's model of its request."""
+
+    arm_type: str
+    api_version: str
+    models: str  # module of the SDK's models at that API version
+    body: str | None  # model of the request body; None: an invoke without a body
+    # Inputs that are URL path (or query) parameters, never body properties.
+    path: tuple[str, ...] = ()
+    # The SDK's request builder that validates the path parameters (module, function, names).
+    builder: tuple[str, str, Mapping[str, str]] | None = None
+    query_enums: Mapping[str, str] = field(default_factory=dict[str, str])
+
+
+TYPES: dict[str, ApiType] = {
+    "azure-native:resources:ResourceGroup": ApiType(
+        "Microsoft.Resources/resourceGroups", RESOURCES, "", "ResourceGroup", ("resourceGroupName",)
+    ),
+    "azure-native:containerservice:ManagedCluster": ApiType(
+        "Microsoft.ContainerService/managedClusters",
+        CONTAINERSERVICE,
+        "azure.mgmt.containerservice.models",
+        "ManagedCluster",
+        ("resourceGroupName", "resourceName"),
+        (MC_OPS, "build_create_or_update_request", _MC_PATH),
+    ),
+    "azure-native:containerservice:AgentPool": ApiType(
+        "Microsoft.ContainerService/managedClusters/agentPools",
+        CONTAINERSERVICE,
+        "azure.mgmt.containerservice.models",
+        "AgentPool",
+        ("resourceGroupName", "resourceName", "agentPoolName"),
+        (
+            POOL_OPS,
+            "build_create_or_update_request",
+            {**_MC_PATH, "agentPoolName": "agent_pool_name"},
+        ),
+    ),
+    "azure-native:containerservice:listManagedClusterUserCredentials": ApiType(
+        "Microsoft.ContainerService/managedClusters/listClusterUserCredential",
+        CONTAINERSERVICE,
+        "azure.mgmt.containerservice.models",
+        None,
+        ("resourceGroupName", "resourceName", "serverFqdn", "format"),
+        (MC_OPS, "build_list_cluster_user_credentials_request", _MC_PATH),
+        {"format": "Format"},
+    ),
+    "azure-native:network:VirtualNetwork": ApiType(
+        "Microsoft.Network/virtualNetworks",
+        NETWORK,
+        "azure.mgmt.network.models",
+        "VirtualNetwork",
+        ("resourceGroupName", "virtualNetworkName"),
+    ),
+    "azure-native:network:Subnet": ApiType(
+        "Microsoft.Network/virtualNetworks/subnets",
+        NETWORK,
+        "azure.mgmt.network.models",
+        "Subnet",
+        ("resourceGroupName", "virtualNetworkName", "subnetName"),
+    ),
+    "azure-native:network:PublicIPAddress": ApiType(
+        "Microsoft.Network/publicIPAddresses",
+        NETWORK,
+        "azure.mgmt.network.models",
+        "PublicIPAddress",
+        ("resourceGroupName", "publicIpAddressName"),
+    ),
+    "azure-native:managedidentity:UserAssignedIdentity": ApiType(
+        "Microsoft.ManagedIdentity/userAssignedIdentities",
+        MSI,
+        "azure.mgmt.msi.v2023_01_31.models",
+        "Identity",
+        ("resourceGroupName", "resourceName"),
+    ),
+    "azure-native:authorization:RoleAssignment": ApiType(
+        "Microsoft.Authorization/roleAssignments",
+        AUTHORIZATION,
+        "azure.mgmt.authorization.v2022_04_01.models",
+        "RoleAssignmentCreateParameters",
+        ("scope", "roleAssignmentName"),
+    ),
+}
+
+
+# Microsoft.Resources 2024-03-01 is in no azure-mgmt-resource release (23.2 stops at 2022-09-01,
+# 23.3 starts at 2024-07-01), and the resource group body is three properties: written here
+# from the REST spec (specification/resources/.../stable/2024-03-01/resources.json).
+class ResourceGroupModel:
+    """`ResourceGroup` of Microsoft.Resources 2024-03-01, in the SDK models' shape."""
+
+    _validation: dict[str, dict[str, Any]] = {
+        "id": {"readonly": True},
+        "name": {"readonly": True},
+        "type": {"readonly": True},
+        "properties": {"readonly": True},
+        "location": {"required": True},
+    }
+    _attribute_map: dict[str, dict[str, str]] = {
+        "id": {"key": "id", "type": "str"},
+        "name": {"key": "name", "type": "str"},
+        "type": {"key": "type", "type": "str"},
+        "properties": {"key": "properties", "type": "object"},
+        "location": {"key": "location", "type": "str"},
+        "managed_by": {"key": "managedBy", "type": "str"},
+        "tags": {"key": "tags", "type": "{str}"},
+    }
+
+
+# The resource group name's rule in the same spec (the `resourceGroupName` path parameter).
+RESOURCE_GROUP_NAME = re.compile(r"^[-\w\._\(\)]+$")
+RESOURCE_GROUP_NAME_MAX = 90
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One property of one request that Azure's model of the API version does not accept."""
+
+    resource: str  # the Pulumi resource (or invoke) name
+    token: str
+    property: str  # ARM property path, e.g. properties.agentPoolProfiles[0].name
+    problem: str
+
+    def __str__(self) -> str:
+        api = TYPES[self.token]
+        return (
+            f"{self.resource} ({api.arm_type} api-version {api.api_version}): "
+            f"{self.property}: {self.problem}"
+        )
+
+
+def _norm(name: str) -> str:
+    """azure-native's input names are the wire names in camelCase (`balance-similar-node-groups`
+    is `balanceSimilarNodeGroups`); the Python SDKs' are snake_case. Compared without either."""
+    return name.replace("_", "").replace("-", "").lower()
+
+
+_DOT = re.compile(r"(?<!\\)\.")
+
+
+def _segments(key: str) -> list[str]:
+    return [s.replace("\\.", ".") for s in _DOT.split(key)]
+
+
+@cache
+def _models(module: str) -> Any:
+    return importlib.import_module(module)
+
+
+def _model(api: ApiType, name: str) -> Any:
+    if name == "ResourceGroup" and not api.models:
+        return ResourceGroupModel
+    return getattr(_models(api.models), name, None)
+
+
+@cache
+def _enums(cls: type) -> dict[str, type[enum.Enum]]:
+    """attribute -> its enum, from the model's `__init__` annotations (`Union[str, _models.X]`)."""
+    out: dict[str, type[enum.Enum]] = {}
+    try:
+        params = inspect.signature(cls.__init__).parameters
+    except (TypeError, ValueError):
+        return out
+    module = importlib.import_module(cls.__module__)
+    models = importlib.import_module(module.__name__.rsplit(".", 1)[0])
+    for name, param in params.items():
+        found = re.search(r"_models\.(\w+)", str(param.annotation))
+        if not found:
+            continue
+        candidate = getattr(models, found.group(1), None)
+        if isinstance(candidate, type) and issubclass(candidate, enum.Enum):
+            out[name] = candidate
+    return out
+
+
+@cache
+def _index(cls: type) -> dict[str, list[tuple[str, dict[str, str]]]]:
+    index: dict[str, list[tuple[str, dict[str, str]]]] = {}
+    for attr, spec in cls._attribute_map.items():  # type: ignore[attr-defined]
+        index.setdefault(_norm(_segments(spec["key"])[-1]), []).append((attr, spec))
+    return index
+
+
+def _place(body: dict[str, Any], key: str, value: Any) -> None:
+    parts = _segments(key)
+    for part in parts[:-1]:
+        body = body.setdefault(part, {})
+    body[parts[-1]] = value
+
+
+class _Walker:
+    """Rebuilds one ARM body and records every finding on the way."""
+
+    def __init__(self, api: ApiType, resource: str, token: str) -> None:
+        self.api = api
+        self.resource = resource
+        self.token = token
+        self.findings: list[Finding] = []
+
+    def bad(self, where: str, problem: str) -> None:
+        self.findings.append(Finding(self.resource, self.token, where, problem))
+
+    def model(self, cls: Any, value: Any, where: str, skip: Sequence[str] = ()) -> Any:
+        if not isinstance(value, Mapping):
+            self.bad(where or "(body)", f"must be an object, got {_show(value)}")
+            return value
+        index = _index(cls)
+        validation: dict[str, dict[str, Any]] = cls._validation
+        body: dict[str, Any] = {}
+        given: set[str] = set()
+        for key, item in value.items():
+            if key in skip:
+                continue
+            candidates = index.get(_norm(key), [])
+            if not candidates:
+                known = sorted(
+                    _segments(s["key"])[-1]
+                    for a, s in cls._attribute_map.items()
+                    if not validation.get(a, {}).get("readonly")
+                )
+                self.bad(_join(where, key), f"unknown property; {cls.__name__} has {known}")
+                continue
+            # A name both read-only and writable (AgentPool's `type` vs `properties.type`): the
+            # writable one is what azure-native sends.
+            candidates.sort(key=lambda c: bool(validation.get(c[0], {}).get("readonly")))
+            attr, spec = candidates[0]
+            wire = _segments(spec["key"])
+            path = _join(where, ".".join(wire))
+            given.add(attr)
+            rules = validation.get(attr, {})
+            if rules.get("readonly"):
+                self.bad(path, "read-only: set by Azure, not accepted in a request")
+                continue
+            if item is None:
+                continue
+            converted = self.value(cls, attr, spec["type"], item, path, rules)
+            _place(body, spec["key"], converted)
+        for attr, rules in validation.items():
+            if rules.get("required") and not rules.get("readonly") and attr not in given:
+                key = cls._attribute_map[attr]["key"]
+                self.bad(_join(where, key), "required by the API, not set")
+        return body
+
+    def value(  # noqa: PLR0917 - one property: its model, attribute, type, value, path, rules
+        self, cls: Any, attr: str, kind: str, item: Any, path: str, rules: Mapping[str, Any]
+    ) -> Any:
+        if kind.startswith("[") and kind.endswith("]"):
+            if not isinstance(item, list):
+                self.bad(path, f"must be a list, got {_show(item)}")
+                return item
+            self._limits(path, item, rules, length_keys=("min_items", "max_items"))
+            return [
+                self.value(cls, attr, kind[1:-1], x, f"{path}[{i}]", {}) for i, x in enumerate(item)
+            ]
+        if kind.startswith("{") and kind.endswith("}"):
+            if isinstance(item, list) and attr.endswith("user_assigned_identities"):
+                # azure-native takes a list of identity ids; the ARM body is a map of them.
+                return {str(i): {} for i in item}
+            if not isinstance(item, Mapping):
+                self.bad(path, f"must be a map, got {_show(item)}")
+                return item
+            return {
+                k: self.value(cls, attr, kind[1:-1], v, f"{path}.{k}", {}) for k, v in item.items()
+            }
+        nested = _model(self.api, kind) if kind[:1].isupper() else None
+        if nested is not None and hasattr(nested, "_attribute_map"):
+            return self.model(nested, item, path)
+        return self.scalar(cls, attr, kind, item, path, rules)
+
+    def scalar(  # noqa: PLR0917 - as `value`
+        self, cls: Any, attr: str, kind: str, item: Any, path: str, rules: Mapping[str, Any]
+    ) -> Any:
+        if kind in ("int", "long"):
+            if isinstance(item, bool) or not isinstance(item, int | float) or item != int(item):
+                self.bad(path, f"must be an integer, got {_show(item)}")
+                return item
+            item = int(item)
+        elif kind == "float":
+            if isinstance(item, bool) or not isinstance(item, int | float):
+                self.bad(path, f"must be a number, got {_show(item)}")
+                return item
+        elif kind == "bool":
+            if not isinstance(item, bool):
+                self.bad(path, f"must be true or false, got {_show(item)}")
+                return item
+        elif kind in ("str", "duration", "iso-8601", "rfc-1123", "bytearray"):
+            if not isinstance(item, str):
+                self.bad(path, f"must be a string, got {_show(item)}")
+                return item
+            choices = _enums(cls).get(attr) if not rules.get("constant") else None
+            if choices is not None:
+                values = [str(e.value) for e in choices]
+                if item.lower() not in {v.lower() for v in values}:
+                    self.bad(path, f"{item!r} is not one of {values} ({choices.__name__})")
+            pattern = rules.get("pattern")
+            if pattern and item != KNOWN_AFTER_DEPLOY and not re.search(pattern, item):
+                self.bad(path, f"{item!r} does not match the API's pattern {pattern}")
+        self._limits(path, item, rules)
+        return item
+
+    def _limits(
+        self,
+        path: str,
+        item: Any,
+        rules: Mapping[str, Any],
+        length_keys: tuple[str, str] = ("min_length", "max_length"),
+    ) -> None:
+        low, high = (rules.get(k) for k in length_keys)
+        if isinstance(item, str | list):
+            if low is not None and len(item) < low:
+                self.bad(path, f"shorter than the API's minimum length {low}")
+            if high is not None and len(item) > high:
+                self.bad(path, f"longer than the API's maximum length {high}")
+        if isinstance(item, int | float) and not isinstance(item, bool):
+            if rules.get("minimum") is not None and item < rules["minimum"]:
+                self.bad(path, f"{item} is below the API's minimum {rules['minimum']}")
+            if rules.get("maximum") is not None and item > rules["maximum"]:
+                self.bad(path, f"{item} is above the API's maximum {rules['maximum']}")
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def _show(value: Any) -> str:
+    return f"{type(value).__name__} {value!r}"[:80]
+
+
+class _UrlRules:
+    """Stands in for a request builder's serializer and keeps the rules it is given per URL
+    parameter: the SDK declares them (pattern, lengths) but no longer checks them itself."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.rules: dict[str, dict[str, Any]] = {}
+
+    def url(self, name: str, data: Any, data_type: str, **kwargs: Any) -> Any:
+        self.rules[name] = kwargs
+        return self.real.url(name, data, data_type, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+@cache
+def _url_rules(module_name: str, function: str, keywords: tuple[str, ...]) -> dict[str, Any]:
+    """keyword -> the rules the SDK's request builder declares for that URL parameter."""
+    module: Any = importlib.import_module(module_name)
+    recorder = _UrlRules(module._SERIALIZER)
+    module._SERIALIZER = recorder
+    try:
+        args = dict.fromkeys(keywords, "a")
+        getattr(module, function)(subscription_id="s", **args)
+    finally:
+        module._SERIALIZER = recorder.real
+    return recorder.rules
+
+
+def _path_findings(api: ApiType, inputs: Mapping[str, Any], walker: _Walker) -> None:
+    name = inputs.get("resourceGroupName")
+    if (
+        isinstance(name, str)
+        and name != KNOWN_AFTER_DEPLOY
+        and (not RESOURCE_GROUP_NAME.match(name) or len(name) > RESOURCE_GROUP_NAME_MAX)
+    ):
+        walker.bad(
+            "resourceGroupName (URL)",
+            f"{name!r} must be 1-{RESOURCE_GROUP_NAME_MAX} characters matching "
+            f"{RESOURCE_GROUP_NAME.pattern}",
+        )
+    if api.builder is None:
+        return
+    module_name, function, params = api.builder
+    rules = _url_rules(module_name, function, tuple(params.values()))
+    for given, keyword in params.items():
+        value = inputs.get(given)
+        if not isinstance(value, str) or value == KNOWN_AFTER_DEPLOY:
+            continue
+        rule = rules.get(keyword, {})
+        where = f"{given} (URL)"
+        pattern = rule.get("pattern")
+        if pattern and not re.search(pattern, value):
+            walker.bad(where, f"{value!r} does not match the API's pattern {pattern}")
+        if rule.get("min_length") is not None and len(value) < rule["min_length"]:
+            walker.bad(where, f"{value!r} is shorter than the API's minimum {rule['min_length']}")
+        if rule.get("max_length") is not None and len(value) > rule["max_length"]:
+            walker.bad(where, f"{value!r} is longer than the API's maximum {rule['max_length']}")
+
+
+def _named_params(api: ApiType, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """URL parameters under azure-native's camelCase names (builders use snake_case)."""
+    names = {_norm(p): p for p in api.path}
+    return {names.get(_norm(k), k): v for k, v in inputs.items()}
+
+
+def url_params(token: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """The inputs that go into the URL (path and query), under azure-native's names."""
+    api = TYPES[token]
+    return {k: v for k, v in _named_params(api, inputs).items() if k in api.path}
+
+
+def check_request(token: str, resource: str, inputs: Mapping[str, Any]) -> list[Finding]:
+    """Every finding of one resource's (or invoke's) azure-native inputs at its API version."""
+    api = TYPES.get(token)
+    if api is None:
+        raise KeyError(f"no Azure model is known for {token}: add it to checks.azure_api.TYPES")
+    walker = _Walker(api, resource, token)
+    inputs = _named_params(api, inputs)
+    _path_findings(api, inputs, walker)
+    if api.body is None:
+        models = _models(api.models)
+        for key, value in inputs.items():
+            if key not in api.path:
+                walker.bad(key, f"unknown parameter; the invoke takes {list(api.path)}")
+            elif key in api.query_enums and value is not None:
+                choices = getattr(models, api.query_enums[key])
+                values = [str(e.value) for e in choices]
+                if str(value).lower() not in {v.lower() for v in values}:
+                    walker.bad(key, f"{value!r} is not one of {values} ({choices.__name__})")
+        return walker.findings
+    walker.model(_model(api, api.body), inputs, "", skip=api.path)
+    return walker.findings
+
+
+def arm_body(token: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """The ARM request body azure-native sends for these inputs (`properties` nested)."""
+    api = TYPES[token]
+    if api.body is None:
+        raise ValueError(f"{token} is an invoke: it sends no body")
+    walker = _Walker(api, "", token)
+    inputs = _named_params(api, inputs)
+    return walker.model(_model(api, api.body), inputs, "", skip=api.path)
+
+
+def check_requests(requests: Sequence[AzureRequest]) -> list[Issue]:
+    """Every finding of every request, as Issues at the config key that sets the property."""
+    issues: list[Issue] = []
+    for request in requests:
+        for finding in check_request(request.token, request.name, request.inputs):
+            issues.append(Issue(request.config_path(finding.property), str(finding)))
+    return issues
+
+
+def azure_issues(fleet: FleetConfig, stack: str) -> list[Issue]:
+    """Every Azure request of the stack checked against Azure's models (preflight's check)."""
+    return check_requests(azure_requests(fleet, stack))
