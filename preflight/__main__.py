@@ -126,6 +126,23 @@ def _print_tables(plan: dict[str, Any], console: Console) -> None:
         console.print(line, soft_wrap=True, highlight=False)
 
 
+def _invalid(err: ConfigError, *, as_json: bool) -> int:
+    """Every error with its key path (JSON or red text); exit status 1."""
+    if as_json:
+        # `path` addresses the key by position; `at` names the items, as the text does.
+        errors = [
+            {"path": i.path, "at": err.named(i).path, "message": i.message} for i in err.errors
+        ]
+        print(json.dumps({"valid": False, "errors": errors}, indent=2))
+    else:
+        # soft_wrap: a key path is never broken across lines (rich wraps at 80 columns
+        # when stderr is a pipe), so it can be copied and grepped whole.
+        Console(stderr=True, soft_wrap=True).print(
+            err.render(), style="red", highlight=False, markup=False
+        )
+    return 1
+
+
 def run_stack(argv: list[str], console: Console) -> int:
     parser = _stack_parser()
     args = parser.parse_args(argv)
@@ -140,22 +157,17 @@ def run_stack(argv: list[str], console: Console) -> int:
     try:
         fleet, warnings = load_from_file(args.stack)
     except ConfigError as err:
-        if args.json:
-            # `path` addresses the key by position; `at` names the items, as the text does.
-            errors = [
-                {"path": i.path, "at": err.named(i).path, "message": i.message} for i in err.errors
-            ]
-            print(json.dumps({"valid": False, "errors": errors}, indent=2))
-        else:
-            # soft_wrap: a key path is never broken across lines (rich wraps at 80 columns
-            # when stderr is a pipe), so it can be copied and grepped whole.
-            Console(stderr=True, soft_wrap=True).print(
-                err.render(), style="red", highlight=False, markup=False
-            )
-        return 1
+        return _invalid(err, as_json=args.json)
+    written = fleet.model_dump(mode="json", by_alias=True)
+    # Azure's own models of the API versions sent: imported here only (docs/azure-api-check.md).
+    from checks.azure_api import azure_issues  # noqa: PLC0415
+
+    refused = azure_issues(fleet, args.stack)
+    if refused:
+        source = f"the Azure requests of stack {args.stack}"
+        return _invalid(ConfigError(refused, source, written), as_json=args.json)
     sections, more_warnings = extra_sections(fleet)
     plan = build_plan(args.stack, fleet, [*warnings, *more_warnings])
-    written = fleet.model_dump(mode="json", by_alias=True)
     for w in plan["warnings"]:
         w["at"] = named_path(w["path"], written)
     plan["azureAccess"] = azure_access(fleet)

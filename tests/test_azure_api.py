@@ -1,0 +1,285 @@
+"""Azure's own models of the API versions sent (checks/azure_api.py), on every Azure request.
+
+Under mocks any property is accepted; here every Azure resource and invoke the program registers
+for dev, prod and a generated 1 + 20 fleet is rebuilt as its ARM body and checked against the
+azure-mgmt models of the API version pulumi-azure-native 3.29.0 sends. The bodies preflight
+checks (builders/azure.py) are held equal to the registered ones, and a deliberately wrong body
+of each kind fails with the resource, the property path and the API version.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from builders.azure import KNOWN_AFTER_DEPLOY, azure_requests
+from checks.azure_api import TYPES, arm_body, azure_issues, check_request, url_params
+from checks.stack import load_from_file, parse_fleet
+from config.models import FleetConfig
+from constants import PROJECT
+from tests.conftest import ROOT, BuiltStack, built_stack, mocked_engine, run_program
+from tests.fleetgen import fleet as generated_fleet
+
+STACKS = sorted(p.name.split(".")[1] for p in Path(ROOT).glob("Pulumi.*.yaml"))
+GENERATED = "gen-1-20"
+# What the azure-native SDK adds to a request by itself (its Args defaults): registered, not
+# built. Each is checked against the model like every other property.
+SDK_DEFAULTS = {
+    "azure-native:network:VirtualNetwork": {"enableDdosProtection", "enableVmProtection"},
+    "azure-native:network:Subnet": {
+        "privateEndpointNetworkPolicies",
+        "privateLinkServiceNetworkPolicies",
+    },
+}
+_GENERATED: dict[str, tuple[FleetConfig, BuiltStack]] = {}
+
+
+def _generated() -> tuple[FleetConfig, BuiltStack]:
+    if not _GENERATED:
+        from components.fleet import Fleet, FleetArgs  # noqa: PLC0415 - Pulumi only here
+
+        config, _ = parse_fleet(generated_fleet(20))
+        with mocked_engine(GENERATED) as g:
+            run_program(lambda: Fleet("fleet", FleetArgs(config=config, stack=GENERATED)))
+        _GENERATED["gen"] = (config, BuiltStack(graph=g, outputs={}))
+    return _GENERATED["gen"]
+
+
+def _stack(stack: str) -> tuple[FleetConfig, BuiltStack]:
+    if stack == GENERATED:
+        return _generated()
+    return load_from_file(stack)[0], built_stack(stack)
+
+
+def _registered(built: BuiltStack) -> list[tuple[str, str, dict[str, Any]]]:
+    """(token, name, inputs) of every Azure resource and credential invoke the program sent."""
+    out = [
+        (r.type, r.name, r.inputs)
+        for r in built.graph.resources
+        if r.type.startswith("azure-native:") and r.custom
+    ]
+    for call in built.graph.mocks.calls:
+        if call.token in TYPES:
+            args = dict(call.args)
+            out.append((call.token, f"fleet-{args['resourceName']}-credentials", args))
+    return out
+
+
+@pytest.mark.parametrize("stack", [*STACKS, GENERATED])
+def test_every_registered_azure_request_passes_azures_model(stack: str) -> None:
+    _, built = _stack(stack)
+    requests = _registered(built)
+    tokens = {token for token, _, _ in requests}
+    assert "azure-native:containerservice:ManagedCluster" in tokens
+    assert "azure-native:containerservice:listManagedClusterUserCredentials" in tokens
+    findings = [str(f) for t, n, i in requests for f in check_request(t, n, i)]
+    assert findings == []
+
+
+def test_the_generated_fleet_sends_every_kind_the_program_has() -> None:
+    _, built = _generated()
+    tokens = {token for token, _, _ in _registered(built)}
+    assert sorted(set(TYPES) - tokens) == []
+
+
+def _same(built: Any, registered: Any, where: str) -> list[str]:
+    """Where the built body differs; a KNOWN_AFTER_DEPLOY value matches anything."""
+    if built == KNOWN_AFTER_DEPLOY:
+        return []
+    if isinstance(built, dict) and isinstance(registered, dict):
+        if KNOWN_AFTER_DEPLOY in built:  # a map keyed by an id (userAssignedIdentities)
+            (unknown,) = [k for k in registered if k not in built] or [KNOWN_AFTER_DEPLOY]
+            built = {unknown if k == KNOWN_AFTER_DEPLOY else k: v for k, v in built.items()}
+        out: list[str] = []
+        for key in built.keys() | registered.keys():
+            if key not in registered or key not in built:
+                out.append(f"{where}.{key}: built {built.get(key)!r}, sent {registered.get(key)!r}")
+            else:
+                out += _same(built[key], registered[key], f"{where}.{key}")
+        return out
+    if isinstance(built, list) and isinstance(registered, list) and len(built) == len(registered):
+        return [
+            d
+            for i, (b, r) in enumerate(zip(built, registered, strict=False))
+            for d in _same(b, r, f"{where}[{i}]")
+        ]
+    return [] if built == registered else [f"{where}: built {built!r}, sent {registered!r}"]
+
+
+@pytest.mark.parametrize("stack", [*STACKS, GENERATED])
+def test_preflight_checks_the_bodies_the_program_sends(stack: str) -> None:
+    config, built = _stack(stack)
+    sent = {(t, n): i for t, n, i in _registered(built)}
+    made = {
+        (r.token, "fleet" + r.name.removeprefix(PROJECT)): r for r in azure_requests(config, stack)
+    }
+    assert sorted(made) == sorted(sent)
+    differences: list[str] = []
+    for key, request in made.items():
+        token, name = key
+        registered = {k: v for k, v in sent[key].items() if k not in SDK_DEFAULTS.get(token, ())}
+        differences += _same(
+            url_params(token, request.inputs), url_params(token, registered), f"{name} (URL)"
+        )
+        if TYPES[token].body is not None:
+            built_body = json.loads(json.dumps(arm_body(token, request.inputs)))
+            differences += _same(built_body, arm_body(token, registered), name)
+    assert differences == [], "\n".join(differences)
+
+
+def test_preflight_finds_nothing_in_the_committed_stacks() -> None:
+    for stack in STACKS:
+        fleet, _ = load_from_file(stack)
+        assert azure_issues(fleet, stack) == [], stack
+
+
+# --- deliberate mistakes -----------------------------------------------------------------------
+
+MC = "azure-native:containerservice:ManagedCluster"
+POOL = "azure-native:containerservice:AgentPool"
+
+
+def _prod(token: str) -> tuple[str, dict[str, Any]]:
+    _, built = _stack("prod")
+    name, inputs = next((n, i) for t, n, i in _registered(built) if t == token)
+    return name, json.loads(json.dumps(inputs))
+
+
+def _one(token: str, inputs: dict[str, Any], name: str = "r") -> str:
+    findings = check_request(token, name, inputs)
+    assert len(findings) == 1, [str(f) for f in findings]
+    return str(findings[0])
+
+
+def test_a_misspelled_property_is_unknown_at_its_path() -> None:
+    name, inputs = _prod(MC)
+    inputs["agentPoolProfiles"][0]["enableAutoScalling"] = True
+    message = _one(MC, inputs, name)
+    assert message.startswith(
+        f"{name} (Microsoft.ContainerService/managedClusters api-version 2025-09-01): "
+        "properties.agentPoolProfiles[0].enableAutoScalling: unknown property"
+    )
+
+
+def test_a_property_at_the_wrong_level_is_unknown_there() -> None:
+    name, inputs = _prod(MC)
+    inputs["vmSize"] = "Standard_D4ds_v5"  # a pool's property on the cluster
+    assert "api-version 2025-09-01): vmSize: unknown property" in _one(MC, inputs, name)
+
+
+def test_a_value_outside_the_enum_names_the_allowed_values() -> None:
+    name, inputs = _prod(MC)
+    inputs["networkProfile"]["outboundType"] = "natGateway"
+    message = _one(MC, inputs, name)
+    assert "properties.networkProfile.outboundType: 'natGateway' is not one of" in message
+    assert "'managedNATGateway'" in message
+    assert "(OutboundType)" in message
+
+
+def test_a_read_only_property_sent_is_refused() -> None:
+    name, inputs = _prod(POOL)
+    inputs["provisioningState"] = "Succeeded"
+    message = _one(POOL, inputs, name)
+    assert (
+        "managedClusters/agentPools api-version 2025-09-01): properties.provisioningState"
+        in message
+    )
+    assert "read-only" in message
+
+
+def test_an_agent_pool_name_outside_the_apis_pattern_fails() -> None:
+    name, inputs = _prod(POOL)
+    inputs["agentPoolName"] = "Batch-Pool"
+    message = _one(POOL, inputs, name)
+    assert "agentPoolName (URL): 'Batch-Pool'" in message
+    assert "^[a-z][a-z0-9]{0,11}$" in message
+
+
+def test_a_limit_the_api_declares_is_enforced() -> None:
+    name, inputs = _prod(POOL)
+    inputs["osDiskSizeGB"] = 4096
+    assert "properties.osDiskSizeGB: 4096 is above the API's maximum 2048" in _one(
+        POOL, inputs, name
+    )
+
+
+def test_a_required_property_left_out_is_reported() -> None:
+    token = "azure-native:authorization:RoleAssignment"
+    name, inputs = _prod(token)
+    del inputs["principalId"]
+    message = _one(token, inputs, name)
+    assert "roleAssignments api-version 2022-04-01): properties.principalId: required" in message
+
+
+def test_a_wrong_type_is_reported() -> None:
+    name, inputs = _prod(POOL)
+    inputs["enableAutoScaling"] = "yes"
+    assert "properties.enableAutoScaling: must be true or false" in _one(POOL, inputs, name)
+
+
+def test_a_bad_enum_in_the_credential_invoke_fails() -> None:
+    token = "azure-native:containerservice:listManagedClusterUserCredentials"
+    message = _one(token, {"resourceGroupName": "rg", "resourceName": "c", "format": "kubelogin"})
+    assert "listClusterUserCredential api-version 2025-09-01): format: 'kubelogin'" in message
+
+
+def test_a_subnet_delegation_typo_is_found_in_the_nested_properties() -> None:
+    token = "azure-native:network:Subnet"
+    _, built = _stack("prod")
+    name, inputs = next(
+        (n, json.loads(json.dumps(i)))
+        for t, n, i in _registered(built)
+        if t == token and "delegations" in i
+    )
+    inputs["delegations"][0]["serviceNames"] = inputs["delegations"][0].pop("serviceName")
+    message = _one(token, inputs, name)
+    assert (
+        "subnets api-version 2024-05-01): properties.delegations[0].serviceNames: unknown"
+        in message
+    )
+
+
+def test_a_finding_names_the_config_key_that_sets_it() -> None:
+    fleet, _ = load_from_file("prod")
+    index, cluster = next((i, c) for i, c in enumerate(fleet.clusters) if c.pools)
+    pools = [cluster.pools[0].model_copy(update={"name": "Batch-Pool"}), *cluster.pools[1:]]
+    broken = fleet.model_copy(
+        update={
+            "clusters": [
+                c.model_copy(update={"pools": pools}) if i == index else c
+                for i, c in enumerate(fleet.clusters)
+            ]
+        }
+    )
+    issues = azure_issues(broken, "prod")
+    assert [i.path for i in issues] == [f"clusters[{index}].pools[0].name"]
+    assert "agentPoolName (URL): 'Batch-Pool'" in issues[0].message
+
+
+def test_preflight_refuses_a_stack_whose_azure_request_fails(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import checks.azure_api as api  # noqa: PLC0415
+    from builders.azure import AzureRequest  # noqa: PLC0415
+    from preflight.__main__ import main  # noqa: PLC0415
+
+    real = api.azure_requests
+
+    def with_a_bad_pool(fleet: FleetConfig, stack: str) -> list[AzureRequest]:
+        out = real(fleet, stack)
+        pool = next(i for i, r in enumerate(out) if r.token == POOL)
+        out[pool] = AzureRequest(
+            POOL, out[pool].name, {**out[pool].inputs, "os_disk_size_gb": 4096}, out[pool].at
+        )
+        return out
+
+    assert main(["prod", "--json"]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(api, "azure_requests", with_a_bad_pool)
+    assert main(["prod", "--json"]) == 1
+    (error,) = json.loads(capsys.readouterr().out)["errors"]
+    assert error["path"].endswith(".pools[0]")
+    assert "properties.osDiskSizeGB: 4096 is above the API's maximum 2048" in error["message"]
