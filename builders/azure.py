@@ -56,6 +56,28 @@ class AzureRequest:
         return self.at[best] if best else self.at.get("", "")
 
 
+# ARM property of a pool (user pool or the inline system pool) -> the pool config key that sets it.
+POOL_KEYS = {
+    "vmSize": "vmSize",
+    "count": "count",
+    "minCount": "minCount",
+    "maxCount": "maxCount",
+    "maxPods": "maxPods",
+    "availabilityZones": "zones",
+    "osSKU": "osSku",
+    "osDiskSizeGB": "osDiskSizeGb",
+    "nodeLabels": "labels",
+    "nodeTaints": "taints",
+    "scaleSetPriority": "priority",
+    "spotMaxPrice": "spotMaxPrice",
+    "name": "name",
+}
+
+
+def _pool_keys(prefix: str, at: str) -> dict[str, str]:
+    return {f"{prefix}{wire}": f"{at}.{key}" for wire, key in POOL_KEYS.items()}
+
+
 def role_definition_id(definition: str) -> str:
     return (
         f"/subscriptions/{SUBSCRIPTION}/providers/Microsoft.Authorization/roleDefinitions/"
@@ -169,6 +191,9 @@ def _cluster_requests(
                 "properties.kubernetesVersion": key_path("clusters", i, "kubernetesVersion"),
                 "sku": key_path("clusters", i, "skuTier"),
                 "properties.agentPoolProfiles": key_path("clusters", i, "systemPool"),
+                **_pool_keys(
+                    "properties.agentPoolProfiles[0].", key_path("clusters", i, "systemPool")
+                ),
                 "properties.networkProfile": key_path("clusters", i, "network"),
                 "properties.autoScalerProfile": key_path("clusters", i, "autoscalerProfile"),
                 "properties.addonProfiles": key_path("clusters", i, "virtualNodes"),
@@ -191,7 +216,12 @@ def _cluster_requests(
                 AGENT_POOL,
                 f"{name}-{pool.name}",
                 inputs,
-                {"": pool_at, "tags": tags_at["tags"], "agentPoolName (URL)": f"{pool_at}.name"},
+                {
+                    "": pool_at,
+                    "tags": tags_at["tags"],
+                    "agentPoolName (URL)": f"{pool_at}.name",
+                    **_pool_keys("properties.", pool_at),
+                },
             )
         )
     if cfg.network_mode == "nodeSubnet" and cfg.virtual_nodes.enabled:

@@ -281,5 +281,5 @@ def test_preflight_refuses_a_stack_whose_azure_request_fails(
     monkeypatch.setattr(api, "azure_requests", with_a_bad_pool)
     assert main(["prod", "--json"]) == 1
     (error,) = json.loads(capsys.readouterr().out)["errors"]
-    assert error["path"].endswith(".pools[0]")
+    assert error["path"].endswith(".pools[0].osDiskSizeGb")
     assert "properties.osDiskSizeGB: 4096 is above the API's maximum 2048" in error["message"]
