@@ -27,6 +27,7 @@ SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
 RG = "azure-native:resources:ResourceGroup"
 MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
 AGENT_POOL = "azure-native:containerservice:AgentPool"
+MAINTENANCE = "azure-native:containerservice:MaintenanceConfiguration"
 USER_CREDENTIALS = "azure-native:containerservice:listManagedClusterUserCredentials"
 VNET = "azure-native:network:VirtualNetwork"
 SUBNET = "azure-native:network:Subnet"
@@ -157,7 +158,9 @@ def _cluster_requests(
             )
         )
         identity = {"type": "UserAssigned", "user_assigned_identities": [KNOWN_AFTER_DEPLOY]}
-    system = shapes.system_pool_profile(cfg.system_pool, node_subnet)
+    upgrades = fleet.upgrades_of(cfg)
+    upgrades_at = key_path("clusters", i, "upgrades") if cfg.upgrades else "upgrades"
+    system = shapes.system_pool_profile(cfg.system_pool, node_subnet, upgrades)
     cluster: dict[str, Any] = {
         "resource_name": cfg.name,
         "resource_group_name": group,
@@ -167,6 +170,8 @@ def _cluster_requests(
         "identity": identity,
         "sku": {"name": "Base", "tier": cfg.sku_tier},
         "enable_rbac": True,
+        "support_plan": cfg.support_plan,
+        "auto_upgrade_profile": shapes.auto_upgrade_profile(upgrades),
         "aad_profile": shapes.aad_profile(access),
         "disable_local_accounts": not access.local_accounts,
         "api_server_access_profile": shapes.api_server_access_profile(access),
@@ -198,6 +203,8 @@ def _cluster_requests(
                 "properties.autoScalerProfile": key_path("clusters", i, "autoscalerProfile"),
                 "properties.addonProfiles": key_path("clusters", i, "virtualNodes"),
                 "properties.aadProfile": access_at,
+                "properties.autoUpgradeProfile": upgrades_at,
+                "properties.supportPlan": key_path("clusters", i, "supportPlan"),
                 "properties.apiServerAccessProfile": access_at,
             },
         )
@@ -209,7 +216,7 @@ def _cluster_requests(
             "resource_name": cfg.name,
             **({"vnet_subnet_id": node_subnet} if node_subnet else {}),
             "tags": tags,
-            **shapes.user_pool_args(pool, fleet.version_of(cfg)),
+            **shapes.user_pool_args(pool, fleet.version_of(cfg), upgrades),
         }
         out.append(
             AzureRequest(
@@ -222,6 +229,20 @@ def _cluster_requests(
                     "agentPoolName (URL)": f"{pool_at}.name",
                     **_pool_keys("properties.", pool_at),
                 },
+            )
+        )
+    for config_name, window in shapes.maintenance_configurations(upgrades).items():
+        out.append(
+            AzureRequest(
+                MAINTENANCE,
+                f"{name}-{config_name}",
+                {
+                    "config_name": config_name,
+                    "resource_group_name": group,
+                    "resource_name": cfg.name,
+                    "maintenance_window": window,
+                },
+                {"": upgrades_at},
             )
         )
     if cfg.network_mode == "nodeSubnet" and cfg.virtual_nodes.enabled:

@@ -84,6 +84,18 @@ TYPES: dict[str, ApiType] = {
             {**_MC_PATH, "agentPoolName": "agent_pool_name"},
         ),
     ),
+    "azure-native:containerservice:MaintenanceConfiguration": ApiType(
+        "Microsoft.ContainerService/managedClusters/maintenanceConfigurations",
+        CONTAINERSERVICE,
+        "azure.mgmt.containerservice.models",
+        "MaintenanceConfiguration",
+        ("resourceGroupName", "resourceName", "configName"),
+        (
+            "azure.mgmt.containerservice.operations._maintenance_configurations_operations",
+            "build_create_or_update_request",
+            {**_MC_PATH, "configName": "config_name"},
+        ),
+    ),
     "azure-native:containerservice:listManagedClusterUserCredentials": ApiType(
         "Microsoft.ContainerService/managedClusters/listClusterUserCredential",
         CONTAINERSERVICE,
