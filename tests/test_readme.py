@@ -33,7 +33,6 @@ PENDING_PAGES: Final = frozenset(
     {
         "docs/upstream-pins.md",
         "docs/kueue-queueing.md",
-        "docs/azure-api-check.md",
     }
 )
 
