@@ -25,6 +25,16 @@ from google.protobuf import json_format
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+
+def committed_stacks(root: Path = ROOT) -> list[str]:
+    """Every committed stack, one per `Pulumi.<stack>.yaml`, sorted. Tests of what every stack
+    must satisfy are parametrized over these, so a new stack file needs no other edit."""
+    files = [p for p in root.glob("Pulumi.*.yaml") if p.name.count(".") == 2]
+    return sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in files)
+
+
+COMMITTED_STACKS = committed_stacks()
 os.environ.setdefault("PULUMI_ERROR_OUTPUT_STRING", "1")  # str(Output) raises instead of lying
 for var in [v for v in os.environ if v.startswith("PULUMI_K8S_") or v == "KUBECONFIG"]:
     del os.environ[var]  # the k8s SDK reads these as defaults for Provider inputs
