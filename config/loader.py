@@ -305,8 +305,10 @@ def read_karmada_kubeconfig(fleet: FleetConfig, root: Path) -> str | None:
     return document
 
 
-# scripts/fetch-crds fills this from the pins (docs/upstream-pins.md); nothing else is read.
-PINNED_CRDS = Path(".cache") / "crds"
+# scripts/fetch-crds fills this from the pins (docs/upstream-pins.md); nothing else is read. The
+# pinned CRDs belong to the program, not to a stack: they sit beside this code, wherever the stack
+# file is read from.
+PINNED_CRDS = Path(__file__).resolve().parent.parent / ".cache" / "crds"
 PINS_FILE = "scripts/crd-pins.json"
 
 
@@ -315,7 +317,7 @@ def kueue_crd_dir(fleet: FleetConfig, root: Path) -> Path:
     version = fleet.kueue.version
     if fleet.kueue.crd_dir is not None:
         return root / fleet.kueue.crd_dir
-    return root / PINNED_CRDS / "kueue" / f"v{version}"
+    return PINNED_CRDS / "kueue" / f"v{version}"
 
 
 def kueue_crd_files(fleet: FleetConfig, root: Path) -> list[str]:
@@ -369,7 +371,7 @@ def kruise_crd_dir(fleet: FleetConfig, root: Path) -> Path | None:
     kruise = fleet.karmada.kruise
     if kruise.crd_dir is not None:
         return root / kruise.crd_dir
-    return root / PINNED_CRDS / "kruise" / kruise_app_version(kruise.chart_version)
+    return PINNED_CRDS / "kruise" / kruise_app_version(kruise.chart_version)
 
 
 def kruise_crd_files(fleet: FleetConfig, root: Path) -> list[str]:

@@ -434,10 +434,15 @@ PREFLIGHT_SOURCES = ("upstream", "config", "builders", "checks", "preflight", "c
 
 
 def copy_preflight_sources(target: Path, *extra: str) -> None:
-    """The preflight command's code (and `extra` files of the project) into `target`."""
+    """The preflight command's code (and `extra` files of the project) into `target`, with the
+    pinned CRDs (scripts/fetch-crds) linked in: a stack with Karmada reads the Kruise CRD there."""
     for name in (*PREFLIGHT_SOURCES, *extra):
         source = ROOT / name
         if source.is_dir():
             shutil.copytree(source, target / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy(source, target / name)
+    crds = ROOT / ".cache" / "crds"
+    if crds.is_dir() and not (target / ".cache" / "crds").exists():
+        (target / ".cache").mkdir(exist_ok=True)
+        (target / ".cache" / "crds").symlink_to(crds)
