@@ -49,6 +49,7 @@ def not_run_lines(skipped: list[pytest.TestReport | pytest.CollectReport]) -> li
     return lines
 
 
+@pytest.hookimpl(trylast=True)  # after the other summaries: the last thing scripts/check prints
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     lines = not_run_lines(terminalreporter.stats.get("skipped", []))
     if lines:
