@@ -564,8 +564,8 @@ def placeholder_endpoint(cluster: ClusterConfig) -> str:
 def render_karmada(fleet: FleetConfig) -> list[Manifest]:
     """Everything for the Karmada API server (credentials redacted) and each member's side.
 
-    Not included: the Kruise CRDs, applied from the pinned Kruise release by URL
-    (builders.kruise.karmada_crd_urls) or from `kruise.crdDir`, and Helm releases
+    Not included: the Kruise CRDs, applied from the pinned files (config.loader.kruise_crd_files:
+    `kruise.crdDir`, else the pinned copy of the members' Kruise release), and Helm releases
     (karmada_releases, kruise_releases).
     Nor the `karmada-cluster` Namespace on the Karmada API server: the chart's static-resource
     job (or `karmadactl init`) makes it, and creating it again fails with AlreadyExists.

@@ -27,7 +27,6 @@ from typing import Any, Final
 from builders.manifest import HelmRelease
 from config.karmada import KruiseSettings
 from upstream.aks import CRITICAL_ADDONS_TAINT, VIRTUAL_NODE_LABELS
-from upstream.karmada import KARMADA_CRD_FILES, kruise_app_version
 
 CHART: Final = "kruise"
 REPO: Final = "https://openkruise.github.io/charts"
@@ -50,8 +49,6 @@ CHART_DAEMON_AFFINITY: Final[dict[str, Any]] = {
         }
     }
 }
-
-CRD_URL: Final = "https://raw.githubusercontent.com/openkruise/kruise/{tag}/config/crd/bases/{file}"
 
 
 def feature_gates(gates: Mapping[str, bool]) -> str:
@@ -107,9 +104,3 @@ def kruise_release(member: str, settings: KruiseSettings, *, on_aks: bool) -> He
         values=kruise_values(settings, on_aks=on_aks),
         repo=REPO,
     )
-
-
-def karmada_crd_urls(settings: KruiseSettings) -> list[str]:
-    """The Karmada API server's Kruise CRDs: from the git tag of the members' Kruise release."""
-    tag = kruise_app_version(settings.chart_version)
-    return [CRD_URL.format(tag=tag, file=name) for name in KARMADA_CRD_FILES]

@@ -26,7 +26,7 @@ from pulumi_azure_native import network
 from builders import applications as apps
 from builders import karmada as kb
 from builders.interpreter import united_deployment_interpreter
-from builders.kruise import karmada_crd_urls, kruise_release
+from builders.kruise import kruise_release
 from builders.kubeconfig import host_of, server_of
 from components.aks import AksCluster
 from components.existing import ExistingCluster
@@ -129,7 +129,7 @@ class Karmada(pulumi.ComponentResource):
         # 5. Kruise CRDs only (no controllers, no webhooks), the interpreter, the applications.
         self.crds = k8s.yaml.v2.ConfigGroup(
             f"{name}-kruise-crds",
-            files=list(args.kruise_crd_files) or karmada_crd_urls(settings.kruise),
+            files=list(args.kruise_crd_files),
             opts=on_karmada,
         )
         self.interpreter = kube_object(

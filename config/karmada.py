@@ -186,9 +186,8 @@ class KruiseSettings(Model):
     # manifests-only` means for Kueue); the stack installs no chart there, only registers them.
     install: Literal["helm", "manifests-only"] = "helm"
     # Where the Karmada API server's Kruise CRD (apps.kruise.io_uniteddeployments.yaml) comes
-    # from: this directory, relative to the project. Unset: with `manifests-only`, the pinned
-    # copy (.cache/crds/kruise/v<version>, else ../shared/crds/kruise/v<version>); with `helm`,
-    # raw.githubusercontent.com at the Kruise release's git tag.
+    # from: this directory, relative to the project. Unset: the pinned copy of the chart's Kruise
+    # release, .cache/crds/kruise/v<version> (scripts/fetch-crds; docs/upstream-pins.md).
     crd_dir: str | None = None
 
 

@@ -109,7 +109,7 @@ class KueueSettings(Model):
     # without the chart registry or where Kueue's controller runs elsewhere (the real tier).
     install: Literal["helm", "manifests-only"] = "helm"
     # Directory of the pinned version's CRD files, relative to the project; default: the
-    # fetch-crds cache (.cache/crds/kueue/<version>), else ../shared/crds/kueue/<version>.
+    # fetch-crds cache, .cache/crds/kueue/v<version> (docs/upstream-pins.md).
     crd_dir: str | None = None
     version: KueueVersion = DEFAULT_KUEUE_VERSION
     frameworks: list[str] = Field(default_factory=lambda: [BATCH_JOB], max_length=32)

@@ -310,13 +310,19 @@ def read_karmada_kubeconfig(fleet: FleetConfig, root: Path) -> str | None:
     return document
 
 
+# scripts/fetch-crds fills this from the pins (docs/upstream-pins.md); nothing else is read. The
+# pinned CRDs belong to the program, not to a stack: they sit beside this code, wherever the stack
+# file is read from.
+PINNED_CRDS = Path(__file__).resolve().parent.parent / ".cache" / "crds"
+PINS_FILE = "scripts/crd-pins.json"
+
+
 def kueue_crd_dir(fleet: FleetConfig, root: Path) -> Path:
     """Where `manifests-only` installs read the pinned Kueue CRDs from (crdDir unchecked)."""
     version = fleet.kueue.version
     if fleet.kueue.crd_dir is not None:
         return root / fleet.kueue.crd_dir
-    cached = root / ".cache" / "crds" / "kueue" / f"v{version}"
-    return cached if cached.is_dir() else root.parent / "shared" / "crds" / "kueue" / f"v{version}"
+    return PINNED_CRDS / "kueue" / f"v{version}"
 
 
 def kueue_crd_files(fleet: FleetConfig, root: Path) -> list[str]:
@@ -341,7 +347,8 @@ def kueue_crd_files(fleet: FleetConfig, root: Path) -> list[str]:
             [
                 Issue(
                     "kueue.crdDir",
-                    f"no Kueue CRDs in {directory}: run scripts/fetch-crds or set crdDir",
+                    f"no Kueue CRDs in {directory}: run scripts/fetch-crds (pins: "
+                    f"{PINS_FILE}) or set crdDir",
                 )
             ]
         )
@@ -361,24 +368,20 @@ KRUISE_CRD_DIR_KEY = "karmada.kruise.crdDir"
 
 
 def kruise_crd_dir(fleet: FleetConfig, root: Path) -> Path | None:
-    """Where the Karmada API server's Kruise CRDs are read from (crdDir unchecked), or None: the
-    program fetches them by URL (`kruise.install: helm` without a crdDir)."""
+    """Where the Karmada API server's Kruise CRDs are read from (crdDir unchecked): `crdDir`, else
+    the pinned copy of the members' Kruise release; None without Karmada. Never a URL: a file
+    fetched at deploy time would be neither pinned nor hashed."""
     if fleet.karmada is None:
         return None
     kruise = fleet.karmada.kruise
     if kruise.crd_dir is not None:
         return root / kruise.crd_dir
-    if kruise.install != "manifests-only":
-        return None
-    tag = kruise_app_version(kruise.chart_version)
-    cached = root / ".cache" / "crds" / "kruise" / tag
-    return cached if cached.is_dir() else root.parent / "shared" / "crds" / "kruise" / tag
+    return PINNED_CRDS / "kruise" / kruise_app_version(kruise.chart_version)
 
 
 def kruise_crd_files(fleet: FleetConfig, root: Path) -> list[str]:
     """The Karmada API server's Kruise CRD files (builders.kruise.KARMADA_CRD_FILES), from a local
-    directory; none when the program fetches them by URL. A `crdDir` must lie inside the project
-    and hold the files as regular files."""
+    directory. A `crdDir` must lie inside the project and hold the files as regular files."""
     directory = kruise_crd_dir(fleet, root)
     if directory is None or fleet.karmada is None:
         return []
@@ -389,6 +392,17 @@ def kruise_crd_files(fleet: FleetConfig, root: Path) -> list[str]:
         directory = checked
     files = [directory / name for name in KARMADA_CRD_FILES]
     missing = [f.name for f in files if not f.is_file()]
+    if missing and fleet.karmada.kruise.crd_dir is None:
+        version = kruise_app_version(fleet.karmada.kruise.chart_version)
+        raise ConfigError(
+            [
+                Issue(
+                    "karmada.kruise.chartVersion",
+                    f"no pinned {', '.join(missing)} for Kruise {version} in {directory}: run "
+                    f"scripts/fetch-crds (pins: {PINS_FILE}), or set {KRUISE_CRD_DIR_KEY}",
+                )
+            ]
+        )
     if missing:
         raise ConfigError(
             [Issue(KRUISE_CRD_DIR_KEY, f"no {', '.join(missing)} in {directory}: set crdDir")]

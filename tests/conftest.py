@@ -25,6 +25,16 @@ from google.protobuf import json_format
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+
+def committed_stacks(root: Path = ROOT) -> list[str]:
+    """Every committed stack, one per `Pulumi.<stack>.yaml`, sorted. Tests of what every stack
+    must satisfy are parametrized over these, so a new stack file needs no other edit."""
+    files = [p for p in root.glob("Pulumi.*.yaml") if p.name.count(".") == 2]
+    return sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in files)
+
+
+COMMITTED_STACKS = committed_stacks()
 os.environ.setdefault("PULUMI_ERROR_OUTPUT_STRING", "1")  # str(Output) raises instead of lying
 for var in [v for v in os.environ if v.startswith("PULUMI_K8S_") or v == "KUBECONFIG"]:
     del os.environ[var]  # the k8s SDK reads these as defaults for Provider inputs
@@ -44,7 +54,7 @@ from config.models import FleetConfig  # noqa: E402
 from constants import PROJECT  # noqa: E402
 
 # Lists, at the end of the run, every CEL rule the CRD schema checks could not evaluate.
-pytest_plugins = ["tests.conftest_crd"]
+pytest_plugins = ["tests.conftest_crd", "tests.conftest_skipped"]
 
 FAKE_KUBECONFIG = """apiVersion: v1
 kind: Config
@@ -424,10 +434,15 @@ PREFLIGHT_SOURCES = ("upstream", "config", "builders", "checks", "preflight", "c
 
 
 def copy_preflight_sources(target: Path, *extra: str) -> None:
-    """The preflight command's code (and `extra` files of the project) into `target`."""
+    """The preflight command's code (and `extra` files of the project) into `target`, with the
+    pinned CRDs (scripts/fetch-crds) linked in: a stack with Karmada reads the Kruise CRD there."""
     for name in (*PREFLIGHT_SOURCES, *extra):
         source = ROOT / name
         if source.is_dir():
             shutil.copytree(source, target / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy(source, target / name)
+    crds = ROOT / ".cache" / "crds"
+    if crds.is_dir() and not (target / ".cache" / "crds").exists():
+        (target / ".cache").mkdir(exist_ok=True)
+        (target / ".cache" / "crds").symlink_to(crds)

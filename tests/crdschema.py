@@ -14,9 +14,9 @@ So, in the order the API server works on a create:
    skipped; rules cel-python cannot run are recorded as skipped with the reason. Nothing is dropped
    silently: `ValidationReport.skipped` and the session summary of `conftest_crd` list them.
 
-Schemas come from `<repo>/.cache/crds/<project>/<version>/` (filled by `scripts/fetch-crds`), else
-from `<repo>/../shared/crds/<project>/<version>/`. Files are parsed lazily, one CRD at a time, and
-the compiled validators are cached for the whole process.
+Schemas come from `<repo>/.cache/crds/<project>/<version>/` (filled by `scripts/fetch-crds` from the
+pins in scripts/crd-pins.json; `scripts/bootstrap` runs it). Files are parsed lazily, one CRD at a
+time, and the compiled validators are cached for the whole process.
 """
 
 from __future__ import annotations
@@ -66,7 +66,6 @@ __all__ = [
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CACHE_CRDS = REPO_ROOT / ".cache" / "crds"
-SHARED_CRDS = REPO_ROOT.parent / "shared" / "crds"
 FETCH_COMMAND = "scripts/fetch-crds"
 
 JSON = Any  # a parsed JSON/YAML value; recursive aliases buy nothing at the call sites
@@ -169,13 +168,11 @@ def _in_ci() -> bool:
 
 def schema_dir(project: str, version: str) -> Path:
     """The directory holding `project`/`version` schemas; skips the test (fails in CI) if none."""
-    for base in (CACHE_CRDS, SHARED_CRDS):
-        candidate = base / project / version
-        if candidate.is_dir():
-            return candidate
+    candidate = CACHE_CRDS / project / version
+    if candidate.is_dir():
+        return candidate
     message = (
-        f"no pinned CRD schemas for {project} {version}: looked in "
-        f"{CACHE_CRDS / project / version} and {SHARED_CRDS / project / version}; "
+        f"no pinned CRD schemas for {project} {version} in {candidate}; "
         f"run `{FETCH_COMMAND}` from the project root"
     )
     if _in_ci():

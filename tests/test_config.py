@@ -11,6 +11,7 @@ import pytest
 from checks.stack import load_from_file, parse_fleet
 from config.errors import ConfigError
 from config.loader import SECRET_PLACEHOLDER
+from tests.conftest import COMMITTED_STACKS
 
 BASE: dict[str, Any] = {
     "location": "westeurope",
@@ -195,10 +196,9 @@ def test_config_is_frozen() -> None:
         fleet.clusters[0].name = "x"  # type: ignore[misc]
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
+@pytest.mark.parametrize("stack", COMMITTED_STACKS)
 def test_committed_stacks_are_valid(stack: str) -> None:
-    fleet, warnings = load_from_file(stack)
-    assert fleet.location == "westeurope"
+    _, warnings = load_from_file(stack)
     assert [w for w in warnings if w.severity == "error"] == []
 
 

@@ -13,7 +13,7 @@ import yaml
 
 from checks.stack import parse_fleet
 from config.errors import ConfigError
-from tests.conftest import ROOT
+from tests.conftest import COMMITTED_STACKS, ROOT
 
 ODD_VALUES: list[Any] = [None, "", "x", -1, 0, 10**9, 1.5, True, [], {}, ["a"], {"a": 1}, "50%"]
 
@@ -51,7 +51,7 @@ def damaged(raw: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     return out
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
+@pytest.mark.parametrize("stack", COMMITTED_STACKS)
 def test_damaged_config_fails_cleanly(stack: str) -> None:
     rng = random.Random(20261130)
     raw = raw_stack(stack)

@@ -10,8 +10,10 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -858,12 +860,16 @@ def test_missing_schemas_skip_locally_and_fail_in_ci(monkeypatch: pytest.MonkeyP
         crdschema.schema_dir("kueue", "v9.9.9")
 
 
-def test_fetched_cache_wins_over_shared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_schemas_are_read_from_the_project_cache_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "kueue" / KUEUE).mkdir(parents=True)
     monkeypatch.setattr(crdschema, "CACHE_CRDS", tmp_path)
     assert crdschema.schema_dir("kueue", KUEUE) == tmp_path / "kueue" / KUEUE
     monkeypatch.setattr(crdschema, "CACHE_CRDS", tmp_path / "absent")
-    assert crdschema.schema_dir("kueue", KUEUE) == crdschema.SHARED_CRDS / "kueue" / KUEUE
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match=str(tmp_path / "absent" / "kueue" / KUEUE)):
+        crdschema.schema_dir("kueue", KUEUE)
 
 
 def test_only_the_needed_crd_file_is_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -901,52 +907,54 @@ def _pins() -> dict[str, Any]:
     return json.loads(PINS.read_text())["projects"]
 
 
-def _shared_dir(project: str, version: str) -> Path:
-    directory = crdschema.SHARED_CRDS / project / version
-    if not directory.is_dir():
-        if crdschema._in_ci():
-            pytest.fail(f"{directory} is missing in CI")
-        pytest.skip(f"{directory} is not here")
-    return directory
-
-
 def _pinned_versions() -> list[tuple[str, str]]:
     return [(p, v) for p, versions in _pins().items() for v in versions]
 
 
 @pytest.mark.parametrize(("project", "version"), _pinned_versions())
-def test_pins_match_shared_crds_byte_for_byte(project: str, version: str) -> None:
-    directory = _shared_dir(project, version)
+def test_cache_holds_exactly_the_pinned_files(project: str, version: str) -> None:
+    directory = crdschema.schema_dir(project, version)
     pinned = {name: f["sha256"] for name, f in _pins()[project][version]["files"].items()}
-    on_disk = {
-        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in directory.iterdir()
-        if p.name != "SOURCE.md"
-    }
+    on_disk = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in directory.iterdir()}
     assert pinned == on_disk
 
 
 @pytest.mark.parametrize(("project", "version"), _pinned_versions())
-def test_pins_agree_with_source_md(project: str, version: str) -> None:
-    source = (_shared_dir(project, version) / "SOURCE.md").read_text()
+def test_every_pin_names_its_module_and_the_same_file_on_github(project: str, version: str) -> None:
     entry = _pins()[project][version]
-    assert entry["commit"] in source
-    assert entry["repository"] in source
+    raw = entry["repository"].replace("github.com", "raw.githubusercontent.com")
     for name, f in entry["files"].items():
-        assert f["url"].startswith(
-            entry["repository"].replace("github.com", "raw.githubusercontent.com")
-        )
-        assert f"/{entry['commit']}/" in f["url"]
-        assert f["path"].rpartition("/")[0] in source, f["path"]  # same upstream folder
-        listed = re.search(rf"^\s*([0-9a-f]{{64}})\s+{re.escape(name)}\s*$", source, re.MULTILINE)
-        if listed:  # kueue v0.19.2's SOURCE.md lists no hashes; the byte-for-byte test covers it
-            assert listed.group(1) == f["sha256"], name
+        assert set(f) >= {"module", "version", "path", "sha256", "url"}, name
+        assert re.fullmatch(r"[0-9a-f]{64}", f["sha256"]), name
+        assert f["url"].startswith(raw + "/"), name
+        assert f["url"].endswith("/" + f["path"]), name
+        if "extract" not in f:
+            assert f["path"].rpartition("/")[2] == name
+        # A module version other than the release's is a stand-in; docs/upstream-pins.md says why.
+        if f["version"] != version:
+            assert (project, version) in {("kueue", "v0.17.8"), ("kruise", "v1.9.0")}, name
+
+
+def test_only_two_kueue_0_17_8_files_are_stand_ins() -> None:
+    """The proxy serves no v0.17.8: 9 files are byte-identical in served versions (the sha256 of
+    the v0.17.8 tag); two are v0.17.1's, and the pin keeps the tag's hash beside them."""
+    files = _pins()["kueue"]["v0.17.8"]["files"]
+    stand_ins = {n: f for n, f in files.items() if "stand_in_for" in f}
+    assert sorted(stand_ins) == [
+        "kueue.x-k8s.io_provisioningrequestconfigs.yaml",
+        "kueue.x-k8s.io_workloads.yaml",
+    ]
+    for f in stand_ins.values():
+        assert f["version"] == "v0.17.1"
+        assert f["stand_in_for"]["tag"] == "v0.17.8"
+        assert f["stand_in_for"]["sha256"] != f["sha256"]
 
 
 def test_swagger_subset_is_rebuilt_byte_for_byte() -> None:
     fetch = _load_script()
     target = (
-        _shared_dir("karmada", KARMADA) / "cluster.karmada.io_v1alpha1.swagger-definitions.json"
+        crdschema.schema_dir("karmada", KARMADA)
+        / "cluster.karmada.io_v1alpha1.swagger-definitions.json"
     )
     subset = json.loads(target.read_text())
     upstream = {
@@ -978,28 +986,81 @@ def test_fetch_dry_run_lists_every_pin(tmp_path: Path) -> None:
     )
     lines = result.stdout.splitlines()
     expected = [
-        (f["url"], tmp_path / p / v / name)
+        (f"{f['module']}@{f['version']} {f['path']} (or {f['url']})", tmp_path / p / v / name)
         for p, versions in _pins().items()
         for v, entry in versions.items()
         for name, f in entry["files"].items()
     ]
-    assert len(lines) == len(expected) == 29
-    for url, dest in expected:
-        assert any(line.startswith("fetch ") and f"{url} -> {dest} " in line for line in lines), url
+    assert len(lines) == len(expected) == 30
+    for source, dest in expected:
+        assert any(line == f"fetch {source} -> {dest} " + line.rpartition(" ")[2] for line in lines)
     assert list(tmp_path.iterdir()) == []  # a dry run writes nothing
 
 
-def test_fetch_is_verified_atomic_and_idempotent(
+def _fake_proxy(root: Path, module: str, version: str, files: dict[str, bytes]) -> str:
+    """A GOPROXY directory serving one module version (the layout of the module proxy)."""
+    at = root / module / "@v"
+    at.mkdir(parents=True)
+    (at / "list").write_text(version + "\n")
+    (at / f"{version}.info").write_text(json.dumps({"Version": version}))
+    (at / f"{version}.mod").write_text(f"module {module}\n")
+    with zipfile.ZipFile(at / f"{version}.zip", "w") as archive:
+        archive.writestr(f"{module}@{version}/go.mod", f"module {module}\n")
+        for path, data in files.items():
+            archive.writestr(f"{module}@{version}/{path}", data)
+    return root.as_uri()
+
+
+@pytest.mark.skipif(shutil.which("go") is None, reason="no Go toolchain")
+def test_fetch_reads_the_go_module_and_checks_the_pin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The real `go mod download` path, against a local proxy (GOSUMDB off: a made-up module)."""
+    fetch = _load_script()
+    crd = b"kind: CustomResourceDefinition\n"
+    proxy = _fake_proxy(tmp_path / "proxy", "example.com/crds", "v1.0.0", {"crd/a.yaml": crd})
+    monkeypatch.setenv("GOPROXY", proxy)
+    monkeypatch.setenv("GOSUMDB", "off")
+    monkeypatch.setenv("GOPATH", str(tmp_path / "gopath"))
+    pin = {
+        "module": "example.com/crds",
+        "version": "v1.0.0",
+        "path": "crd/a.yaml",
+        "url": "https://unreachable.invalid/a.yaml",
+        "sha256": hashlib.sha256(crd).hexdigest(),
+    }
+    pins = tmp_path / "pins.json"
+    pins.write_text(json.dumps({"projects": {"demo": {"v1": {"files": {"a.yaml": pin}}}}}))
+    args = ["--pins", str(pins), "--dest", str(tmp_path / "cache")]
+    args += ["--gomodcache", str(tmp_path / "gomod")]
+    assert fetch.main(args) == 0
+    assert "fetch a.yaml from example.com/crds@v1.0.0" in capsys.readouterr().out
+    assert (tmp_path / "cache" / "demo" / "v1" / "a.yaml").read_bytes() == crd
+
+    pin["sha256"] = "0" * 64  # the module holds other bytes than pinned: refuse them
+    pins.write_text(json.dumps({"projects": {"demo": {"v2": {"files": {"a.yaml": pin}}}}}))
+    assert fetch.main(args) == 1
+    assert "pinned 000" in capsys.readouterr().err
+    assert not (tmp_path / "cache" / "demo" / "v2").exists()
+
+
+def test_fetch_without_go_uses_the_urls_verified_atomic_and_idempotent(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Runs the real download path against file:// URLs, since this machine has no internet."""
+    """The URL path (--no-go) against file:// URLs, since this machine has no internet."""
     fetch = _load_script()
-    shared = _shared_dir("kueue", KUEUE)
+    upstream = tmp_path / "upstream"
+    upstream.mkdir()
     names = ["kueue.x-k8s.io_localqueues.yaml", "kueue.x-k8s.io_clusterqueues.yaml"]
+    for n in names:
+        (upstream / n).write_text(f"kind: CustomResourceDefinition\nmetadata: {{name: {n}}}\n")
     files = {
         n: {
-            "url": (shared / n).as_uri(),
-            "sha256": hashlib.sha256((shared / n).read_bytes()).hexdigest(),
+            "module": "sigs.k8s.io/kueue",
+            "version": KUEUE,
+            "path": f"config/{n}",
+            "url": (upstream / n).as_uri(),
+            "sha256": hashlib.sha256((upstream / n).read_bytes()).hexdigest(),
         }
         for n in names
     }
@@ -1007,26 +1068,27 @@ def test_fetch_is_verified_atomic_and_idempotent(
     pins.write_text(json.dumps({"projects": {"kueue": {KUEUE: {"files": files}}}}))
     dest = tmp_path / "cache"
     target = dest / "kueue" / KUEUE
+    args = ["--no-go", "--pins", str(pins), "--dest", str(dest)]
 
-    assert fetch.main(["--pins", str(pins), "--dest", str(dest)]) == 0
+    assert fetch.main(args) == 0
     assert "fetched 2 file(s)" in capsys.readouterr().out
     assert sorted(p.name for p in target.iterdir()) == sorted(names)
 
-    assert fetch.main(["--pins", str(pins), "--dest", str(dest)]) == 0
+    assert fetch.main(args) == 0
     assert "up to date" in capsys.readouterr().out
 
     (target / names[0]).write_text("tampered")
-    assert fetch.main(["--pins", str(pins), "--dest", str(dest)]) == 0
+    assert fetch.main(args) == 0
     out = capsys.readouterr().out
     assert "fetched 1 file(s)" in out
-    assert f"fetch {files[names[0]]['url']}" in out
-    assert f"fetch {files[names[1]]['url']}" not in out
-    assert (target / names[0]).read_bytes() == (shared / names[0]).read_bytes()
+    assert f"fetch {names[0]} from {files[names[0]]['url']}" in out
+    assert f"fetch {names[1]} from" not in out
+    assert (target / names[0]).read_bytes() == (upstream / names[0]).read_bytes()
 
     files[names[1]]["sha256"] = "0" * 64  # upstream changed under a pin: refuse it
     (target / names[1]).unlink()
     pins.write_text(json.dumps({"projects": {"kueue": {KUEUE: {"files": files}}}}))
-    assert fetch.main(["--pins", str(pins), "--dest", str(dest)]) == 1
-    assert "pinned 000" in capsys.readouterr().err
-    assert sorted(p.name for p in target.iterdir()) == [names[0]]  # old set kept, nothing half-done
-    assert [p.name for p in dest.joinpath("kueue").iterdir()] == [KUEUE]  # no staging left behind
+    assert fetch.main(args) == 1
+    err = capsys.readouterr().err
+    assert "pinned 000" in err
+    assert "Run scripts/fetch-crds again" in err

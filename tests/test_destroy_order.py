@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import Graph, Registered, built_stack
+from tests.conftest import COMMITTED_STACKS, Graph, Registered, built_stack
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
 CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
@@ -31,7 +31,7 @@ def depends_on(graph: Graph, r: Registered) -> set[str]:
     return seen
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
+@pytest.mark.parametrize("stack", COMMITTED_STACKS)
 def test_team_namespace_goes_before_the_queues_that_admit_from_it(stack: str) -> None:
     graph = built_stack(stack).graph
     checked = 0

@@ -22,7 +22,7 @@ from checks.stack import load_from_file, parse_fleet, read_files
 from config import yamlsafe
 from config.errors import ConfigError
 from config.loader import FULL_KEY
-from tests.conftest import FAKE_KUBECONFIG, ROOT, built_stack
+from tests.conftest import COMMITTED_STACKS, FAKE_KUBECONFIG, ROOT, built_stack
 from upstream import aks
 
 DEV = (ROOT / "Pulumi.dev.yaml").read_text()
@@ -110,7 +110,7 @@ def test_alias_bomb_outside_the_fleet_key_is_bounded_too(tmp_path: Path) -> None
 
 def test_anchors_of_the_committed_stacks_still_load() -> None:
     assert "&workerQueues" in DEV  # the dev stack shares its worker queues through an anchor
-    for stack in ("dev", "prod"):
+    for stack in COMMITTED_STACKS:
         text = (ROOT / f"Pulumi.{stack}.yaml").read_text()
         assert yamlsafe.load(text.encode(), name=stack) == yaml.safe_load(text)
 
@@ -222,7 +222,7 @@ def test_azure_tag_limits() -> None:
         parse_fleet(raw)
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
+@pytest.mark.parametrize("stack", COMMITTED_STACKS)
 def test_the_programs_own_tags_obey_azure(stack: str) -> None:
     """Every tag the program puts on an Azure resource passes the rule the config's tags pass."""
     tagged = [r for r in built_stack(stack).graph.resources if r.inputs.get("tags")]
@@ -357,7 +357,7 @@ def test_kubeconfig_is_parsed_before_any_resource(
 
 
 def test_committed_stacks_load_unchanged() -> None:
-    for stack in ("dev", "prod"):
+    for stack in COMMITTED_STACKS:
         fleet, _ = load_from_file(stack)
         raw = copy.deepcopy(yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text()))
         assert len(fleet.clusters) == len(raw["config"][FULL_KEY]["clusters"])

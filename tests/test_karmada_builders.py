@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,11 +25,13 @@ from builders.manifest import KARMADA_TARGET, Manifest
 from checks.karmada import placement_report
 from checks.stack import load_from_file, parse_fleet
 from config.karmada import KarmadaSettings, KruiseSettings
+from config.loader import kruise_crd_files
 from config.models import FleetConfig
 from tests import crdschema
 from tests.conftest import FAKE_KUBECONFIG, ROOT
 from tests.test_karmada_config import BASE
 from upstream.aks import CRITICAL_ADDONS_TAINT, VIRTUAL_NODE_LABELS
+from upstream.karmada import kruise_app_version
 
 KARMADA = ("karmada", "v1.18.2")
 KRUISE = ("kruise", "v1.9.0")
@@ -472,22 +475,18 @@ def test_kruise_makes_its_own_labelled_namespace() -> None:
 
 
 def test_karmada_gets_the_united_deployment_crd_of_the_members_kruise_release() -> None:
-    (url,) = kr.karmada_crd_urls(KruiseSettings())
+    fleet = load_from_file("dev")[0]
+    assert fleet.karmada is not None
+    (path,) = kruise_crd_files(fleet, ROOT)
     pins = json.loads((ROOT / "scripts" / "crd-pins.json").read_text())
     pinned = pins["projects"]["kruise"]["v1.9.0"]
-    assert pinned["tag"] == "v1.9.0"
-    file = pinned["files"]["apps.kruise.io_uniteddeployments.yaml"]
-    assert url == ("https://raw.githubusercontent.com/openkruise/kruise/v1.9.0/" + file["path"])
-    # The file served there is the pinned copy the schema tests use: one served version, no
-    # conversion webhook (nothing on the Karmada API server could answer one).
-    crd = yaml.safe_load(
-        (crdschema.schema_dir(*KRUISE) / "apps.kruise.io_uniteddeployments.yaml").read_text()
-    )
+    assert pinned["tag"] == kruise_app_version(fleet.karmada.kruise.chart_version) == "v1.9.0"
+    assert path == str(crdschema.schema_dir(*KRUISE) / "apps.kruise.io_uniteddeployments.yaml")
+    # The pinned copy of the members' release: one served version, no conversion webhook
+    # (nothing on the Karmada API server could answer one).
+    crd = yaml.safe_load(Path(path).read_text())
     assert [v["name"] for v in crd["spec"]["versions"] if v["served"]] == ["v1alpha1"]
     assert "conversion" not in crd["spec"]
-    assert kr.karmada_crd_urls(KruiseSettings.model_validate({"chartVersion": "1.9.1"})) == [
-        url.replace("v1.9.0", "v1.9.1")
-    ]
 
 
 # --- where replicas land ----------------------------------------------------------------------

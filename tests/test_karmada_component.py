@@ -13,7 +13,8 @@ from builders import applications as apps
 from builders import karmada as kb
 from checks.stack import parse_fleet
 from config.karmada import FailoverConfig
-from tests.conftest import Graph, Registered, built_stack, is_secret, mocked_engine, resolve
+from config.loader import kruise_crd_files
+from tests.conftest import ROOT, Graph, Registered, built_stack, is_secret, mocked_engine, resolve
 from tests.conftest import run_program as run
 from tests.test_karmada_config import BASE
 
@@ -36,7 +37,12 @@ def build(raw: dict[str, Any]) -> Built:
 
     fleet_config, _ = parse_fleet(raw)
     with mocked_engine() as g:
-        fleet = run(lambda: Fleet("fleet", FleetArgs(config=fleet_config, stack="test")))
+        files = kruise_crd_files(fleet_config, ROOT)
+        fleet = run(
+            lambda: Fleet(
+                "fleet", FleetArgs(config=fleet_config, stack="test", kruise_crd_files=files)
+            )
+        )
         assert fleet.karmada is not None
         outputs = {
             "karmadaKubeconfig": resolve(fleet.karmada.karmada_kubeconfig),
@@ -190,10 +196,9 @@ def test_karmada_objects_on_the_karmada_provider(public: Built) -> None:
     # The Kruise CRDs go to Karmada too (a remote component, so not `custom`).
     crds = graph.one(CRDS, "fleet-karmada-kruise-crds")
     assert crds.provider.startswith(provider.urn)
-    assert crds.inputs["files"] == [
-        "https://raw.githubusercontent.com/openkruise/kruise/v1.9.0/config/crd/bases/"
-        "apps.kruise.io_uniteddeployments.yaml"
-    ]
+    # The pinned file (scripts/fetch-crds), never a URL fetched at deploy time.
+    pinned = ROOT / ".cache" / "crds" / "kruise" / "v1.9.0"
+    assert crds.inputs["files"] == [str(pinned / "apps.kruise.io_uniteddeployments.yaml")]
 
 
 def test_credentials_come_from_the_member_token_secret_and_stay_secret(public: Built) -> None:

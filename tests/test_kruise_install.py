@@ -17,13 +17,14 @@ from checks.stack import parse_fleet, read_files
 from config.errors import ConfigError
 from config.loader import kruise_crd_files
 from constants import PROJECT
+from tests import crdschema
 from tests.conftest import FAKE_KUBECONFIG, ROOT, Graph, run_program
 from tests.test_karmada_config import errors_for
 from tests.test_karmada_existing import RAW as EXISTING
 from upstream.karmada import KARMADA_CRD_FILES
 
 UD_CRD = KARMADA_CRD_FILES[0]
-PINNED = ROOT.parent / "shared" / "crds" / "kruise" / "v1.9.0" / UD_CRD
+PINNED = crdschema.CACHE_CRDS / "kruise" / "v1.9.0" / UD_CRD  # scripts/fetch-crds
 RELEASE = "kubernetes:helm.sh/v3:Release"
 CRDS = "kubernetes:yaml/v2:ConfigGroup"
 CLUSTER = "kubernetes:cluster.karmada.io/v1alpha1:Cluster"
@@ -35,11 +36,25 @@ def with_kruise(**kruise: Any) -> dict[str, Any]:
     return raw
 
 
-def test_default_is_the_helm_release_and_crds_by_url() -> None:
+def test_default_is_the_helm_release_and_the_pinned_crd() -> None:
     fleet, _ = parse_fleet(EXISTING)
     assert fleet.karmada is not None
     assert fleet.karmada.kruise.install == "helm"
-    assert kruise_crd_files(fleet, ROOT) == []
+    crdschema.schema_dir("kruise", "v1.9.0")  # skip (fail in CI) without scripts/fetch-crds
+    assert kruise_crd_files(fleet, ROOT) == [str(PINNED)]
+
+
+def test_a_kruise_version_without_pinned_crds_names_the_key_and_the_command(
+    tmp_path: Path,
+) -> None:
+    fleet, _ = parse_fleet(with_kruise(chartVersion="1.9.1"))
+    with pytest.raises(ConfigError) as failure:
+        kruise_crd_files(fleet, tmp_path)
+    (issue,) = failure.value.issues
+    assert issue.path == "karmada.kruise.chartVersion"
+    assert f"no pinned {UD_CRD} for Kruise v1.9.1" in issue.message
+    assert "run scripts/fetch-crds" in issue.message
+    assert "karmada.kruise.crdDir" in issue.message
 
 
 @pytest.mark.parametrize(
@@ -67,8 +82,8 @@ def test_manifests_only_renders_no_kruise_release() -> None:
 
 def test_manifests_only_reads_the_pinned_crd_by_default() -> None:
     fleet, _ = parse_fleet(with_kruise(install="manifests-only"))
-    cached = ROOT / ".cache" / "crds" / "kruise" / "v1.9.0" / UD_CRD
-    assert kruise_crd_files(fleet, ROOT) == [str(cached if cached.is_file() else PINNED)]
+    crdschema.schema_dir("kruise", "v1.9.0")
+    assert kruise_crd_files(fleet, ROOT) == [str(PINNED)]
 
 
 def test_crd_dir_inside_the_project(tmp_path: Path) -> None:
@@ -76,7 +91,7 @@ def test_crd_dir_inside_the_project(tmp_path: Path) -> None:
     fleet, _ = parse_fleet(with_kruise(crdDir="crds"))
     with pytest.raises(ConfigError, match=rf"karmada\.kruise\.crdDir: no {UD_CRD} in "):
         kruise_crd_files(fleet, tmp_path)
-    (tmp_path / "crds" / UD_CRD).write_text(PINNED.read_text())
+    (tmp_path / "crds" / UD_CRD).write_text("kind: CustomResourceDefinition\n")
     assert kruise_crd_files(fleet, tmp_path) == [str(tmp_path.resolve() / "crds" / UD_CRD)]
 
 
@@ -90,7 +105,7 @@ def test_crd_dir_outside_the_project_or_missing_is_refused(tmp_path: Path, crd_d
 def test_crd_dir_of_a_link_out_of_the_project_is_refused(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
-    (outside / UD_CRD).write_text(PINNED.read_text())
+    (outside / UD_CRD).write_text("kind: CustomResourceDefinition\n")
     project = tmp_path / "project"
     (project / "crds").mkdir(parents=True)
     (project / "crds" / UD_CRD).symlink_to(outside / UD_CRD)
@@ -124,9 +139,10 @@ def test_program_with_manifests_only_installs_no_kruise_and_applies_the_local_cr
         assert not any("Kruise" in d or "helm.sh" in d for d in cluster.dependencies), cluster
 
 
-def test_program_with_helm_installs_kruise_and_fetches_the_crd(graph: Graph) -> None:
+def test_program_with_helm_installs_kruise_and_applies_the_pinned_crd(graph: Graph) -> None:
+    """Never a URL at deploy time: the file would be neither pinned nor hashed."""
+    crdschema.schema_dir("kruise", "v1.9.0")
     _program(EXISTING)
     assert [r.inputs["name"] for r in graph.of_type(RELEASE)].count("kruise") == 2
     (crds,) = [r for r in graph.of_type(CRDS) if r.name.endswith("kruise-crds")]
-    assert [f.rsplit("/", 1)[-1] for f in crds.inputs["files"]] == [UD_CRD]
-    assert all(f.startswith("https://") for f in crds.inputs["files"])
+    assert crds.inputs["files"] == [str(PINNED)]

@@ -17,7 +17,7 @@ from builders.manifest import Manifest
 from checks.stack import load_from_file
 from config.models import FleetConfig
 from tests import crdschema
-from tests.conftest import render_kueue
+from tests.conftest import COMMITTED_STACKS, render_kueue
 from tests.test_seed_provisioning import seed_fleet
 from upstream.kueue import KUEUE_GROUP, KUEUE_VERSIONS
 
@@ -33,7 +33,8 @@ _DNS_LABEL = re.compile(r"^[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?$")
 
 def fleets() -> list[tuple[str, FleetConfig]]:
     dev = load_from_file("dev")[0]
-    out = [("dev", dev), ("prod", load_from_file("prod")[0]), ("seed", seed_fleet())]
+    out = [(stack, load_from_file(stack)[0]) for stack in COMMITTED_STACKS]
+    out.append(("seed", seed_fleet()))
     for version in KUEUE_VERSIONS:
         if version != dev.kueue.version:
             other = dev.model_copy(

@@ -15,12 +15,12 @@ import re
 import pytest
 
 from constants import KUBERNETES_PROVIDER_VERSION
-from tests.conftest import ROOT, Graph, built_stack
+from tests.conftest import COMMITTED_STACKS, ROOT, Graph, built_stack
 
 PROVIDER = "pulumi:providers:kubernetes"
 
 
-@pytest.fixture(scope="module", params=["dev", "prod"])
+@pytest.fixture(scope="module", params=COMMITTED_STACKS)
 def graph(request: pytest.FixtureRequest) -> Graph:
     return built_stack(request.param).graph
 

@@ -17,6 +17,7 @@ import pytest
 
 from config.loader import read_stack_file
 from config.models import FleetConfig
+from tests.conftest import COMMITTED_STACKS
 from upstream.karmada import (
     DEFAULT_KARMADA_CHART_VERSION,
     DEFAULT_KRUISE_CHART_VERSION,
@@ -169,7 +170,7 @@ def test_twin_minor_against_the_stacks_minor() -> None:
     """The twins' minor is the stacks' minor, or the one documented gap: never a silent drift."""
     twin = ".".join(_pins()["KUBERNETES_VERSION"].split(".")[:2])
     stacks = {FleetConfig.model_fields["kubernetes_version"].default}
-    stacks |= {read_stack_file(s, ROOT)[0]["kubernetesVersion"] for s in ("dev", "prod")}
+    stacks |= {read_stack_file(s, ROOT)[0]["kubernetesVersion"] for s in COMMITTED_STACKS}
     assert len(stacks) == 1, f"the default and the committed stacks disagree: {sorted(stacks)}"
     (stack,) = stacks
     if twin != stack:

@@ -8,15 +8,13 @@ Azure resources (no Kubernetes object).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from builders.fleet import render_fleet
 from checks.stack import load_from_file
-from tests.conftest import ROOT, built_stack
+from tests.conftest import COMMITTED_STACKS, built_stack
 
-STACKS = sorted(p.name.split(".")[1] for p in Path(ROOT).glob("Pulumi.*.yaml"))
+STACKS = COMMITTED_STACKS
 NOT_RENDERED = ("kubernetes:yaml/v2:ConfigGroup", "kubernetes:helm.sh/v3:Release")
 
 Key = tuple[str, str, str]

@@ -11,14 +11,14 @@ from __future__ import annotations
 import pytest
 
 from constants import PATCH_FORCE
-from tests.conftest import built_stack
+from tests.conftest import COMMITTED_STACKS, built_stack
 
 # Registered by the provider, not from a builder's metadata: Helm releases and the CRD file
 # groups (their objects are the charts' and upstream's).
 NOT_OBJECTS = ("kubernetes:helm.sh/", "kubernetes:yaml/")
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
+@pytest.mark.parametrize("stack", COMMITTED_STACKS)
 def test_every_object_is_applied_with_force(stack: str) -> None:
     graph = built_stack(stack).graph
     objects = [

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from tests.conftest import (
+    COMMITTED_STACKS,
     ROOT,
     Graph,
     built_stack,
@@ -26,7 +27,7 @@ def stack_raw(stack: str) -> dict[str, Any]:
     return doc["config"]["aks-batch-fleet:fleet"]
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
+@pytest.mark.parametrize("stack", COMMITTED_STACKS)
 def test_main_registers_the_fleet(graph: Graph, stack: str) -> None:
     raw = stack_raw(stack)
     set_stack_config(raw)
@@ -66,7 +67,7 @@ def test_invalid_config_registers_nothing(graph: Graph) -> None:
     assert graph.resources == []
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
+@pytest.mark.parametrize("stack", COMMITTED_STACKS)
 def test_preview_registers_the_same_graph(stack: str) -> None:
     """`pulumi preview` (PRs): outputs are unknown and applies are skipped, yet the whole graph
     registers, with nothing read from a cluster that does not exist yet."""
@@ -79,7 +80,7 @@ def test_preview_registers_the_same_graph(stack: str) -> None:
     assert previewed == deployed
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
+@pytest.mark.parametrize("stack", COMMITTED_STACKS)
 def test_no_kubernetes_default_provider(stack: str) -> None:
     """The engine refuses a Kubernetes resource without `provider=` (stack config), and none
     of the program's resources needs one: each names its cluster's provider."""

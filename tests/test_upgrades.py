@@ -20,7 +20,7 @@ from config.errors import ConfigError, Issue
 from config.models import FleetConfig
 from preflight.diff import compare
 from preflight.snapshot import snapshot
-from tests.conftest import ROOT, Graph, built_stack, copy_preflight_sources
+from tests.conftest import COMMITTED_STACKS, ROOT, Graph, built_stack, copy_preflight_sources
 from upstream.aks_versions import CALENDAR, READ_ON
 
 MC = "azure-native:containerservice:ManagedCluster"
@@ -145,7 +145,7 @@ def test_committed_stacks_are_served_today_by_the_wall_clock(
     """The one test that reads the real date, on purpose: it fails when AKS stops serving the
     committed stacks' minor, which is when they must move (docs/upgrades.md)."""
     monkeypatch.delenv(TODAY_ENV)
-    for stack in ("dev", "prod"):
+    for stack in COMMITTED_STACKS:
         load_from_file(stack, files=False)
 
 
@@ -307,7 +307,7 @@ def test_dev_sends_channels_and_no_windows(dev: Graph) -> None:
     assert dev.of_type(WINDOW) == []
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
+@pytest.mark.parametrize("stack", COMMITTED_STACKS)
 def test_no_provider_forgets_an_unreachable_clusters_objects(stack: str) -> None:
     """A refresh without a working login must fail, not drop the cluster's objects from state
     (pulumi-kubernetes 4.25.0: deleteUnreachable turns an unreachable Read into a delete)."""

@@ -15,6 +15,7 @@ import yaml
 from builders.kueue import helm_values
 from checks.stack import load_from_file, parse_fleet
 from config.errors import ConfigError
+from tests.conftest import COMMITTED_STACKS
 from tests.test_kueue_config import base
 from upstream.kueue import DEFAULT_WORKER_LOST_TIMEOUT
 
@@ -79,7 +80,7 @@ def test_a_few_seconds_is_a_warning() -> None:
     assert "(Kueue's default: 15m)" in warning.message
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
+@pytest.mark.parametrize("stack", COMMITTED_STACKS)
 def test_committed_stacks_keep_a_safe_timeout(stack: str) -> None:
     _, warnings = load_from_file(stack)
     assert [w for w in warnings if w.path == PATH] == []

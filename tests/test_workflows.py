@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import ROOT
+from tests.conftest import COMMITTED_STACKS, ROOT
 
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 TOOLS = Path(os.environ.get("AKS_BATCH_FLEET_TOOLS", Path.home() / ".cache/aks-batch-fleet/bin"))
@@ -60,11 +61,32 @@ def test_up_is_never_cancelled_and_runs_per_environment() -> None:
     assert "concurrency" not in deploy or deploy["concurrency"].get("cancel-in-progress") is False
 
 
-def test_preview_comments_on_pull_requests_for_every_stack() -> None:
+def _listed_stacks(directory: Path, output: Path) -> list[str]:
+    """What preview.yml's `stacks` job outputs when run in `directory`."""
+    (script,) = [s["run"] for s in load("preview.yml")["jobs"]["stacks"]["steps"] if "run" in s]
+    subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=directory,
+        env={**os.environ, "GITHUB_OUTPUT": str(output)},
+        check=True,
+    )
+    key, _, value = output.read_text().strip().partition("=")
+    assert key == "stacks"
+    return json.loads(value)
+
+
+def test_preview_comments_on_pull_requests_for_every_stack(tmp_path: Path) -> None:
     preview = load("preview.yml")
     job = preview["jobs"]["preview"]
-    stacks = sorted(p.name.split(".")[1] for p in ROOT.glob("Pulumi.*.yaml"))
-    assert sorted(job["strategy"]["matrix"]["stack"]) == stacks
+    assert job["needs"] == "stacks"
+    assert job["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.stacks.outputs.stacks) }}"
+    assert _listed_stacks(ROOT, tmp_path / "repo-output") == COMMITTED_STACKS
+    # A new stack file is previewed with no edit to the workflow.
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for stack in [*COMMITTED_STACKS, "staging"]:
+        shutil.copy2(ROOT / "Pulumi.dev.yaml", copy / f"Pulumi.{stack}.yaml")
+    assert _listed_stacks(copy, tmp_path / "copy-output") == sorted([*COMMITTED_STACKS, "staging"])
     pulumi_step = next(s for s in job["steps"] if "pulumi/actions" in s.get("uses", ""))
     assert pulumi_step["with"]["command"] == "preview"
     assert pulumi_step["with"]["comment-on-pr"] is True

@@ -10,7 +10,7 @@ dev stack's Karmada layer onto those planes:
   `karmada.kruise.install: manifests-only` (Kruise already runs there; no chart repository here)
   and `kueue.install: manifests-only` (the members carry the Kueue CRDs, no controller);
 - Karmada is `source: existing` (its kubeconfig a secret config key); the UnitedDeployment CRD
-  comes from the pinned local copy (../shared/crds/kruise), not raw.githubusercontent.com;
+  comes from the pinned local copy (.cache/crds/kruise), not raw.githubusercontent.com;
 - the members get the dev stack's virtual nodes, its application and weights, `memberAccess:
   scoped`.
 
