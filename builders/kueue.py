@@ -19,7 +19,6 @@ from builders.manifest import HelmRelease, Manifest
 from config.kueue import (
     ClusterQueueConfig,
     FlavorConfig,
-    KueueConfiguration,
     KueueObjects,
     KueueSettings,
     LocalQueueConfig,
@@ -37,6 +36,7 @@ from upstream.kueue import (
     CHART_MANAGER_CONFIG,
     CONFIG_API,
     CRITICAL_ADDONS_TOLERATION,
+    DISABLE_WAIT_FOR_PODS_READY,
     DISPATCHERS,
     KUEUE_API,
     KUEUE_CHART,
@@ -45,6 +45,7 @@ from upstream.kueue import (
     KUEUE_RELEASE,
     KUEUE_SELECTOR_LABELS,
     PROVISIONING_CONTROLLER,
+    WAIT_FOR_PODS_READY_BY_DEFAULT,
 )
 from upstream.podsecurity import labels as pod_security_labels
 
@@ -79,12 +80,46 @@ def _wait_for_pods_ready(w: WaitForPodsReady) -> dict[str, Any]:
     )
 
 
-def _production_settings(c: KueueConfiguration, cluster: ClusterConfig) -> dict[str, Any]:
+def wait_for_pods_ready(settings: KueueSettings, cluster: ClusterConfig) -> WaitForPodsReady | None:
+    """The waitForPodsReady the program asks of one cluster; None: Kueue's version default.
+
+    The manager of a MultiKueue fleet runs no pods of the jobs it dispatches: its PodsReady
+    timeout would evict and re-dispatch a job still starting on a worker (and cap every worker's
+    longer timeout). So the manager's is off unless `kueue.managerConfiguration` says otherwise;
+    workers and standalone clusters get `kueue.configuration`'s, as written.
+    """
+    if cluster.role == "manager":
+        chosen = settings.manager_configuration.wait_for_pods_ready
+        return chosen if chosen is not None else WaitForPodsReady(enable=False)
+    return settings.configuration.wait_for_pods_ready
+
+
+def wait_for_pods_ready_on(settings: KueueSettings, cluster: ClusterConfig) -> bool:
+    """Whether that cluster's Kueue runs with waitForPodsReady on (all gates considered)."""
+    if settings.feature_gates.get(DISABLE_WAIT_FOR_PODS_READY):
+        return False
+    w = wait_for_pods_ready(settings, cluster)
+    return WAIT_FOR_PODS_READY_BY_DEFAULT[settings.version] if w is None else w.enable
+
+
+def feature_gates(settings: KueueSettings, cluster: ClusterConfig) -> dict[str, bool]:
+    """One cluster's feature gates: `kueue.featureGates`, plus what turns waitForPodsReady off.
+
+    From 0.19 an absent `waitForPodsReady` block means on, so off needs the gate.
+    """
+    gates = dict(settings.feature_gates)
+    w = wait_for_pods_ready(settings, cluster)
+    if w is not None and not w.enable and WAIT_FOR_PODS_READY_BY_DEFAULT[settings.version]:
+        gates[DISABLE_WAIT_FOR_PODS_READY] = True
+    return gates
+
+
+def _production_settings(settings: KueueSettings, cluster: ClusterConfig) -> dict[str, Any]:
+    c = settings.configuration
     out: dict[str, Any] = {}
-    # The manager of a MultiKueue fleet runs no pods of the jobs it dispatches: a PodsReady
-    # timeout there would evict workloads that run fine on a worker.
-    if c.wait_for_pods_ready is not None and cluster.role != "manager":
-        out["waitForPodsReady"] = _wait_for_pods_ready(c.wait_for_pods_ready)
+    wait = wait_for_pods_ready(settings, cluster)
+    if wait is not None and wait.enable:
+        out["waitForPodsReady"] = _wait_for_pods_ready(wait)
     retention = c.object_retention_policies
     if retention is not None:
         w = retention.workloads
@@ -107,7 +142,7 @@ def manager_config(settings: KueueSettings, cluster: ClusterConfig) -> dict[str,
         "kind": "Configuration",
         **CHART_MANAGER_CONFIG[settings.version],
         "integrations": {"frameworks": list(settings.frameworks)},
-        **_production_settings(settings.configuration, cluster),
+        **_production_settings(settings, cluster),
     }
     mk = settings.multi_kueue
     incremental = mk.incremental_dispatcher_config
@@ -166,7 +201,7 @@ def helm_values(settings: KueueSettings, cluster: ClusterConfig) -> dict[str, An
         "controllerManager": {
             "featureGates": [
                 {"name": name, "enabled": enabled}
-                for name, enabled in sorted(settings.feature_gates.items())
+                for name, enabled in sorted(feature_gates(settings, cluster).items())
             ],
             # User pools scale to zero and their nodes come and go; Kueue's webhooks fail closed
             # (failurePolicy Fail), so the controller lives on the system pool.

@@ -20,6 +20,7 @@ from upstream.k8s import NAMESPACE_NAME_LABEL, go_duration_seconds, quantity_val
 from upstream.kueue import (
     BATCH_JOB,
     DEFAULT_WORKER_LOST_TIMEOUT,
+    DISABLE_WAIT_FOR_PODS_READY,
     FEATURE_GATES,
     FRAMEWORK_GATES,
     FRAMEWORKS,
@@ -29,6 +30,7 @@ from upstream.kueue import (
     OWNED_VALUES,
     REMOVED_GATES,
     RESERVED_NAMESPACES,
+    WAIT_FOR_PODS_READY_BY_DEFAULT,
 )
 
 
@@ -127,23 +129,56 @@ def _check_worker_lost_timeout(mk: MultiKueueManagerSettings) -> Iterator[Issue]
         )
 
 
+def _check_wait_for_pods_ready(fleet: FleetConfig) -> Iterator[Issue]:
+    """`kueue.configuration` (workers, standalone) and `kueue.managerConfiguration` (manager)."""
+    s = fleet.kueue
+    gate = s.feature_gates.get(DISABLE_WAIT_FOR_PODS_READY)
+    blocks = (
+        ("kueue.configuration.waitForPodsReady", s.configuration.wait_for_pods_ready, "worker"),
+        (
+            "kueue.managerConfiguration.waitForPodsReady",
+            s.manager_configuration.wait_for_pods_ready,
+            "manager",
+        ),
+    )
+    for path, wait, side in blocks:
+        if wait is None or not wait.enable:
+            continue
+        if wait.timeout is not None and go_duration_seconds(wait.timeout) == 0:
+            yield Issue(f"{path}.timeout", "must be more than 0 (Kueue refuses to start)")
+        if gate:
+            yield Issue(
+                path,
+                f"ignored: kueue.featureGates.{DISABLE_WAIT_FOR_PODS_READY} is true",
+                "warning",
+            )
+        if side == "worker" and not any(cl.role != "manager" for cl in fleet.clusters):
+            yield Issue(
+                path, "applies to workers and standalone clusters; this stack has none", "warning"
+            )
+        if side == "manager" and fleet.manager is None:
+            yield Issue(
+                path, "applies to a cluster with role 'manager'; this stack has none", "warning"
+            )
+    if (
+        gate is False
+        and fleet.manager is not None
+        and s.manager_configuration.wait_for_pods_ready is None
+        and WAIT_FOR_PODS_READY_BY_DEFAULT[s.version]
+    ):
+        yield Issue(
+            f"kueue.featureGates.{DISABLE_WAIT_FOR_PODS_READY}",
+            "the manager still gets it true (waitForPodsReady off there); to run waitForPodsReady "
+            "on the manager, set kueue.managerConfiguration.waitForPodsReady",
+            "warning",
+        )
+
+
 def check_kueue_configuration(fleet: FleetConfig) -> Iterator[Issue]:
     """The typed Configuration settings as Kueue's own config validation would judge them."""
     s = fleet.kueue
     c = s.configuration
-    wait = c.wait_for_pods_ready
-    if wait is not None:
-        path = "kueue.configuration.waitForPodsReady"
-        if go_duration_seconds(wait.timeout) == 0:
-            yield Issue(f"{path}.timeout", "must be more than 0 (Kueue refuses to start)")
-        if s.feature_gates.get("DisableWaitForPodsReady"):
-            yield Issue(
-                path, "ignored: kueue.featureGates.DisableWaitForPodsReady is true", "warning"
-            )
-        if not any(cl.role != "manager" for cl in fleet.clusters):
-            yield Issue(
-                path, "applies to workers and standalone clusters; this stack has none", "warning"
-            )
+    yield from _check_wait_for_pods_ready(fleet)
     fair = c.fair_sharing
     if fair is not None and list(fair.preemption_strategies) not in FAIR_SHARING_STRATEGIES:
         yield Issue(

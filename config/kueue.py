@@ -64,12 +64,33 @@ class PodsReadyRequeuing(Model):
 
 
 class WaitForPodsReady(Model):
-    """All-or-nothing start: a workload whose pods are not all ready in `timeout` is evicted."""
+    """All-or-nothing start: a workload whose pods are not all ready in `timeout` is evicted.
 
-    timeout: GoDuration
+    `enable` is the program's key, not a field of Kueue's v1beta2 Configuration (which dropped
+    it): `enable: false` turns the feature off on the clusters the block applies to (Kueue 0.19:
+    the `DisableWaitForPodsReady` gate on those clusters; 0.17: no block). Every other key is
+    Kueue's own, and `enable: true` (the default) needs `timeout`.
+    """
+
+    enable: bool = True
+    timeout: GoDuration | None = None
     block_admission: bool | None = None
     recovery_timeout: GoDuration | None = None
     requeuing_strategy: PodsReadyRequeuing | None = None
+
+    @model_validator(mode="after")
+    def _shape(self) -> WaitForPodsReady:
+        others = (
+            self.timeout,
+            self.block_admission,
+            self.recovery_timeout,
+            self.requeuing_strategy,
+        )
+        if not self.enable and any(v is not None for v in others):
+            raise ValueError("enable: false takes no other key (the feature is off)")
+        if self.enable and self.timeout is None:
+            raise ValueError("timeout is required (Kueue's v1beta2 field), e.g. timeout: 30m")
+        return self
 
 
 class WorkloadRetention(Model):
@@ -96,10 +117,22 @@ class FairSharing(Model):
 class KueueConfiguration(Model):
     """Production settings of Kueue's Configuration, on top of the chart's document."""
 
-    # Workers and standalone clusters only: the manager runs no pods of dispatched jobs.
+    # Workers and standalone clusters only (the manager's is `kueue.managerConfiguration`).
+    # Omitted: Kueue's default for the version, which is ON from 0.19 (30m timeout, requeued
+    # without end) and off before; `enable: false` turns it off (docs/kueue-queueing.md).
     wait_for_pods_ready: WaitForPodsReady | None = None
     object_retention_policies: ObjectRetentionPolicies | None = None
     fair_sharing: FairSharing | None = None
+
+
+class ManagerConfiguration(Model):
+    """Settings of the MultiKueue manager's Configuration that differ from the workers'."""
+
+    # The manager runs no pod of a dispatched job, yet from Kueue 0.19 its waitForPodsReady is
+    # on unless turned off, and its timeout evicts and re-dispatches a job still starting on a
+    # worker. Omitted: OFF on the manager. Set it only to have the manager re-dispatch a job
+    # whose pods are not all ready in `timeout` on whichever worker it went to.
+    wait_for_pods_ready: WaitForPodsReady | None = None
 
 
 class KueueSettings(Model):
@@ -116,6 +149,7 @@ class KueueSettings(Model):
     feature_gates: dict[str, bool] = Field(default_factory=dict[str, bool])
     multi_kueue: MultiKueueManagerSettings = MultiKueueManagerSettings()
     configuration: KueueConfiguration = KueueConfiguration()
+    manager_configuration: ManagerConfiguration = ManagerConfiguration()
     # Controller replicas (leader election is on): 2+ also get a PodDisruptionBudget
     # (minAvailable 1) and spread over nodes and zones, because Kueue's Job webhooks fail closed.
     replicas: int = Field(default=1, ge=1, le=5)

@@ -61,9 +61,15 @@ def test_dev_helm_values_are_pinned() -> None:
         values = copy.deepcopy(release.values)
         config = yaml.safe_load(values["managerConfig"].pop("controllerManagerConfigYaml"))
         assert config == DEV_MANAGER_CONFIG_0_19_2
+        # Kueue 0.19 runs waitForPodsReady unless told otherwise: the manager is told.
+        gates = (
+            [{"name": "DisableWaitForPodsReady", "enabled": True}]
+            if release.target == "manager"
+            else []
+        )
         assert values == {
             "controllerManager": {
-                "featureGates": [],
+                "featureGates": gates,
                 "nodeSelector": {"kubernetes.azure.com/agentpool": "system"},
                 "tolerations": [
                     {"key": "CriticalAddonsOnly", "operator": "Exists", "effect": "NoSchedule"}
