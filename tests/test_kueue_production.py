@@ -10,6 +10,7 @@ setting that is never applied.
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -329,3 +330,36 @@ def test_prod_runs_two_controllers_with_a_pdb_and_retains_workloads_a_day() -> N
         assert manager["podDisruptionBudget"] == {"enabled": True, "minAvailable": 1}
         config = yaml.safe_load(release.values["managerConfig"]["controllerManagerConfigYaml"])
         assert config["objectRetentionPolicies"] == {"workloads": {"afterFinished": "24h"}}
+
+
+# One job, one scale-up (pkg/controller/workloaddispatcher/incrementaldispatcher.go at v0.19.2:
+# stepSize workers per 5-minute round, default 3; AllAtOnce nominates the whole set).
+def load_from_file_raw(stack: str) -> tuple[FleetConfig, dict[str, Any]]:
+    text = (Path(__file__).resolve().parents[1] / f"Pulumi.{stack}.yaml").read_text()
+    config = yaml.safe_load(text)["config"]
+    raw = {"location": config["azure-native:location"], **config["aks-batch-fleet:fleet"]}
+    return fleet_of(copy.deepcopy(raw)), raw
+
+
+def test_prod_dispatches_one_gated_worker_at_a_time() -> None:
+    fleet, raw = load_from_file_raw("prod")
+    config = config_of(fleet, 0)
+    assert fleet.clusters[0].role == "manager"
+    assert config["multiKueue"]["dispatcherName"] == (
+        "kueue.x-k8s.io/multikueue-dispatcher-incremental"
+    )
+    assert config["multiKueue"]["incrementalDispatcherConfig"] == {"stepSize": 1}
+    # Left to Kueue's default, prod would be warned: three gated workers scale up for one job.
+    del raw["kueue"]["multiKueue"]
+    warnings = texts(raw, "warning")
+    assert any(
+        w.startswith("kueue.multiKueue.dispatcher: with no kueue.multiKueue.dispatcher")
+        and "on 3 of its gated workers (worker-1, worker-2, worker-3)" in w
+        for w in warnings
+    ), warnings
+    # Incremental at Kueue's default step (3) is the same race.
+    raw["kueue"]["multiKueue"] = {"dispatcher": "Incremental"}
+    assert any("nominates 3 workers per round" in w for w in texts(raw, "warning"))
+    # AllAtOnce written down is a decision, not a default: no warning.
+    raw["kueue"]["multiKueue"] = {"dispatcher": "AllAtOnce"}
+    assert not any(w.startswith("kueue.multiKueue.dispatcher") for w in texts(raw, "warning"))

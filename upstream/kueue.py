@@ -211,6 +211,14 @@ CRITICAL_ADDONS_TOLERATION: Final = {
     "operator": "Exists",
     "effect": "NoSchedule",
 }
+# The Incremental dispatcher (pkg/controller/workloaddispatcher/incrementaldispatcher.go at
+# v0.19.2): it nominates `stepSize` workers (DefaultStepSize 3, so 3 workers at once unless set),
+# in MultiKueueConfig order (gate MultiKueueIncrementalDispatcherRespectConfigOrder, beta, on),
+# and adds the next `stepSize` after each round of incrementalDispatcherRoundTimeout (5 min,
+# not configurable) while no worker admitted the job; earlier nominees stay nominated.
+# AllAtOnce (the default) nominates every worker of the set at once.
+INCREMENTAL_DEFAULT_STEP_SIZE: Final = 3
+INCREMENTAL_ROUND_SECONDS: Final = 300
 DISPATCHERS: Final = {
     "AllAtOnce": "kueue.x-k8s.io/multikueue-dispatcher-all-at-once",
     "Incremental": "kueue.x-k8s.io/multikueue-dispatcher-incremental",
