@@ -18,15 +18,18 @@ from builders.aks import pool_node_labels, pool_node_taints
 from builders.manifest import HelmRelease, Manifest
 from config.kueue import (
     ClusterQueueConfig,
+    CohortConfig,
     FlavorConfig,
     KueueObjects,
     KueueSettings,
     LocalQueueConfig,
     NamespaceSelector,
     ProvisioningGate,
+    ResourceGroup,
     TeamNamespace,
     Toleration,
     WaitForPodsReady,
+    WorkloadPriorityClassConfig,
 )
 from config.models import ClusterConfig, FleetConfig, PoolConfig, version_tuple
 from config.resolve import gate_flavors
@@ -132,6 +135,17 @@ def _production_settings(settings: KueueSettings, cluster: ClusterConfig) -> dic
         )
     if c.fair_sharing is not None:
         out["fairSharing"] = {"preemptionStrategies": list(c.fair_sharing.preemption_strategies)}
+    afs = c.admission_fair_sharing
+    if afs is not None:
+        out["admissionFairSharing"] = _fields(
+            usageHalfLifeTime=afs.usage_half_life_time,
+            usageSamplingInterval=afs.usage_sampling_interval,
+            resourceWeights=dict(afs.resource_weights) or None,
+        )
+    if c.manage_jobs_without_queue_name is not None:
+        out["manageJobsWithoutQueueName"] = c.manage_jobs_without_queue_name
+    if c.managed_jobs_namespace_selector is not None:
+        out["managedJobsNamespaceSelector"] = _selector(c.managed_jobs_namespace_selector)
     return out
 
 
@@ -389,27 +403,16 @@ def cluster_queue(
                 borrow["maxPriorityThreshold"] = b.max_priority_threshold
             preemption["borrowWithinCohort"] = borrow
         spec["preemption"] = preemption
+    if cq.fair_sharing is not None:
+        spec["fairSharing"] = {"weight": str(cq.fair_sharing.weight)}
+    if cq.admission_scope is not None:
+        spec["admissionScope"] = {"admissionMode": cq.admission_scope.admission_mode}
     if cq.flavor_fungibility is not None:
         spec["flavorFungibility"] = {
             "whenCanBorrow": cq.flavor_fungibility.when_can_borrow,
             "whenCanPreempt": cq.flavor_fungibility.when_can_preempt,
         }
-    spec["resourceGroups"] = [
-        {
-            "coveredResources": list(group.covered_resources),
-            "flavors": [
-                {
-                    "name": fq.name,
-                    "resources": [
-                        _quota(rq.name, rq.nominal_quota, rq.borrowing_limit, rq.lending_limit)
-                        for rq in fq.resources
-                    ],
-                }
-                for fq in group.flavors
-            ],
-        }
-        for group in cq.resource_groups
-    ]
+    spec["resourceGroups"] = _resource_groups(cq.resource_groups)
     checks: list[dict[str, Any]] = []
     if cq.provisioning_gate is not None:
         checks.append(_check_entry(cq.provisioning_gate.name, gate_flavors(queues, cq)))
@@ -428,6 +431,50 @@ def cluster_queue(
     }
 
 
+def _resource_groups(groups: Sequence[ResourceGroup]) -> list[dict[str, Any]]:
+    return [
+        {
+            "coveredResources": list(group.covered_resources),
+            "flavors": [
+                {
+                    "name": fq.name,
+                    "resources": [
+                        _quota(rq.name, rq.nominal_quota, rq.borrowing_limit, rq.lending_limit)
+                        for rq in fq.resources
+                    ],
+                }
+                for fq in group.flavors
+            ],
+        }
+        for group in groups
+    ]
+
+
+def cohort(c: CohortConfig) -> dict[str, Any]:
+    """A Cohort (v1beta2): its parent, its own quota, its fair-sharing weight."""
+    spec: dict[str, Any] = {}
+    if c.parent_name is not None:
+        spec["parentName"] = c.parent_name
+    if c.resource_groups:
+        spec["resourceGroups"] = _resource_groups(c.resource_groups)
+    if c.fair_sharing is not None:
+        spec["fairSharing"] = {"weight": str(c.fair_sharing.weight)}
+    return {"apiVersion": KUEUE_API, "kind": "Cohort", "metadata": _meta(c.name), "spec": spec}
+
+
+def workload_priority_class(w: WorkloadPriorityClassConfig) -> dict[str, Any]:
+    """A WorkloadPriorityClass (`value` and `description` are top-level fields, no spec)."""
+    obj: dict[str, Any] = {
+        "apiVersion": KUEUE_API,
+        "kind": "WorkloadPriorityClass",
+        "metadata": _meta(w.name),
+        "value": w.value,
+    }
+    if w.description is not None:
+        obj["description"] = w.description
+    return obj
+
+
 def _quota(
     name: str, nominal: str | int, borrowing: str | int | None, lending: str | int | None
 ) -> dict[str, str]:
@@ -441,11 +488,14 @@ def _quota(
 
 def local_queue(lq: LocalQueueConfig) -> dict[str, Any]:
     """A LocalQueue (its `clusterQueue` is immutable: changing it replaces the object)."""
+    spec: dict[str, Any] = {"clusterQueue": lq.cluster_queue}
+    if lq.fair_sharing is not None:
+        spec["fairSharing"] = {"weight": str(lq.fair_sharing.weight)}
     return {
         "apiVersion": KUEUE_API,
         "kind": "LocalQueue",
         "metadata": _meta(lq.name, lq.namespace),
-        "spec": {"clusterQueue": lq.cluster_queue},
+        "spec": spec,
     }
 
 
@@ -455,6 +505,8 @@ def _cluster_queue_manifest(
     obj = cluster_queue(cq, queues, added_checks)
     strategy = obj["spec"].get("admissionChecksStrategy", {})
     needs = [f"ResourceFlavor/{name}" for name in cq.flavor_names]
+    if cq.cohort_name is not None and queues.cohort(cq.cohort_name) is not None:
+        needs.append(f"Cohort/{cq.cohort_name}")
     needs += [f"AdmissionCheck/{c['name']}" for c in strategy.get("admissionChecks", [])]
     return Manifest(target, obj, tuple(needs))
 
@@ -474,10 +526,18 @@ def _namespace_manifest(
     )
 
 
+def _cohort_manifest(target: str, c: CohortConfig, declared: set[str]) -> Manifest:
+    needs = [f"ResourceFlavor/{f.name}" for g in c.resource_groups for f in g.flavors]
+    if c.parent_name is not None and c.parent_name in declared:
+        needs.append(f"Cohort/{c.parent_name}")
+    return Manifest(target, cohort(c), tuple(dict.fromkeys(needs)))
+
+
 def cluster_objects(
     cluster: ClusterConfig,
     added_checks: AdmissionChecks | None = None,
     kubernetes_version: str | None = None,
+    priority_classes: Sequence[WorkloadPriorityClassConfig] = (),
 ) -> list[Manifest]:
     """Every queue object of one cluster, each naming what it needs, referenced objects first.
 
@@ -487,8 +547,11 @@ def cluster_objects(
     added = added_checks or {}
     used_gates = {cq.provisioning_gate.name for cq in q.cluster_queues if cq.provisioning_gate}
     gates = [g for g in q.provisioning_gates if g.name in used_gates]
+    declared = {c.name for c in q.cohorts}
     return [
+        *(Manifest(target, workload_priority_class(w)) for w in priority_classes),
         *(Manifest(target, resource_flavor(f, cluster)) for f in q.flavors),
+        *(_cohort_manifest(target, c, declared) for c in q.cohorts),
         *(Manifest(target, provisioning_request_config(g)) for g in gates),
         *(
             Manifest(
