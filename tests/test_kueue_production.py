@@ -143,6 +143,7 @@ def test_enable_false_turns_it_off_on_workers() -> None:
 def test_on_0_17_off_is_an_absent_block_and_no_gate() -> None:
     raw = with_manager(copy.deepcopy(BASE))
     raw["kueue"] = {"version": "0.17.8", "configuration": {"waitForPodsReady": {"enable": False}}}
+    raw["kubernetesVersion"] = "1.35"  # the newest minor Kueue 0.17.8 supports
     fleet = fleet_of(raw)
     for i in (0, 1):
         assert gates_of(fleet, i) == {}  # 0.17.8 has no such gate: it would not start
