@@ -34,7 +34,9 @@ def kueue_objects(fleet: FleetConfig) -> dict[str, list[Manifest]]:
             ]
         # An existing cluster's version is not the stack's to know: its labels say `latest`.
         version = fleet.version_of(cluster) if cluster.source == "aks" else None
-        objects += kueue.cluster_objects(cluster, added.get(cluster.name), version)
+        objects += kueue.cluster_objects(
+            cluster, added.get(cluster.name), version, fleet.kueue.workload_priority_classes
+        )
         out[cluster.name] = objects
     return out
 

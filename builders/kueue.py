@@ -18,16 +18,18 @@ from builders.aks import pool_node_labels, pool_node_taints
 from builders.manifest import HelmRelease, Manifest
 from config.kueue import (
     ClusterQueueConfig,
+    CohortConfig,
     FlavorConfig,
-    KueueConfiguration,
     KueueObjects,
     KueueSettings,
     LocalQueueConfig,
     NamespaceSelector,
     ProvisioningGate,
+    ResourceGroup,
     TeamNamespace,
     Toleration,
     WaitForPodsReady,
+    WorkloadPriorityClassConfig,
 )
 from config.models import ClusterConfig, FleetConfig, PoolConfig, version_tuple
 from config.resolve import gate_flavors
@@ -37,6 +39,7 @@ from upstream.kueue import (
     CHART_MANAGER_CONFIG,
     CONFIG_API,
     CRITICAL_ADDONS_TOLERATION,
+    DISABLE_WAIT_FOR_PODS_READY,
     DISPATCHERS,
     KUEUE_API,
     KUEUE_CHART,
@@ -45,6 +48,7 @@ from upstream.kueue import (
     KUEUE_RELEASE,
     KUEUE_SELECTOR_LABELS,
     PROVISIONING_CONTROLLER,
+    WAIT_FOR_PODS_READY_BY_DEFAULT,
 )
 from upstream.podsecurity import labels as pod_security_labels
 
@@ -79,12 +83,46 @@ def _wait_for_pods_ready(w: WaitForPodsReady) -> dict[str, Any]:
     )
 
 
-def _production_settings(c: KueueConfiguration, cluster: ClusterConfig) -> dict[str, Any]:
+def wait_for_pods_ready(settings: KueueSettings, cluster: ClusterConfig) -> WaitForPodsReady | None:
+    """The waitForPodsReady the program asks of one cluster; None: Kueue's version default.
+
+    The manager of a MultiKueue fleet runs no pods of the jobs it dispatches: its PodsReady
+    timeout would evict and re-dispatch a job still starting on a worker (and cap every worker's
+    longer timeout). So the manager's is off unless `kueue.managerConfiguration` says otherwise;
+    workers and standalone clusters get `kueue.configuration`'s, as written.
+    """
+    if cluster.role == "manager":
+        chosen = settings.manager_configuration.wait_for_pods_ready
+        return chosen if chosen is not None else WaitForPodsReady(enable=False)
+    return settings.configuration.wait_for_pods_ready
+
+
+def wait_for_pods_ready_on(settings: KueueSettings, cluster: ClusterConfig) -> bool:
+    """Whether that cluster's Kueue runs with waitForPodsReady on (all gates considered)."""
+    if settings.feature_gates.get(DISABLE_WAIT_FOR_PODS_READY):
+        return False
+    w = wait_for_pods_ready(settings, cluster)
+    return WAIT_FOR_PODS_READY_BY_DEFAULT[settings.version] if w is None else w.enable
+
+
+def feature_gates(settings: KueueSettings, cluster: ClusterConfig) -> dict[str, bool]:
+    """One cluster's feature gates: `kueue.featureGates`, plus what turns waitForPodsReady off.
+
+    From 0.19 an absent `waitForPodsReady` block means on, so off needs the gate.
+    """
+    gates = dict(settings.feature_gates)
+    w = wait_for_pods_ready(settings, cluster)
+    if w is not None and not w.enable and WAIT_FOR_PODS_READY_BY_DEFAULT[settings.version]:
+        gates[DISABLE_WAIT_FOR_PODS_READY] = True
+    return gates
+
+
+def _production_settings(settings: KueueSettings, cluster: ClusterConfig) -> dict[str, Any]:
+    c = settings.configuration
     out: dict[str, Any] = {}
-    # The manager of a MultiKueue fleet runs no pods of the jobs it dispatches: a PodsReady
-    # timeout there would evict workloads that run fine on a worker.
-    if c.wait_for_pods_ready is not None and cluster.role != "manager":
-        out["waitForPodsReady"] = _wait_for_pods_ready(c.wait_for_pods_ready)
+    wait = wait_for_pods_ready(settings, cluster)
+    if wait is not None and wait.enable:
+        out["waitForPodsReady"] = _wait_for_pods_ready(wait)
     retention = c.object_retention_policies
     if retention is not None:
         w = retention.workloads
@@ -97,6 +135,17 @@ def _production_settings(c: KueueConfiguration, cluster: ClusterConfig) -> dict[
         )
     if c.fair_sharing is not None:
         out["fairSharing"] = {"preemptionStrategies": list(c.fair_sharing.preemption_strategies)}
+    afs = c.admission_fair_sharing
+    if afs is not None:
+        out["admissionFairSharing"] = _fields(
+            usageHalfLifeTime=afs.usage_half_life_time,
+            usageSamplingInterval=afs.usage_sampling_interval,
+            resourceWeights=dict(afs.resource_weights) or None,
+        )
+    if c.manage_jobs_without_queue_name is not None:
+        out["manageJobsWithoutQueueName"] = c.manage_jobs_without_queue_name
+    if c.managed_jobs_namespace_selector is not None:
+        out["managedJobsNamespaceSelector"] = _selector(c.managed_jobs_namespace_selector)
     return out
 
 
@@ -107,7 +156,7 @@ def manager_config(settings: KueueSettings, cluster: ClusterConfig) -> dict[str,
         "kind": "Configuration",
         **CHART_MANAGER_CONFIG[settings.version],
         "integrations": {"frameworks": list(settings.frameworks)},
-        **_production_settings(settings.configuration, cluster),
+        **_production_settings(settings, cluster),
     }
     mk = settings.multi_kueue
     incremental = mk.incremental_dispatcher_config
@@ -166,7 +215,7 @@ def helm_values(settings: KueueSettings, cluster: ClusterConfig) -> dict[str, An
         "controllerManager": {
             "featureGates": [
                 {"name": name, "enabled": enabled}
-                for name, enabled in sorted(settings.feature_gates.items())
+                for name, enabled in sorted(feature_gates(settings, cluster).items())
             ],
             # User pools scale to zero and their nodes come and go; Kueue's webhooks fail closed
             # (failurePolicy Fail), so the controller lives on the system pool.
@@ -354,27 +403,16 @@ def cluster_queue(
                 borrow["maxPriorityThreshold"] = b.max_priority_threshold
             preemption["borrowWithinCohort"] = borrow
         spec["preemption"] = preemption
+    if cq.fair_sharing is not None:
+        spec["fairSharing"] = {"weight": str(cq.fair_sharing.weight)}
+    if cq.admission_scope is not None:
+        spec["admissionScope"] = {"admissionMode": cq.admission_scope.admission_mode}
     if cq.flavor_fungibility is not None:
         spec["flavorFungibility"] = {
             "whenCanBorrow": cq.flavor_fungibility.when_can_borrow,
             "whenCanPreempt": cq.flavor_fungibility.when_can_preempt,
         }
-    spec["resourceGroups"] = [
-        {
-            "coveredResources": list(group.covered_resources),
-            "flavors": [
-                {
-                    "name": fq.name,
-                    "resources": [
-                        _quota(rq.name, rq.nominal_quota, rq.borrowing_limit, rq.lending_limit)
-                        for rq in fq.resources
-                    ],
-                }
-                for fq in group.flavors
-            ],
-        }
-        for group in cq.resource_groups
-    ]
+    spec["resourceGroups"] = _resource_groups(cq.resource_groups)
     checks: list[dict[str, Any]] = []
     if cq.provisioning_gate is not None:
         checks.append(_check_entry(cq.provisioning_gate.name, gate_flavors(queues, cq)))
@@ -393,6 +431,50 @@ def cluster_queue(
     }
 
 
+def _resource_groups(groups: Sequence[ResourceGroup]) -> list[dict[str, Any]]:
+    return [
+        {
+            "coveredResources": list(group.covered_resources),
+            "flavors": [
+                {
+                    "name": fq.name,
+                    "resources": [
+                        _quota(rq.name, rq.nominal_quota, rq.borrowing_limit, rq.lending_limit)
+                        for rq in fq.resources
+                    ],
+                }
+                for fq in group.flavors
+            ],
+        }
+        for group in groups
+    ]
+
+
+def cohort(c: CohortConfig) -> dict[str, Any]:
+    """A Cohort (v1beta2): its parent, its own quota, its fair-sharing weight."""
+    spec: dict[str, Any] = {}
+    if c.parent_name is not None:
+        spec["parentName"] = c.parent_name
+    if c.resource_groups:
+        spec["resourceGroups"] = _resource_groups(c.resource_groups)
+    if c.fair_sharing is not None:
+        spec["fairSharing"] = {"weight": str(c.fair_sharing.weight)}
+    return {"apiVersion": KUEUE_API, "kind": "Cohort", "metadata": _meta(c.name), "spec": spec}
+
+
+def workload_priority_class(w: WorkloadPriorityClassConfig) -> dict[str, Any]:
+    """A WorkloadPriorityClass (`value` and `description` are top-level fields, no spec)."""
+    obj: dict[str, Any] = {
+        "apiVersion": KUEUE_API,
+        "kind": "WorkloadPriorityClass",
+        "metadata": _meta(w.name),
+        "value": w.value,
+    }
+    if w.description is not None:
+        obj["description"] = w.description
+    return obj
+
+
 def _quota(
     name: str, nominal: str | int, borrowing: str | int | None, lending: str | int | None
 ) -> dict[str, str]:
@@ -406,11 +488,14 @@ def _quota(
 
 def local_queue(lq: LocalQueueConfig) -> dict[str, Any]:
     """A LocalQueue (its `clusterQueue` is immutable: changing it replaces the object)."""
+    spec: dict[str, Any] = {"clusterQueue": lq.cluster_queue}
+    if lq.fair_sharing is not None:
+        spec["fairSharing"] = {"weight": str(lq.fair_sharing.weight)}
     return {
         "apiVersion": KUEUE_API,
         "kind": "LocalQueue",
         "metadata": _meta(lq.name, lq.namespace),
-        "spec": {"clusterQueue": lq.cluster_queue},
+        "spec": spec,
     }
 
 
@@ -420,6 +505,8 @@ def _cluster_queue_manifest(
     obj = cluster_queue(cq, queues, added_checks)
     strategy = obj["spec"].get("admissionChecksStrategy", {})
     needs = [f"ResourceFlavor/{name}" for name in cq.flavor_names]
+    if cq.cohort_name is not None and queues.cohort(cq.cohort_name) is not None:
+        needs.append(f"Cohort/{cq.cohort_name}")
     needs += [f"AdmissionCheck/{c['name']}" for c in strategy.get("admissionChecks", [])]
     return Manifest(target, obj, tuple(needs))
 
@@ -439,10 +526,18 @@ def _namespace_manifest(
     )
 
 
+def _cohort_manifest(target: str, c: CohortConfig, declared: set[str]) -> Manifest:
+    needs = [f"ResourceFlavor/{f.name}" for g in c.resource_groups for f in g.flavors]
+    if c.parent_name is not None and c.parent_name in declared:
+        needs.append(f"Cohort/{c.parent_name}")
+    return Manifest(target, cohort(c), tuple(dict.fromkeys(needs)))
+
+
 def cluster_objects(
     cluster: ClusterConfig,
     added_checks: AdmissionChecks | None = None,
     kubernetes_version: str | None = None,
+    priority_classes: Sequence[WorkloadPriorityClassConfig] = (),
 ) -> list[Manifest]:
     """Every queue object of one cluster, each naming what it needs, referenced objects first.
 
@@ -452,8 +547,11 @@ def cluster_objects(
     added = added_checks or {}
     used_gates = {cq.provisioning_gate.name for cq in q.cluster_queues if cq.provisioning_gate}
     gates = [g for g in q.provisioning_gates if g.name in used_gates]
+    declared = {c.name for c in q.cohorts}
     return [
+        *(Manifest(target, workload_priority_class(w)) for w in priority_classes),
         *(Manifest(target, resource_flavor(f, cluster)) for f in q.flavors),
+        *(_cohort_manifest(target, c, declared) for c in q.cohorts),
         *(Manifest(target, provisioning_request_config(g)) for g in gates),
         *(
             Manifest(

@@ -8,27 +8,31 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Collection, Iterator, Mapping
-from typing import Any, cast
+from decimal import Decimal
+from typing import Any, Final, cast
 
 from builders.kueue import resource_flavor
 from checks.common import Check, duplicates
 from config.errors import Issue, key_path
-from config.kueue import ClusterQueueConfig, MultiKueueManagerSettings
+from config.kueue import ClusterQueueConfig, CohortConfig, FairShare, MultiKueueManagerSettings
 from config.models import ClusterConfig, FleetConfig
 from upstream.aks import AGENTPOOL_LABELS
 from upstream.k8s import NAMESPACE_NAME_LABEL, go_duration_seconds, quantity_value
 from upstream.kueue import (
     BATCH_JOB,
     DEFAULT_WORKER_LOST_TIMEOUT,
+    DISABLE_WAIT_FOR_PODS_READY,
     FEATURE_GATES,
     FRAMEWORK_GATES,
     FRAMEWORKS,
+    KUEUE_NAMESPACE,
     KUEUE_VERSIONS,
     LOCKED_GATES,
     MIN_QUIET_WORKER_LOST_TIMEOUT_SECONDS,
     OWNED_VALUES,
     REMOVED_GATES,
     RESERVED_NAMESPACES,
+    WAIT_FOR_PODS_READY_BY_DEFAULT,
 )
 
 
@@ -127,23 +131,56 @@ def _check_worker_lost_timeout(mk: MultiKueueManagerSettings) -> Iterator[Issue]
         )
 
 
+def _check_wait_for_pods_ready(fleet: FleetConfig) -> Iterator[Issue]:
+    """`kueue.configuration` (workers, standalone) and `kueue.managerConfiguration` (manager)."""
+    s = fleet.kueue
+    gate = s.feature_gates.get(DISABLE_WAIT_FOR_PODS_READY)
+    blocks = (
+        ("kueue.configuration.waitForPodsReady", s.configuration.wait_for_pods_ready, "worker"),
+        (
+            "kueue.managerConfiguration.waitForPodsReady",
+            s.manager_configuration.wait_for_pods_ready,
+            "manager",
+        ),
+    )
+    for path, wait, side in blocks:
+        if wait is None or not wait.enable:
+            continue
+        if wait.timeout is not None and go_duration_seconds(wait.timeout) == 0:
+            yield Issue(f"{path}.timeout", "must be more than 0 (Kueue refuses to start)")
+        if gate:
+            yield Issue(
+                path,
+                f"ignored: kueue.featureGates.{DISABLE_WAIT_FOR_PODS_READY} is true",
+                "warning",
+            )
+        if side == "worker" and not any(cl.role != "manager" for cl in fleet.clusters):
+            yield Issue(
+                path, "applies to workers and standalone clusters; this stack has none", "warning"
+            )
+        if side == "manager" and fleet.manager is None:
+            yield Issue(
+                path, "applies to a cluster with role 'manager'; this stack has none", "warning"
+            )
+    if (
+        gate is False
+        and fleet.manager is not None
+        and s.manager_configuration.wait_for_pods_ready is None
+        and WAIT_FOR_PODS_READY_BY_DEFAULT[s.version]
+    ):
+        yield Issue(
+            f"kueue.featureGates.{DISABLE_WAIT_FOR_PODS_READY}",
+            "the manager still gets it true (waitForPodsReady off there); to run waitForPodsReady "
+            "on the manager, set kueue.managerConfiguration.waitForPodsReady",
+            "warning",
+        )
+
+
 def check_kueue_configuration(fleet: FleetConfig) -> Iterator[Issue]:
     """The typed Configuration settings as Kueue's own config validation would judge them."""
     s = fleet.kueue
     c = s.configuration
-    wait = c.wait_for_pods_ready
-    if wait is not None:
-        path = "kueue.configuration.waitForPodsReady"
-        if go_duration_seconds(wait.timeout) == 0:
-            yield Issue(f"{path}.timeout", "must be more than 0 (Kueue refuses to start)")
-        if s.feature_gates.get("DisableWaitForPodsReady"):
-            yield Issue(
-                path, "ignored: kueue.featureGates.DisableWaitForPodsReady is true", "warning"
-            )
-        if not any(cl.role != "manager" for cl in fleet.clusters):
-            yield Issue(
-                path, "applies to workers and standalone clusters; this stack has none", "warning"
-            )
+    yield from _check_wait_for_pods_ready(fleet)
     fair = c.fair_sharing
     if fair is not None and list(fair.preemption_strategies) not in FAIR_SHARING_STRATEGIES:
         yield Issue(
@@ -194,6 +231,7 @@ def check_queue_names(fleet: FleetConfig) -> Iterator[Issue]:
             ("flavors", [f.name for f in q.flavors]),
             ("provisioningGates", [g.name for g in q.provisioning_gates]),
             ("clusterQueues", [x.name for x in q.cluster_queues]),
+            ("cohorts", [x.name for x in q.cohorts]),
             ("localQueues", [f"{lq.namespace}/{lq.name}" for lq in q.local_queues]),
         ]
         for field, names in lists:
@@ -432,6 +470,114 @@ def check_gate_conflicts(
                 )
 
 
+# Kueue's webhook rule for a fair-sharing weight (pkg/webhooks/common.go validateFairSharing at
+# v0.19.2): not negative (every config quantity is), and when not 0 more than 1e-9.
+MIN_WEIGHT: Final = Decimal("1e-9")
+# The namespaces Kueue's managedJobsNamespaceSelector must never select (validation.go,
+# validateManagedJobsNamespaceSelector): kube-system and Kueue's own.
+PROHIBITED_MANAGED_NAMESPACES: Final = ("kube-system", KUEUE_NAMESPACE)
+
+
+def _weight_issues(path: str, share: FairShare | None, fair_on: bool, what: str) -> Iterator[Issue]:
+    if share is None:
+        return
+    # Negative ones never get here: a config quantity is >= 0 (config.types.Quantity).
+    if 0 < quantity_value(share.weight) <= MIN_WEIGHT:
+        yield Issue(f"{path}.weight", "when not 0, must be more than 1e-9 (Kueue refuses it)")
+    if not fair_on:
+        yield Issue(path, f"ignored: {what} is off; set {what} to turn it on", "warning")
+
+
+def _cohort_cycles(cohorts: list[CohortConfig]) -> list[int]:
+    """Indexes of Cohorts on a parentName cycle (Kueue deactivates every member of one)."""
+    parent = {c.name: c.parent_name for c in cohorts}
+    on_cycle: list[int] = []
+    for j, c in enumerate(cohorts):
+        seen: set[str] = set()
+        node: str | None = c.name
+        while node is not None and node not in seen:
+            seen.add(node)
+            node = parent.get(node)
+        if node == c.name:
+            on_cycle.append(j)
+    return on_cycle
+
+
+def check_fair_sharing(fleet: FleetConfig) -> Iterator[Issue]:
+    """Weights, Cohorts, priority classes and the managed-jobs selector, as Kueue judges them."""
+    s = fleet.kueue
+    fair_on = s.configuration.fair_sharing is not None
+    admission_on = s.configuration.admission_fair_sharing is not None and s.feature_gates.get(
+        "AdmissionFairSharing", True
+    )
+    fs, afs = "kueue.configuration.fairSharing", "kueue.configuration.admissionFairSharing"
+    for i, c in enumerate(fleet.clusters):
+        q, base = c.queues, _base(i)
+        flavors = {f.name for f in q.flavors}
+        for j, cq in enumerate(q.cluster_queues):
+            path = f"{base}.clusterQueues[{j}]"
+            yield from _weight_issues(f"{path}.fairSharing", cq.fair_sharing, fair_on, fs)
+            if cq.admission_scope is not None and not admission_on:
+                yield Issue(f"{path}.admissionScope", f"ignored: set {afs}", "warning")
+        for j, lq in enumerate(q.local_queues):
+            path = f"{base}.localQueues[{j}].fairSharing"
+            yield from _weight_issues(path, lq.fair_sharing, admission_on, afs)
+        for j, co in enumerate(q.cohorts):
+            path = f"{base}.cohorts[{j}]"
+            yield from _weight_issues(f"{path}.fairSharing", co.fair_sharing, fair_on, fs)
+            if co.parent_name == co.name:
+                yield Issue(f"{path}.parentName", "a Cohort cannot be its own parent")
+            for g, group in enumerate(co.resource_groups):
+                for k, fq in enumerate(group.flavors):
+                    fpath = f"{path}.resourceGroups[{g}].flavors[{k}]"
+                    if fq.name not in flavors:
+                        yield Issue(f"{fpath}.name", f"no flavor {fq.name!r} in this cluster")
+                    for r, rq in enumerate(fq.resources):
+                        limits = (
+                            ("borrowingLimit", rq.borrowing_limit),
+                            ("lendingLimit", rq.lending_limit),
+                        )
+                        for key, limit in limits:
+                            if limit is not None and co.parent_name is None:
+                                yield Issue(
+                                    f"{fpath}.resources[{r}].{key}",
+                                    "needs the Cohort to have a parentName (Kueue refuses it)",
+                                )
+        for j in _cohort_cycles(q.cohorts):
+            co = q.cohorts[j]
+            if co.parent_name != co.name:
+                yield Issue(
+                    f"{base}.cohorts[{j}].parentName",
+                    f"Cohort {co.name!r} is on a parentName cycle: Kueue deactivates every "
+                    "ClusterQueue under it until the cycle is gone",
+                )
+    names = [w.name for w in s.workload_priority_classes]
+    for dup in duplicates(names):
+        for j in (j for j, n in enumerate(names) if n == dup):
+            yield Issue(
+                f"kueue.workloadPriorityClasses[{j}].name", f"{dup!r} is declared more than once"
+            )
+    selector = s.configuration.managed_jobs_namespace_selector
+    if selector is not None:
+        for ns in PROHIBITED_MANAGED_NAMESPACES:
+            if selector.matches({NAMESPACE_NAME_LABEL: ns}):
+                yield Issue(
+                    "kueue.configuration.managedJobsNamespaceSelector",
+                    f"selects namespace {ns!r}: Kueue refuses to start; exclude it, e.g. "
+                    f"matchExpressions [{{key: {NAMESPACE_NAME_LABEL}, operator: NotIn, values: "
+                    f"[kube-system, {KUEUE_NAMESPACE}]}}]",
+                )
+    afs_config = s.configuration.admission_fair_sharing
+    if afs_config is not None:
+        if go_duration_seconds(afs_config.usage_half_life_time) < 0:
+            yield Issue(f"{afs}.usageHalfLifeTime", "must not be negative")
+        interval = afs_config.usage_sampling_interval
+        if interval is not None and go_duration_seconds(interval) <= 0:
+            yield Issue(f"{afs}.usageSamplingInterval", "must be more than 0 (Kueue refuses it)")
+        if s.feature_gates.get("AdmissionFairSharing") is False:
+            yield Issue(afs, "ignored: kueue.featureGates.AdmissionFairSharing is false", "warning")
+
+
 KUEUE_CHECKS: tuple[Check, ...] = (
     check_kueue_settings,
     check_kueue_configuration,
@@ -439,4 +585,5 @@ KUEUE_CHECKS: tuple[Check, ...] = (
     check_flavors,
     check_cluster_queues,
     check_local_queues,
+    check_fair_sharing,
 )

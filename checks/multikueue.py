@@ -30,6 +30,8 @@ from config.resolve import (
 from upstream.k8s import NAMESPACE_NAME_LABEL, dns_label_problem
 from upstream.kueue import (
     GATE_REASON,
+    INCREMENTAL_DEFAULT_STEP_SIZE,
+    INCREMENTAL_ROUND_SECONDS,
     MAX_WORKERS,
     MULTIPLE_CHECKS_REASON,
     WORKER_RBAC,
@@ -280,8 +282,62 @@ def check_multikueue_queues(fleet: FleetConfig) -> Iterator[Issue]:
                 )
 
 
+def gated_workers(fleet: FleetConfig, dispatch: DispatchSet) -> list[str]:
+    """The workers of a set whose ClusterQueue for the set's queues has a provisioning gate."""
+    clusters = clusters_by_name(fleet)
+    out: list[str] = []
+    for worker in dispatch.workers:
+        if worker not in clusters:
+            continue
+        queues = clusters[worker][1].queues
+        targets = {worker_queue_for(fleet, q) for q in dispatch.queues}
+        if any((cq := queues.cluster_queue(t)) and cq.provisioning_gate for t in targets):
+            out.append(worker)
+    return out
+
+
+def dispatch_fan_out(fleet: FleetConfig) -> int:
+    """How many workers one job is nominated to at once (AllAtOnce: all of its set)."""
+    mk = fleet.kueue.multi_kueue
+    if mk.dispatcher != "Incremental":
+        return MAX_WORKERS
+    step = mk.incremental_dispatcher_config
+    return step.step_size if step is not None else INCREMENTAL_DEFAULT_STEP_SIZE
+
+
+def check_gated_dispatch(fleet: FleetConfig) -> Iterator[Issue]:
+    """One job, one scale-up: a job nominated to several gated workers at once opens a
+    ProvisioningRequest on each, and each autoscaler scales its pool up for the same job."""
+    if fleet.multi_kueue is None or fleet.manager is None:
+        return
+    if fleet.kueue.multi_kueue.dispatcher == "AllAtOnce":
+        return  # chosen, not defaulted: the first worker to admit wins, the others' PRs go
+    fan_out = dispatch_fan_out(fleet)
+    for dispatch in dispatch_sets(fleet):
+        gated = gated_workers(fleet, dispatch)
+        at_once = min(fan_out, len(gated))
+        if at_once < 2:
+            continue
+        how = (
+            "with no kueue.multiKueue.dispatcher, Kueue's AllAtOnce nominates every worker"
+            if fleet.kueue.multi_kueue.dispatcher is None
+            else f"the Incremental dispatcher nominates {fan_out} workers per round"
+        )
+        yield Issue(
+            "kueue.multiKueue.dispatcher",
+            f"{how}: a job of {', '.join(dispatch.queues)} opens a ProvisioningRequest on "
+            f"{at_once} of its gated workers ({', '.join(gated)}) at once, and each scales up "
+            "for it; set kueue.multiKueue.dispatcher: Incremental and "
+            "kueue.multiKueue.incrementalDispatcherConfig.stepSize: 1 (one worker per "
+            f"{INCREMENTAL_ROUND_SECONDS // 60}-minute round), or dispatcher: AllAtOnce to "
+            "keep the race on purpose (docs/kueue-queueing.md)",
+            "warning",
+        )
+
+
 MULTIKUEUE_CHECKS: tuple[Check, ...] = (
     check_multikueue_clusters,
     check_multikueue_kueue,
     check_multikueue_queues,
+    check_gated_dispatch,
 )

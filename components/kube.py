@@ -47,6 +47,10 @@ def kube_object(name: str, obj: Mapping[str, Any], opts: pulumi.ResourceOptions)
         return k8s.rbac.v1.RoleBinding(
             name, metadata=meta, role_ref=obj["roleRef"], subjects=obj["subjects"], opts=opts
         )
+    if set(obj) - {"apiVersion", "kind", "metadata", "spec"}:
+        # Kinds with top-level fields and no spec (WorkloadPriorityClass: value, description):
+        # the typed class carries only `spec`, the provider takes any field of the object.
+        return _TopLevelFields(name, obj, opts)
     return custom_resource(name, obj, opts)
 
 
@@ -62,6 +66,15 @@ def custom_resource(
         spec=obj.get("spec"),
         opts=opts,
     )
+
+
+class _TopLevelFields(pulumi.CustomResource):
+    """A custom resource whose fields are not under `spec`, registered as the provider's
+    `kubernetes:<apiVersion>:<kind>` type with every field of the object as an input."""
+
+    def __init__(self, name: str, obj: Mapping[str, Any], opts: pulumi.ResourceOptions) -> None:
+        props: dict[str, Any] = {**obj, "metadata": owned(obj["metadata"])}
+        super().__init__(f"kubernetes:{obj['apiVersion']}:{obj['kind']}", name, props, opts)
 
 
 def apply_manifests(

@@ -28,6 +28,35 @@ from upstream.kueue import BATCH_JOB, BEST_EFFORT_ATOMIC, DEFAULT_KUEUE_VERSION,
 from upstream.podsecurity import LABEL_PREFIX as POD_SECURITY_LABEL_PREFIX
 from upstream.podsecurity import PodSecurityLevel
 
+
+class SelectorRequirement(Model):
+    """One `matchExpressions` entry of a namespace selector."""
+
+    key: LabelKey
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[str] = Field(default_factory=list[str])
+
+    @model_validator(mode="after")
+    def _values(self) -> SelectorRequirement:
+        if self.operator in ("In", "NotIn") and not self.values:
+            raise ValueError(f"operator {self.operator} needs values")
+        if self.operator in ("Exists", "DoesNotExist") and self.values:
+            raise ValueError(f"operator {self.operator} takes no values")
+        return self
+
+
+class NamespaceSelector(Model):
+    """Which namespaces may use the queue; empty (the default) selects every namespace."""
+
+    match_labels: dict[LabelKey, LabelValue] = Field(default_factory=dict[str, str])
+    match_expressions: list[SelectorRequirement] = Field(default_factory=list[SelectorRequirement])
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Label-selector semantics (apimachinery): every term must hold."""
+        expressions = [(r.key, r.operator, list(r.values)) for r in self.match_expressions]
+        return selector_matches(self.match_labels, expressions, labels)
+
+
 # ------------------------------------------------------------------------------------------------
 # fleet.kueue: one Kueue install, the same on every cluster
 
@@ -64,12 +93,33 @@ class PodsReadyRequeuing(Model):
 
 
 class WaitForPodsReady(Model):
-    """All-or-nothing start: a workload whose pods are not all ready in `timeout` is evicted."""
+    """All-or-nothing start: a workload whose pods are not all ready in `timeout` is evicted.
 
-    timeout: GoDuration
+    `enable` is the program's key, not a field of Kueue's v1beta2 Configuration (which dropped
+    it): `enable: false` turns the feature off on the clusters the block applies to (Kueue 0.19:
+    the `DisableWaitForPodsReady` gate on those clusters; 0.17: no block). Every other key is
+    Kueue's own, and `enable: true` (the default) needs `timeout`.
+    """
+
+    enable: bool = True
+    timeout: GoDuration | None = None
     block_admission: bool | None = None
     recovery_timeout: GoDuration | None = None
     requeuing_strategy: PodsReadyRequeuing | None = None
+
+    @model_validator(mode="after")
+    def _shape(self) -> WaitForPodsReady:
+        others = (
+            self.timeout,
+            self.block_admission,
+            self.recovery_timeout,
+            self.requeuing_strategy,
+        )
+        if not self.enable and any(v is not None for v in others):
+            raise ValueError("enable: false takes no other key (the feature is off)")
+        if self.enable and self.timeout is None:
+            raise ValueError("timeout is required (Kueue's v1beta2 field), e.g. timeout: 30m")
+        return self
 
 
 class WorkloadRetention(Model):
@@ -93,13 +143,54 @@ class FairSharing(Model):
     )
 
 
+class AdmissionFairSharing(Model):
+    """`admissionFairSharing`: order a ClusterQueue's admissions by its LocalQueues' past usage.
+
+    Applies to ClusterQueues with `admissionScope.admissionMode: UsageBasedAdmissionFairSharing`.
+    """
+
+    usage_half_life_time: GoDuration
+    # Kueue's default: 5m.
+    usage_sampling_interval: GoDuration | None = None
+    resource_weights: dict[ResourceName, Annotated[float, Field(ge=0)]] = Field(
+        default_factory=dict[str, float]
+    )
+
+
 class KueueConfiguration(Model):
     """Production settings of Kueue's Configuration, on top of the chart's document."""
 
-    # Workers and standalone clusters only: the manager runs no pods of dispatched jobs.
+    # Suspend and queue jobs without a `kueue.x-k8s.io/queue-name` label too (Kueue: false),
+    # in the namespaces `managedJobsNamespaceSelector` selects (Kueue's default: every namespace
+    # but kube-system and kueue-system).
+    manage_jobs_without_queue_name: bool | None = None
+    managed_jobs_namespace_selector: NamespaceSelector | None = None
+    admission_fair_sharing: AdmissionFairSharing | None = None
+
+    # Workers and standalone clusters only (the manager's is `kueue.managerConfiguration`).
+    # Omitted: Kueue's default for the version, which is ON from 0.19 (30m timeout, requeued
+    # without end) and off before; `enable: false` turns it off (docs/kueue-queueing.md).
     wait_for_pods_ready: WaitForPodsReady | None = None
     object_retention_policies: ObjectRetentionPolicies | None = None
     fair_sharing: FairSharing | None = None
+
+
+class WorkloadPriorityClassConfig(Model):
+    """A WorkloadPriorityClass: jobs name it in their `kueue.x-k8s.io/priority-class` label."""
+
+    name: DnsSubdomain
+    value: int = Field(ge=-(2**31), lt=2**31)
+    description: str | None = Field(default=None, max_length=2048)
+
+
+class ManagerConfiguration(Model):
+    """Settings of the MultiKueue manager's Configuration that differ from the workers'."""
+
+    # The manager runs no pod of a dispatched job, yet from Kueue 0.19 its waitForPodsReady is
+    # on unless turned off, and its timeout evicts and re-dispatches a job still starting on a
+    # worker. Omitted: OFF on the manager. Set it only to have the manager re-dispatch a job
+    # whose pods are not all ready in `timeout` on whichever worker it went to.
+    wait_for_pods_ready: WaitForPodsReady | None = None
 
 
 class KueueSettings(Model):
@@ -116,6 +207,12 @@ class KueueSettings(Model):
     feature_gates: dict[str, bool] = Field(default_factory=dict[str, bool])
     multi_kueue: MultiKueueManagerSettings = MultiKueueManagerSettings()
     configuration: KueueConfiguration = KueueConfiguration()
+    manager_configuration: ManagerConfiguration = ManagerConfiguration()
+    # On every cluster: a dispatched job keeps its priority-class label on the worker, where
+    # Kueue looks the class up again.
+    workload_priority_classes: list[WorkloadPriorityClassConfig] = Field(
+        default_factory=list[WorkloadPriorityClassConfig], max_length=256
+    )
     # Controller replicas (leader election is on): 2+ also get a PodDisruptionBudget
     # (minAvailable 1) and spread over nodes and zones, because Kueue's Job webhooks fail closed.
     replicas: int = Field(default=1, ge=1, le=5)
@@ -202,34 +299,6 @@ class ResourceGroup(Model):
     flavors: list[FlavorQuotas] = Field(min_length=1, max_length=64)
 
 
-class SelectorRequirement(Model):
-    """One `matchExpressions` entry of a namespace selector."""
-
-    key: LabelKey
-    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
-    values: list[str] = Field(default_factory=list[str])
-
-    @model_validator(mode="after")
-    def _values(self) -> SelectorRequirement:
-        if self.operator in ("In", "NotIn") and not self.values:
-            raise ValueError(f"operator {self.operator} needs values")
-        if self.operator in ("Exists", "DoesNotExist") and self.values:
-            raise ValueError(f"operator {self.operator} takes no values")
-        return self
-
-
-class NamespaceSelector(Model):
-    """Which namespaces may use the queue; empty (the default) selects every namespace."""
-
-    match_labels: dict[LabelKey, LabelValue] = Field(default_factory=dict[str, str])
-    match_expressions: list[SelectorRequirement] = Field(default_factory=list[SelectorRequirement])
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        """Label-selector semantics (apimachinery): every term must hold."""
-        expressions = [(r.key, r.operator, list(r.values)) for r in self.match_expressions]
-        return selector_matches(self.match_labels, expressions, labels)
-
-
 class BorrowWithinCohort(Model):
     """Preemption while borrowing."""
 
@@ -311,6 +380,19 @@ class GateRef(Model):
     on_flavors: list[DnsSubdomain] | None = Field(default=None, max_length=64)
 
 
+class FairShare(Model):
+    """`fairSharing` of a ClusterQueue or Cohort: its weight among its siblings (Kueue: 1)."""
+
+    # A quantity: "3", "0.5", "250m"; 0 means it only ever gets what nobody else wants.
+    weight: Quantity
+
+
+class AdmissionScope(Model):
+    """`admissionScope`: admission fair sharing among this ClusterQueue's LocalQueues."""
+
+    admission_mode: Literal["UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing"]
+
+
 class ClusterQueueConfig(Model):
     """A ClusterQueue (v1beta2 shape: `cohortName`, `admissionChecksStrategy` via the gate)."""
 
@@ -322,10 +404,27 @@ class ClusterQueueConfig(Model):
     flavor_fungibility: FlavorFungibility | None = None
     resource_groups: list[ResourceGroup] = Field(min_length=1, max_length=16)
     provisioning_gate: GateRef | None = None
+    # Used only when `kueue.configuration.fairSharing` is set (that turns fair sharing on).
+    fair_sharing: FairShare | None = None
+    admission_scope: AdmissionScope | None = None
 
     @property
     def flavor_names(self) -> list[str]:
         return [f.name for g in self.resource_groups for f in g.flavors]
+
+
+class CohortConfig(Model):
+    """A Cohort object (v1beta2): a node of the cohort tree ClusterQueues name in `cohortName`.
+
+    Its `resourceGroups` are quota shared by its members on top of theirs; borrowing and
+    lending limits need a `parentName`. Without a Cohort object, a `cohortName` is a plain
+    cohort with no quota of its own and weight 1.
+    """
+
+    name: DnsSubdomain
+    parent_name: DnsSubdomain | None = None
+    resource_groups: list[ResourceGroup] = Field(default_factory=list[ResourceGroup], max_length=16)
+    fair_sharing: FairShare | None = None
 
 
 class LocalQueueConfig(Model):
@@ -334,6 +433,8 @@ class LocalQueueConfig(Model):
     name: DnsSubdomain
     namespace: DnsLabel
     cluster_queue: DnsSubdomain
+    # Its weight in admission fair sharing (`admissionScope` of its ClusterQueue).
+    fair_sharing: FairShare | None = None
 
 
 class KueueObjects(Model):
@@ -343,6 +444,7 @@ class KueueObjects(Model):
     flavors: list[FlavorConfig] = Field(default_factory=list[FlavorConfig])
     provisioning_gates: list[ProvisioningGate] = Field(default_factory=list[ProvisioningGate])
     cluster_queues: list[ClusterQueueConfig] = Field(default_factory=list[ClusterQueueConfig])
+    cohorts: list[CohortConfig] = Field(default_factory=list[CohortConfig])
     local_queues: list[LocalQueueConfig] = Field(default_factory=list[LocalQueueConfig])
 
     def flavor(self, name: str) -> FlavorConfig | None:
@@ -353,6 +455,9 @@ class KueueObjects(Model):
 
     def cluster_queue(self, name: str) -> ClusterQueueConfig | None:
         return next((q for q in self.cluster_queues if q.name == name), None)
+
+    def cohort(self, name: str) -> CohortConfig | None:
+        return next((c for c in self.cohorts if c.name == name), None)
 
     def namespace(self, name: str) -> TeamNamespace | None:
         return next((n for n in self.namespaces if n.name == name), None)

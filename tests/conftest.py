@@ -426,7 +426,12 @@ def render_kueue(
 ) -> list[Manifest]:
     """Every cluster's queue objects, as config states them (no MultiKueue mirroring)."""
     added = added_checks or {}
-    return [m for c in fleet.clusters for m in cluster_objects(c, added.get(c.name))]
+    priority = fleet.kueue.workload_priority_classes
+    return [
+        m
+        for c in fleet.clusters
+        for m in cluster_objects(c, added.get(c.name), priority_classes=priority)
+    ]
 
 
 # What `python -m preflight` needs, copied into a throw-away project by tests that edit stacks.

@@ -60,10 +60,23 @@ def test_dev_helm_values_are_pinned() -> None:
     for release in releases:
         values = copy.deepcopy(release.values)
         config = yaml.safe_load(values["managerConfig"].pop("controllerManagerConfigYaml"))
-        assert config == DEV_MANAGER_CONFIG_0_19_2
+        # Dev states Kueue's default dispatcher on purpose (Pulumi.dev.yaml); only the
+        # manager has a multiKueue block.
+        dispatch = (
+            {"multiKueue": {"dispatcherName": "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"}}
+            if release.target == "manager"
+            else {}
+        )
+        assert config == {**DEV_MANAGER_CONFIG_0_19_2, **dispatch}
+        # Kueue 0.19 runs waitForPodsReady unless told otherwise: the manager is told.
+        gates = (
+            [{"name": "DisableWaitForPodsReady", "enabled": True}]
+            if release.target == "manager"
+            else []
+        )
         assert values == {
             "controllerManager": {
-                "featureGates": [],
+                "featureGates": gates,
                 "nodeSelector": {"kubernetes.azure.com/agentpool": "system"},
                 "tolerations": [
                     {"key": "CriticalAddonsOnly", "operator": "Exists", "effect": "NoSchedule"}

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pulumi
 import pulumi_kubernetes as k8s
 import pytest
+import yaml
 
 from builders.kueue import cluster_objects, helm_values
 from checks.stack import parse_fleet
@@ -176,3 +178,34 @@ def test_dev_fleet_installs_kueue_on_every_cluster_with_its_provider() -> None:
         if kind_of(r) == "ClusterQueue" and r.parent.endswith("fleet-worker-1-kueue")
     ]
     assert [r.inputs["metadata"]["name"] for r in worker_cqs] == ["team-a"]
+
+
+def test_priority_classes_and_cohorts_register_with_their_own_fields(graph: Graph) -> None:
+    """A WorkloadPriorityClass has no spec (value and description are top-level fields)."""
+    raw = yaml.safe_load((Path(__file__).parent / "fixtures" / "fair-share.yaml").read_text())
+    fleet, _ = parse_fleet(raw)
+
+    def program() -> Kueue:
+        provider = k8s.Provider("solo-k8s", kubeconfig="apiVersion: v1\nkind: Config\n")
+        return Kueue(
+            "solo-kueue",
+            KueueArgs(
+                cluster=fleet.clusters[0],
+                settings=fleet.kueue,
+                provider=provider,
+                objects=cluster_objects(
+                    fleet.clusters[0], priority_classes=fleet.kueue.workload_priority_classes
+                ),
+            ),
+        )
+
+    run_program(program)
+    wpc = graph.one(
+        "kubernetes:kueue.x-k8s.io/v1beta2:WorkloadPriorityClass",
+        "solo-kueue-workloadpriorityclass-urgent",
+    )
+    assert wpc.inputs["value"] == 1000
+    assert wpc.inputs["metadata"]["name"] == "urgent"
+    assert "spec" not in wpc.inputs
+    cohort = graph.one("kubernetes:kueue.x-k8s.io/v1beta2:Cohort", "solo-kueue-cohort-research")
+    assert cohort.inputs["spec"] == {"parentName": "org", "fairSharing": {"weight": "2"}}

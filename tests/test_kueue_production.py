@@ -10,12 +10,13 @@ setting that is never applied.
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from builders.kueue import helm_values, kueue_releases
+from builders.kueue import helm_values, kueue_releases, wait_for_pods_ready_on
 from checks.stack import load_from_file, parse_fleet
 from config.models import FleetConfig
 from tests.test_kueue_config import BASE, texts
@@ -95,6 +96,90 @@ def test_wait_for_pods_ready_skips_the_manager() -> None:
     assert "waitForPodsReady" not in manager
     assert "waitForPodsReady" in worker
     assert manager["objectRetentionPolicies"] == worker["objectRetentionPolicies"]
+
+
+def gates_of(fleet: FleetConfig, cluster: int) -> dict[str, bool]:
+    values = helm_values(fleet.kueue, fleet.clusters[cluster])
+    return {g["name"]: g["enabled"] for g in values["controllerManager"]["featureGates"]}
+
+
+# Kueue 0.19.2 (apis/config/v1beta2/defaults.go) fills an absent waitForPodsReady with a 30m
+# timeout, so from 0.19 only the DisableWaitForPodsReady gate turns it off
+# (pkg/util/waitforpodsready/waitforpodsready.go); 0.17.8 runs it only when the block is there.
+def test_the_manager_runs_without_wait_for_pods_ready_on_0_19() -> None:
+    raw = with_manager(copy.deepcopy(BASE))
+    fleet = fleet_of(raw)
+    assert gates_of(fleet, 0) == {"DisableWaitForPodsReady": True}
+    assert "waitForPodsReady" not in config_of(fleet, 0)
+    # The worker keeps Kueue's default (on, 30m): no gate, no block.
+    assert gates_of(fleet, 1) == {}
+    assert "waitForPodsReady" not in config_of(fleet, 1)
+    assert not wait_for_pods_ready_on(fleet.kueue, fleet.clusters[0])
+    assert wait_for_pods_ready_on(fleet.kueue, fleet.clusters[1])
+
+
+def test_the_manager_and_workers_each_get_their_own_block() -> None:
+    raw = with_manager(copy.deepcopy(BASE))
+    raw["kueue"] = {
+        "configuration": {"waitForPodsReady": {"timeout": "2h"}},
+        "managerConfiguration": {"waitForPodsReady": {"timeout": "3h", "recoveryTimeout": "0s"}},
+    }
+    fleet = fleet_of(raw)
+    assert config_of(fleet, 0)["waitForPodsReady"] == {"timeout": "3h", "recoveryTimeout": "0s"}
+    assert gates_of(fleet, 0) == {}
+    assert config_of(fleet, 1)["waitForPodsReady"] == {"timeout": "2h"}
+    assert gates_of(fleet, 1) == {}
+
+
+def test_enable_false_turns_it_off_on_workers() -> None:
+    raw = with_manager(copy.deepcopy(BASE))
+    raw["kueue"] = {"configuration": {"waitForPodsReady": {"enable": False}}}
+    fleet = fleet_of(raw)
+    assert gates_of(fleet, 1) == {"DisableWaitForPodsReady": True}
+    assert "waitForPodsReady" not in config_of(fleet, 1)
+    assert not wait_for_pods_ready_on(fleet.kueue, fleet.clusters[1])
+
+
+def test_on_0_17_off_is_an_absent_block_and_no_gate() -> None:
+    raw = with_manager(copy.deepcopy(BASE))
+    raw["kueue"] = {"version": "0.17.8", "configuration": {"waitForPodsReady": {"enable": False}}}
+    raw["kubernetesVersion"] = "1.35"  # the newest minor Kueue 0.17.8 supports
+    fleet = fleet_of(raw)
+    for i in (0, 1):
+        assert gates_of(fleet, i) == {}  # 0.17.8 has no such gate: it would not start
+        assert "waitForPodsReady" not in config_of(fleet, i)
+        assert not wait_for_pods_ready_on(fleet.kueue, fleet.clusters[i])
+    del raw["kueue"]["configuration"]
+    fleet = fleet_of(raw)
+    assert not wait_for_pods_ready_on(fleet.kueue, fleet.clusters[1])
+
+
+@pytest.mark.parametrize(
+    ("kueue", "expected"),
+    [
+        (
+            {"configuration": {"waitForPodsReady": {"enable": False, "timeout": "5m"}}},
+            "kueue.configuration.waitForPodsReady: enable: false takes no other key",
+        ),
+        (
+            {"managerConfiguration": {"waitForPodsReady": {"blockAdmission": True}}},
+            "kueue.managerConfiguration.waitForPodsReady: timeout is required",
+        ),
+        (
+            {"managerConfiguration": {"waitForPodsReady": {"timeout": "0s"}}},
+            "kueue.managerConfiguration.waitForPodsReady.timeout: must be more than 0",
+        ),
+        (
+            {"featureGates": {"DisableWaitForPodsReady": False}},
+            "kueue.featureGates.DisableWaitForPodsReady: the manager still gets it true",
+        ),
+    ],
+)
+def test_bad_wait_for_pods_ready_names_its_key(kueue: dict[str, Any], expected: str) -> None:
+    raw = with_manager(copy.deepcopy(BASE))
+    raw["kueue"] = kueue
+    found = texts(raw) + texts(raw, "warning")
+    assert any(t.startswith(expected) for t in found), found
 
 
 def test_incremental_dispatcher_step_size() -> None:
@@ -246,3 +331,36 @@ def test_prod_runs_two_controllers_with_a_pdb_and_retains_workloads_a_day() -> N
         assert manager["podDisruptionBudget"] == {"enabled": True, "minAvailable": 1}
         config = yaml.safe_load(release.values["managerConfig"]["controllerManagerConfigYaml"])
         assert config["objectRetentionPolicies"] == {"workloads": {"afterFinished": "24h"}}
+
+
+# One job, one scale-up (pkg/controller/workloaddispatcher/incrementaldispatcher.go at v0.19.2:
+# stepSize workers per 5-minute round, default 3; AllAtOnce nominates the whole set).
+def load_from_file_raw(stack: str) -> tuple[FleetConfig, dict[str, Any]]:
+    text = (Path(__file__).resolve().parents[1] / f"Pulumi.{stack}.yaml").read_text()
+    config = yaml.safe_load(text)["config"]
+    raw = {"location": config["azure-native:location"], **config["aks-batch-fleet:fleet"]}
+    return fleet_of(copy.deepcopy(raw)), raw
+
+
+def test_prod_dispatches_one_gated_worker_at_a_time() -> None:
+    fleet, raw = load_from_file_raw("prod")
+    config = config_of(fleet, 0)
+    assert fleet.clusters[0].role == "manager"
+    assert config["multiKueue"]["dispatcherName"] == (
+        "kueue.x-k8s.io/multikueue-dispatcher-incremental"
+    )
+    assert config["multiKueue"]["incrementalDispatcherConfig"] == {"stepSize": 1}
+    # Left to Kueue's default, prod would be warned: three gated workers scale up for one job.
+    del raw["kueue"]["multiKueue"]
+    warnings = texts(raw, "warning")
+    assert any(
+        w.startswith("kueue.multiKueue.dispatcher: with no kueue.multiKueue.dispatcher")
+        and "on 3 of its gated workers (worker-1, worker-2, worker-3)" in w
+        for w in warnings
+    ), warnings
+    # Incremental at Kueue's default step (3) is the same race.
+    raw["kueue"]["multiKueue"] = {"dispatcher": "Incremental"}
+    assert any("nominates 3 workers per round" in w for w in texts(raw, "warning"))
+    # AllAtOnce written down is a decision, not a default: no warning.
+    raw["kueue"]["multiKueue"] = {"dispatcher": "AllAtOnce"}
+    assert not any(w.startswith("kueue.multiKueue.dispatcher") for w in texts(raw, "warning"))

@@ -211,10 +211,28 @@ CRITICAL_ADDONS_TOLERATION: Final = {
     "operator": "Exists",
     "effect": "NoSchedule",
 }
+# The Incremental dispatcher (pkg/controller/workloaddispatcher/incrementaldispatcher.go at
+# v0.19.2): it nominates `stepSize` workers (DefaultStepSize 3, so 3 workers at once unless set),
+# in MultiKueueConfig order (gate MultiKueueIncrementalDispatcherRespectConfigOrder, beta, on),
+# and adds the next `stepSize` after each round of incrementalDispatcherRoundTimeout (5 min,
+# not configurable) while no worker admitted the job; earlier nominees stay nominated.
+# AllAtOnce (the default) nominates every worker of the set at once.
+INCREMENTAL_DEFAULT_STEP_SIZE: Final = 3
+INCREMENTAL_ROUND_SECONDS: Final = 300
 DISPATCHERS: Final = {
     "AllAtOnce": "kueue.x-k8s.io/multikueue-dispatcher-all-at-once",
     "Incremental": "kueue.x-k8s.io/multikueue-dispatcher-incremental",
 }
+# waitForPodsReady (all-or-nothing start) when the Configuration has no `waitForPodsReady` block:
+# off up to 0.18 (the block's presence turned it on since v1beta2 dropped `enable`, 0.15), on from
+# 0.19 (apis/config/v1beta2/defaults.go at v0.19.2: timeout 30m, recoveryTimeout = timeout,
+# requeuing backoff 60 s..3600 s, no backoffLimitCount, so requeued without end; CHANGELOG-0.19
+# "WaitForPodsReady is now enabled by default", #11855). From 0.19 the only way to turn it off is
+# this alpha gate (pkg/util/waitforpodsready: Enabled() is false when the gate is on), which
+# Kueue marks "planned to be removed in 0.21".
+WAIT_FOR_PODS_READY_BY_DEFAULT: Final[dict[str, bool]] = {"0.19.2": True, "0.17.8": False}
+DISABLE_WAIT_FOR_PODS_READY: Final = "DisableWaitForPodsReady"
+DEFAULT_WAIT_FOR_PODS_READY_TIMEOUT: Final = "30m"
 # The chart's default `controllerManagerConfigYaml` at each tag (charts/kueue/values.yaml), minus
 # `integrations`, which config decides. The value replaces the whole document, so what we do not
 # restate is lost; the two tags differ in concurrency and client QPS.

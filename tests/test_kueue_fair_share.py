@@ -1,0 +1,216 @@
+"""Kueue's queueing API as typed config: fair-sharing weights, Cohorts, priority classes,
+preemption, managed jobs and admission fair sharing (issue 25, item 2).
+
+The example (tests/fixtures/fair-share.yaml, shown in docs/kueue-queueing.md) validates without a
+warning and renders objects the pinned CRDs accept; every bad input is refused with its key path.
+Field names and rules are copied by hand from Kueue v0.19.2 (apis/kueue/v1beta2 cohort_types.go,
+fairsharing_types.go, workloadpriorityclass_types.go; pkg/webhooks/common.go validateFairSharing;
+pkg/config/validation.go validateManagedJobsNamespaceSelector), independent of the builders.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from builders.fleet import kueue_objects
+from builders.kueue import manager_config
+from checks.stack import parse_fleet
+from config.errors import ConfigError
+from tests import crdschema
+
+FIXTURE = Path(__file__).parent / "fixtures" / "fair-share.yaml"
+Q = "clusters[0].queues"
+
+
+def example() -> dict[str, Any]:
+    return yaml.safe_load(FIXTURE.read_text())
+
+
+def issues(raw: dict[str, Any]) -> list[str]:
+    try:
+        _, warnings = parse_fleet(raw)
+    except ConfigError as err:
+        return [str(i) for i in err.issues]
+    return [str(w) for w in warnings]
+
+
+def objects(raw: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    fleet, _ = parse_fleet(raw)
+    return {(m.kind, m.name): m.obj for ms in kueue_objects(fleet).values() for m in ms}
+
+
+def test_the_example_is_clean_and_renders_what_it_says() -> None:
+    raw = example()
+    fleet, warnings = parse_fleet(raw)
+    assert warnings == []
+    objs = objects(raw)
+    assert objs[("ClusterQueue", "team-a")]["spec"]["fairSharing"] == {"weight": "3"}
+    assert objs[("ClusterQueue", "team-b")]["spec"]["fairSharing"] == {"weight": "1"}
+    assert objs[("ClusterQueue", "team-a")]["spec"]["preemption"] == {
+        "withinClusterQueue": "LowerPriority",
+        "reclaimWithinCohort": "Any",
+        "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 100},
+    }
+    assert objs[("Cohort", "research")]["spec"] == {
+        "parentName": "org",
+        "fairSharing": {"weight": "2"},
+    }
+    assert objs[("Cohort", "org")]["spec"]["resourceGroups"][0]["flavors"][0]["resources"] == [
+        {"name": "cpu", "nominalQuota": "8"},
+        {"name": "memory", "nominalQuota": "32Gi"},
+    ]
+    urgent = objs[("WorkloadPriorityClass", "urgent")]
+    assert {k: urgent[k] for k in ("value", "description")} == {
+        "value": 1000,
+        "description": "on-call and release work; preempts batch",
+    }
+    assert "spec" not in urgent
+    config = manager_config(fleet.kueue, fleet.clusters[0])
+    assert config["fairSharing"] == {
+        "preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+    }
+    assert config["manageJobsWithoutQueueName"] is True
+    assert config["managedJobsNamespaceSelector"] == {"matchLabels": {"kueue-managed": "true"}}
+
+
+def test_the_example_matches_the_pinned_crds() -> None:
+    fleet, _ = parse_fleet(example())
+    kinds: set[str] = set()
+    failures: list[str] = []
+    for manifests in kueue_objects(fleet).values():
+        for m in manifests:
+            if m.kind == "Namespace":
+                continue
+            kinds.add(m.kind)
+            report = crdschema.validate(m.obj, "kueue", f"v{fleet.kueue.version}")
+            assert report.crd is not None, m.kind
+            failures += [f"{m.kind}/{m.name}: {e}" for e in [*report.errors, *report.warnings]]
+    assert {"Cohort", "WorkloadPriorityClass", "ClusterQueue", "LocalQueue"} <= kinds
+    assert failures == []
+
+
+def test_admission_fair_sharing_renders_under_kueues_names() -> None:
+    raw = example()
+    raw["kueue"]["configuration"]["admissionFairSharing"] = {
+        "usageHalfLifeTime": "168h",
+        "usageSamplingInterval": "5m",
+        "resourceWeights": {"cpu": 1.0, "memory": 0.5},
+    }
+    raw["clusters"][0]["queues"]["clusterQueues"][0]["admissionScope"] = {
+        "admissionMode": "UsageBasedAdmissionFairSharing"
+    }
+    raw["clusters"][0]["queues"]["localQueues"][0]["fairSharing"] = {"weight": "2"}
+    fleet, warnings = parse_fleet(raw)
+    assert warnings == []
+    assert manager_config(fleet.kueue, fleet.clusters[0])["admissionFairSharing"] == {
+        "usageHalfLifeTime": "168h",
+        "usageSamplingInterval": "5m",
+        "resourceWeights": {"cpu": 1.0, "memory": 0.5},
+    }
+    objs = objects(raw)
+    assert objs[("ClusterQueue", "team-a")]["spec"]["admissionScope"] == {
+        "admissionMode": "UsageBasedAdmissionFairSharing"
+    }
+    assert objs[("LocalQueue", "team-a")]["spec"]["fairSharing"] == {"weight": "2"}
+    for key in (("ClusterQueue", "team-a"), ("LocalQueue", "team-a")):
+        report = crdschema.validate(objs[key], "kueue", "v0.19.2")
+        assert report.errors == [], report.errors
+
+
+def _set(raw: dict[str, Any], path: list[Any], value: Any) -> None:
+    node: Any = raw
+    for part in path[:-1]:
+        node = node[part]
+    node[path[-1]] = value
+
+
+QUEUES = ["clusters", 0, "queues"]
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "expected"),
+    [
+        (
+            [*QUEUES, "clusterQueues", 0, "fairSharing", "weight"],
+            "-1",
+            f"{Q}.clusterQueues[0].fairSharing.weight: '-1' must be >= 0",
+        ),
+        (
+            [*QUEUES, "cohorts", 1, "fairSharing", "weight"],
+            "1n",
+            f"{Q}.cohorts[1].fairSharing.weight: when not 0, must be more than 1e-9",
+        ),
+        (
+            [*QUEUES, "clusterQueues", 1, "fairSharing", "weight"],
+            "three",
+            f"{Q}.clusterQueues[1].fairSharing.weight: ",
+        ),
+        (
+            [*QUEUES, "cohorts", 0, "parentName"],
+            "research",
+            f"{Q}.cohorts[0].parentName: Cohort 'org' is on a parentName cycle",
+        ),
+        (
+            [*QUEUES, "cohorts", 1, "parentName"],
+            "research",
+            f"{Q}.cohorts[1].parentName: a Cohort cannot be its own parent",
+        ),
+        (
+            [*QUEUES, "cohorts", 0, "resourceGroups", 0, "flavors", 0, "resources", 0],
+            {"name": "cpu", "nominalQuota": "8", "lendingLimit": "2"},
+            f"{Q}.cohorts[0].resourceGroups[0].flavors[0].resources[0].lendingLimit: needs the "
+            "Cohort to have a parentName",
+        ),
+        (
+            [*QUEUES, "cohorts", 0, "resourceGroups", 0, "flavors", 0, "name"],
+            "gpu",
+            f"{Q}.cohorts[0].resourceGroups[0].flavors[0].name: no flavor 'gpu'",
+        ),
+        (
+            [*QUEUES, "cohorts", 1, "name"],
+            "org",
+            f"{Q}.cohorts[1].name: 'org' is declared more than once",
+        ),
+        (
+            ["kueue", "workloadPriorityClasses", 1, "name"],
+            "urgent",
+            "kueue.workloadPriorityClasses[1].name: 'urgent' is declared more than once",
+        ),
+        (
+            ["kueue", "workloadPriorityClasses", 0, "value"],
+            2**31,
+            "kueue.workloadPriorityClasses[0].value: ",
+        ),
+        (
+            ["kueue", "configuration", "managedJobsNamespaceSelector"],
+            {"matchExpressions": [{"key": "team", "operator": "DoesNotExist"}]},
+            "kueue.configuration.managedJobsNamespaceSelector: selects namespace 'kube-system'",
+        ),
+        (
+            [*QUEUES, "clusterQueues", 0, "fairSharing", "share"],
+            "3",
+            f"{Q}.clusterQueues[0].fairSharing.share: unknown key",
+        ),
+    ],
+)
+def test_bad_queueing_config_names_its_key(path: list[Any], value: Any, expected: str) -> None:
+    raw = example()
+    _set(raw, path, value)
+    found = issues(raw)
+    assert any(t.startswith(expected) for t in found), found
+
+
+def test_weights_without_fair_sharing_are_flagged_not_silently_ignored() -> None:
+    raw = copy.deepcopy(example())
+    del raw["kueue"]["configuration"]["fairSharing"]
+    found = issues(raw)
+    assert (
+        f"{Q}.clusterQueues[0].fairSharing: ignored: kueue.configuration.fairSharing is off; "
+        "set kueue.configuration.fairSharing to turn it on"
+    ) in found
+    assert any(t.startswith(f"{Q}.cohorts[1].fairSharing: ignored") for t in found)
