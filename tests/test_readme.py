@@ -27,12 +27,6 @@ MAX_LINES: Final = 300
 OFFLINE_MARK: Final = "<!-- offline"
 RUN_TIMEOUT: Final = 300.0
 
-# Pages other helpers of issue 23 add on their own branches. The integrator removes each name
-# here once its page is on main; until then README may link to it.
-PENDING_PAGES: Final = frozenset(
-    {
-    }
-)
 
 # Programs that reach Azure or a Kubernetes API server.
 CLOUD_PROGRAMS: Final = frozenset({"pulumi", "kubectl", "kubelogin", "az", "helm"})
@@ -186,8 +180,6 @@ def test_every_relative_link_resolves(page: Path) -> None:
         path, _, anchor = target.partition("#")
         resolved = (page.parent / path).resolve() if path else page
         relative = resolved.relative_to(ROOT).as_posix()
-        if relative in PENDING_PAGES:
-            continue
         if not resolved.exists():
             broken.append(f"{target}: no {relative}")
         elif anchor and resolved.suffix == ".md" and anchor not in _anchors(resolved):
@@ -200,7 +192,7 @@ def test_readme_links_every_docs_page() -> None:
         (README.parent / target.partition("#")[0]).resolve().relative_to(ROOT).as_posix()
         for target in _links(README)
     }
-    pages = {p.relative_to(ROOT).as_posix() for p in DOCS.glob("*.md")} | PENDING_PAGES
+    pages = {p.relative_to(ROOT).as_posix() for p in DOCS.glob("*.md")}
     assert pages <= linked, f"docs pages README does not link: {sorted(pages - linked)}"
 
 
