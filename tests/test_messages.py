@@ -295,10 +295,10 @@ def test_a_bad_quantity_is_one_error_without_union_branches(value: object) -> No
 
 def test_an_unknown_key_without_a_near_match_reads_as_a_sentence() -> None:
     raw = prod_raw()
-    raw["clusters"][1]["queues"]["clusterQueues"][0]["fairSharing"] = {"weight": 2}
+    raw["clusters"][1]["queues"]["clusterQueues"][0]["budget"] = {"dollars": 2}
     (error,) = errors_of(raw)
     assert error.startswith(
-        "clusters[worker-1].queues.clusterQueues[team-a].fairSharing: unknown key; allowed keys: "
+        "clusters[worker-1].queues.clusterQueues[team-a].budget: unknown key; allowed keys: "
     )
 
 

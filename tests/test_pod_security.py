@@ -18,7 +18,7 @@ from builders.fleet import kueue_objects
 from checks.stack import load_from_file, parse_fleet
 from config.errors import ConfigError
 from config.models import version_tuple
-from tests.conftest import ROOT
+from tests.conftest import COMMITTED_STACKS, ROOT
 from tests.realtier.e2e import e2e_raw
 from tests.realtier.test_faults_deploy import _job as faults_job  # pyright: ignore[reportPrivateUsage]
 from tests.realtier.test_kueue_dispatch import _job as dispatch_job  # pyright: ignore[reportPrivateUsage]
@@ -45,7 +45,7 @@ def namespaces(raw_or_stack: dict[str, Any] | str) -> dict[tuple[str, str], dict
     }
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
+@pytest.mark.parametrize("stack", COMMITTED_STACKS)
 def test_every_team_namespace_enforces_restricted_by_default(stack: str) -> None:
     found = namespaces(stack)
     # dev: the manager's team-a and each worker's (its own and the mirrored one alike).
