@@ -27,9 +27,9 @@ TAG_STACK: Final = "stack"
 TAG_CLUSTER: Final = "aks-batch-fleet-cluster"
 PROGRAM_TAGS: Final = (TAG_MANAGED_BY, TAG_STACK, TAG_CLUSTER)
 
-# Kubernetes versions: Kueue needs >= 1.29; the ProvisioningRequest gate on AKS needs >= 1.33.
+# Kubernetes versions: Kueue needs >= 1.29 (the ProvisioningRequest gate's minimum on AKS is an
+# upstream fact: upstream/aks.py PROVISIONING_REQUEST_SINCE).
 MIN_KUBERNETES: Final = (1, 29)
-MIN_KUBERNETES_PROVISIONING: Final = (1, 33)
 
 ACI_DELEGATION: Final = "Microsoft.ContainerInstance/containerGroups"
 ACI_ADDON: Final = "aciConnectorLinux"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from config.errors import Issue, key_path
 from config.models import FleetConfig
 from config.resolve import gate_flavors
-from constants import MIN_KUBERNETES_PROVISIONING
+from upstream.aks import PROVISIONING_REQUEST_SINCE, PROVISIONING_REQUEST_SOURCE
 from upstream.kueue import KUEUE_NAMESPACE
 
 
@@ -23,30 +23,25 @@ def provisioning_warnings(fleet: FleetConfig) -> list[Issue]:
         base = key_path("clusters", i)
         version = fleet.version_of(cluster)
         major, minor = (int(p) for p in version.split(".")[:2])
-        if (major, minor) < MIN_KUBERNETES_PROVISIONING:
-            lowest = ".".join(map(str, MIN_KUBERNETES_PROVISIONING))
+        if (major, minor) < PROVISIONING_REQUEST_SINCE:
+            # From 1.33 the AKS-managed autoscaler serves the API (upstream/aks.py), so no warning
+            # there. Were the CRD still missing when Kueue starts, the gate's AdmissionCheck never
+            # turns Active and its `pulumi.com/waitFor` fails `pulumi up` (docs/configuration.md
+            # "Provisioning gates on AKS" has the check and the restart).
+            lowest = ".".join(map(str, PROVISIONING_REQUEST_SINCE))
             out.append(
                 Issue(
                     f"{base}.kubernetesVersion",
-                    f"provisioning gates need the AKS cluster autoscaler's ProvisioningRequest "
-                    f"support, which ships with Kubernetes {lowest}; on {version} gated workloads "
-                    "stay pending",
+                    f"{cluster.name!r} has provisioning gates on Kubernetes {version}, but the AKS "
+                    "cluster autoscaler serves the ProvisioningRequest API only from "
+                    f"{lowest} ({PROVISIONING_REQUEST_SOURCE}): its gated workloads stay pending. "
+                    f"Use {lowest} or later; check a live cluster with `kubectl get crd "
+                    "provisioningrequests.autoscaling.x-k8s.io`, and if the CRD appeared after "
+                    f"Kueue started, `kubectl -n {KUEUE_NAMESPACE} rollout restart "
+                    "deploy/kueue-controller-manager`",
                     "warning",
                 )
             )
-        out.append(
-            Issue(
-                f"{base}.queues.provisioningGates",
-                f"{cluster.name!r} needs the ProvisioningRequest API from the AKS cluster "
-                "autoscaler (AKS has no setting for it; Azure/AKS#5492): check `kubectl get crd "
-                "provisioningrequests.autoscaling.x-k8s.io`. Kueue sets up its ProvisioningRequest "
-                "controller only if that CRD is served when it starts, and never retries: if it "
-                f"appeared later, `kubectl -n {KUEUE_NAMESPACE} rollout restart "
-                "deploy/kueue-controller-manager`. Until then the gate's AdmissionCheck is not "
-                "Active and `pulumi up` fails waiting for it",
-                "warning",
-            )
-        )
         for j, cq in enumerate(q.cluster_queues):
             if cq.provisioning_gate is None:
                 continue

@@ -239,7 +239,7 @@ def test_cluster_fields_and_paid_tier(dev: Snapshot, tmp_path: Path) -> None:
     assert flags(diff) == [("idle", "costs more idle")]
 
 
-def test_removed_gates_change_queues_and_drop_warnings(dev: Snapshot, tmp_path: Path) -> None:
+def test_removed_gates_change_queues(dev: Snapshot, tmp_path: Path) -> None:
     def no_gates(fleet: Fleet) -> None:
         for name in ("worker-1", "worker-2"):
             queues = cluster(fleet, name)["queues"]
@@ -251,11 +251,10 @@ def test_removed_gates_change_queues_and_drop_warnings(dev: Snapshot, tmp_path: 
         "worker-1/team-a: admission checks batch-scaleup -> -",
         "worker-2/team-a: admission checks batch-scaleup -> -",
     ]
-    warnings = next(s for s in diff["sections"] if s["title"] == "Warnings")["changes"]
-    assert [(c["change"], c["key"].split(":")[0]) for c in warnings] == [
-        ("removed", "clusters[1].queues.provisioningGates"),
-        ("removed", "clusters[2].queues.provisioningGates"),
-    ]
+    # dev's gated workers run 1.36, where AKS serves ProvisioningRequest: no gate warning before
+    # or after (checks/preconditions.py), so the diff has none to drop.
+    warnings = [c for s in diff["sections"] if s["title"] == "Warnings" for c in s["changes"]]
+    assert not [c for c in warnings if "provisioningGates" in c["key"]], warnings
 
 
 def test_stack_absent_at_ref_shows_everything_added(dev: Snapshot) -> None:

@@ -35,6 +35,14 @@ ENTRA_OBJECT_ID: Final = re.compile(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9
 # carry the driver, but a node advertises `nvidia.com/gpu` only with the plugin.
 NVIDIA_DEVICE_PLUGIN_CHART_VERSION: Final = "0.17.1"
 
+# The AKS-managed cluster autoscaler serves the ProvisioningRequest API from Kubernetes 1.33 (read
+# 2026-12-03): Azure/AKS pull request #5867 (merged 2026-09, the "Kueue and Cluster Autoscaler Gang
+# Scheduling on AKS" example), whose authors set the minimum to 1.33 "when ProvisioningRequest
+# support shipped in the AKS cluster autoscaler". Azure/AKS#5492 (a 1.33.3 cluster without it,
+# 2025-12 to 2026-02) predates that rollout. AKS exposes no setting for it either way.
+PROVISIONING_REQUEST_SINCE: Final = (1, 33)
+PROVISIONING_REQUEST_SOURCE: Final = "Azure/AKS#5867"
+
 # Azure tags (learn.microsoft.com: tag-resources, "Limitations"): at most 50 name/value pairs on a
 # resource, names up to 512 characters (without < > % & \ ? /, and not starting with the prefixes
 # Azure keeps for itself), values up to 256. ARM refuses others (InvalidTagNameCharacters).
