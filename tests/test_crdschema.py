@@ -38,7 +38,7 @@ Obj = dict[str, Any]
 
 
 # --------------------------------------------------------------------------------------------
-# Realistic objects, shaped like upstream examples and ../shared/notes/kueue.md
+# Realistic objects, shaped like upstream examples (Kueue's samples at the pinned tag)
 
 
 def resource_flavor() -> Obj:
