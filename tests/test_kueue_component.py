@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -26,9 +27,10 @@ def kind_of(r: Registered) -> str:
     return r.type.rsplit(":", 1)[-1]
 
 
-def build(added: dict[str, list[str]] | None = None) -> Kueue:
-    """One Kueue on one cluster; call it from a test that uses the `graph` fixture."""
-    fleet, _ = parse_fleet(copy.deepcopy(BASE))
+def build(added: dict[str, list[str]] | None = None, raw: dict[str, Any] | None = None) -> Kueue:
+    """One Kueue on the first cluster of `raw` (default BASE), with the fleet's priority classes;
+    call it from a test that uses the `graph` fixture."""
+    fleet, _ = parse_fleet(copy.deepcopy(BASE if raw is None else raw))
 
     def program() -> Kueue:
         provider = k8s.Provider("solo-k8s", kubeconfig="apiVersion: v1\nkind: Config\n")
@@ -38,7 +40,11 @@ def build(added: dict[str, list[str]] | None = None) -> Kueue:
                 cluster=fleet.clusters[0],
                 settings=fleet.kueue,
                 provider=provider,
-                objects=cluster_objects(fleet.clusters[0], added),
+                objects=cluster_objects(
+                    fleet.clusters[0],
+                    added,
+                    priority_classes=fleet.kueue.workload_priority_classes,
+                ),
             ),
         )
 
@@ -183,23 +189,7 @@ def test_dev_fleet_installs_kueue_on_every_cluster_with_its_provider() -> None:
 def test_priority_classes_and_cohorts_register_with_their_own_fields(graph: Graph) -> None:
     """A WorkloadPriorityClass has no spec (value and description are top-level fields)."""
     raw = yaml.safe_load((Path(__file__).parent / "fixtures" / "fair-share.yaml").read_text())
-    fleet, _ = parse_fleet(raw)
-
-    def program() -> Kueue:
-        provider = k8s.Provider("solo-k8s", kubeconfig="apiVersion: v1\nkind: Config\n")
-        return Kueue(
-            "solo-kueue",
-            KueueArgs(
-                cluster=fleet.clusters[0],
-                settings=fleet.kueue,
-                provider=provider,
-                objects=cluster_objects(
-                    fleet.clusters[0], priority_classes=fleet.kueue.workload_priority_classes
-                ),
-            ),
-        )
-
-    run_program(program)
+    build(raw=raw)
     wpc = graph.one(
         "kubernetes:kueue.x-k8s.io/v1beta2:WorkloadPriorityClass",
         "solo-kueue-workloadpriorityclass-urgent",
