@@ -159,26 +159,16 @@ def test_pins_follow_the_locked_python_sdks() -> None:
     assert re.fullmatch(r"1\.\d+\.\d+", pins["KUBERNETES_VERSION"])
 
 
-# Known gap, issue 24 item 2 (open): the default and the committed stacks ask AKS for 1.36, the
-# real tier's twins still run kube-apiserver, -controller-manager and -scheduler 1.33 (the cache
-# is built at 1.33.13). Until the twins move, the real tier proves the program against 1.33 API
-# servers, not against the minor the stacks deploy (docs/upgrades.md, "What the twins prove").
-TWIN_MINOR_GAP = ("1.33", "1.36")  # (twins, stacks)
-
-
-def test_twin_minor_against_the_stacks_minor() -> None:
-    """The twins' minor is the stacks' minor, or the one documented gap: never a silent drift."""
+def test_twin_minor_is_the_stacks_minor() -> None:
+    """The twins run the minor the default and the committed stacks ask AKS for: never a silent drift."""
     twin = ".".join(_pins()["KUBERNETES_VERSION"].split(".")[:2])
     stacks = {FleetConfig.model_fields["kubernetes_version"].default}
     stacks |= {read_stack_file(s, ROOT)[0]["kubernetesVersion"] for s in COMMITTED_STACKS}
     assert len(stacks) == 1, f"the default and the committed stacks disagree: {sorted(stacks)}"
-    (stack,) = stacks
-    if twin != stack:
-        assert (twin, stack) == TWIN_MINOR_GAP, (
-            f"the twins run {twin} and the stacks ask for {stack}: not the documented gap "
-            f"{TWIN_MINOR_GAP}; move the twins (scripts/build-real-tier-tools) or update the gap "
-            "and docs/upgrades.md"
-        )
+    assert stacks == {twin}, (
+        f"the twins run {twin} and the stacks ask for {sorted(stacks)}: move the twins "
+        "(KUBERNETES_VERSION in scripts/build-real-tier-tools) with the stacks"
+    )
 
 
 def test_kueue_pin_is_the_projects_default_kueue_version() -> None:
