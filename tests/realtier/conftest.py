@@ -114,7 +114,7 @@ def install_crds(plane: ControlPlane, files: list[Path]) -> list[str]:
     args = [a for f in files for a in ("-f", str(f))]
     out = plane.kubectl("apply", "--server-side", "-o", "name", *args)
     names = out.stdout.split()
-    plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
+    plane.wait_established(names)
     return names
 
 

@@ -495,6 +495,27 @@ class ControlPlane:
             )
         return result
 
+    def wait_established(self, crds: list[str], timeout: float = 60.0) -> None:
+        """Wait until every CRD is Established.
+
+        `kubectl wait --for=condition=...` (1.32, the machine's) exits 1 with ".status.conditions
+        accessor error: <nil>" when it reads a CRD before the API server has written any condition,
+        a window the 1.36 API server leaves open for a moment; that is "not yet", so wait again.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            left = max(1, int(deadline - time.monotonic()))
+            args = ("wait", "--for=condition=Established", f"--timeout={left}s", *crds)
+            result = self.kubectl(*args, check=False)
+            if result.returncode == 0:
+                return
+            if "accessor error" not in result.stderr or time.monotonic() >= deadline:
+                raise AssertionError(
+                    f"[{self.name}] CRDs not Established within {timeout:.0f}s: "
+                    f"{result.stderr.strip()}\n{result.stdout.strip()}"
+                )
+            time.sleep(POLL)
+
     def get(self, path: str, timeout: float = 5.0) -> tuple[int, bytes]:
         """GET an API path as admin: (status, body); status 0 when the server is not reachable."""
         request = urllib.request.Request(self.url + path)

@@ -306,7 +306,7 @@ class KarmadaPlane:
             if applied.rejected:
                 raise StartError(f"[karmada] seed rejected {applied.rejected}: {applied.stderr}")
             crds = [r for r in applied.accepted if r.startswith("customresourcedefinition.")]
-            self.plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", *crds)
+            self.plane.wait_established(crds)
             self._launch(serving)
             await_each(
                 [self],
