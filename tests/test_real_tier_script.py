@@ -160,7 +160,7 @@ def test_pins_follow_the_locked_python_sdks() -> None:
 
 
 def test_twin_minor_is_the_stacks_minor() -> None:
-    """The twins run the minor the default and the committed stacks ask AKS for: never a silent drift."""
+    """The twins run the minor the default and the committed stacks ask AKS for, never a drift."""
     twin = ".".join(_pins()["KUBERNETES_VERSION"].split(".")[:2])
     stacks = {FleetConfig.model_fields["kubernetes_version"].default}
     stacks |= {read_stack_file(s, ROOT)[0]["kubernetesVersion"] for s in COMMITTED_STACKS}
