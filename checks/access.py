@@ -238,7 +238,7 @@ def check_open_ranges(fleet: FleetConfig) -> Iterator[Issue]:
                 )
 
 
-# --- one line per credential, for the plan ---------------------------------------------------------
+# --- one line per credential, for the plan -------------------------------------------------
 
 
 def _denied(grants: Grants) -> str:

@@ -24,7 +24,7 @@ DATE_PATTERN: Final = r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$"
 
 
 class RotationOverride(Model):
-    """One cluster's own schedule for the tokens minted on it (MultiKueue worker, Karmada member)."""
+    """One cluster's own schedule for the tokens minted on it (MultiKueue, Karmada)."""
 
     # 0 and negatives are refused with the key path (checks.credentials), not by pydantic's
     # bounds, so the message names what is allowed.

@@ -10,8 +10,8 @@ from checks.access import karmada_member_access, multikueue_worker_access
 from checks.capacity import manager_quotas, quota_report
 from checks.karmada import placement_report
 from checks.preconditions import provisioning_warnings
-from config.errors import Issue
 from config.clock import today
+from config.errors import Issue
 from config.models import FleetConfig
 from config.resolve import CredentialKind, credential_schedule, enabled_workers, member_names
 from upstream.k8s import format_quantity

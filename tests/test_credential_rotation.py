@@ -245,7 +245,8 @@ def test_the_component_reads_the_new_token_and_points_the_cluster_at_it() -> Non
     creds = graph.one(SECRET, "fleet-karmada-worker-2-credentials")
     assert creds.inputs["metadata"]["name"] == "worker-2-token-3"
     token = [r for r in graph.of_type(SECRET) if r.name.endswith("secret-karmada-worker-2-token-3")]
-    assert len(token) == 1 and token[0].urn in creds.dependencies
+    assert len(token) == 1
+    assert token[0].urn in creds.dependencies
     assert creds.inputs["data"]["value"]["token"]  # read from the generation-3 token Secret
     cluster = graph.one(CLUSTER, "fleet-karmada-worker-2-cluster")
     assert cluster.inputs["spec"]["secretRef"]["name"] == "worker-2-token-3"
@@ -273,7 +274,8 @@ def test_the_plan_shows_each_credential_its_access_policy_age_and_next_rotation(
     assert first["rotation policy"] == "every 90 days from 2026-12-03"
     assert first["next rotation"] == "2027-03-03"
     assert first["age bound"] == "none until the first rotation, 2027-03-03"
-    assert "only in team-a" in first["may do"] and "all 26 escalations denied" in first["may do"]
+    assert "only in team-a" in first["may do"]
+    assert "all 26 escalations denied" in first["may do"]
     assert rows[2]["may do"].startswith("scoped: writes 6 kinds")
     assert "only in sample" in rows[2]["may do"]
 
