@@ -32,7 +32,7 @@ from builders.kruise import critical_addons_toleration, kruise_release
 from builders.manifest import KARMADA_TARGET, HelmRelease, Manifest
 from config.karmada import KarmadaSettings
 from config.models import ClusterConfig, FleetConfig, version_tuple
-from config.resolve import host_name, member_names
+from config.resolve import credential_schedule, host_name, member_names
 from upstream.podsecurity import labels as pod_security_labels
 
 CHART: Final = "oci://docker.io/karmada/karmada"  # `make push-chart` at each release tag
@@ -366,6 +366,11 @@ def rewrite_kubeconfig_server(kubeconfig: str, server: str) -> str:
 # --- member registration (what `karmadactl join` does, push mode) ----------------------------
 
 
+def member_generation(fleet: FleetConfig, member: str) -> int:
+    """The member token's generation today (`karmada.rotation` plus the schedule's periods)."""
+    return credential_schedule(fleet, member, "karmada").generation
+
+
 def member_service_account(cluster: str) -> str:
     return f"karmada-{cluster}"  # names.GenerateServiceAccountName(cluster)
 
@@ -382,14 +387,33 @@ def _meta(name: str, namespace: str | None = None, **extra: Any) -> dict[str, An
     return meta | extra
 
 
-def _token_secret(service_account: str) -> dict[str, Any]:
+def token_secret_name(service_account: str, generation: int = 0) -> str:
+    """The member-side token Secret: generation 0 keeps `karmadactl join`'s name (the account's).
+
+    A new generation is a new Secret, hence a new token; the old Secret is deleted at the end of
+    that `pulumi up`, which revokes its token (legacy tokens are checked against their Secret).
+    """
+    return service_account if generation == 0 else f"{service_account}-token-{generation}"
+
+
+def credential_secret_name(cluster: str, generation: int = 0) -> str:
+    """The Karmada-side Secret the Cluster's secretRef names; moves with the token's generation."""
+    return cluster if generation == 0 else f"{cluster}-token-{generation}"
+
+
+def impersonator_secret_name(cluster: str, generation: int = 0) -> str:
+    base = f"{cluster}-impersonator"
+    return base if generation == 0 else f"{base}-{generation}"
+
+
+def _token_secret(service_account: str, generation: int = 0) -> dict[str, Any]:
     # The token controller fills data.token and data["ca.crt"]; join waits for them as well.
     return {
         "apiVersion": "v1",
         "kind": "Secret",
         "type": "kubernetes.io/service-account-token",
         "metadata": _meta(
-            service_account,
+            token_secret_name(service_account, generation),
             CLUSTER_NAMESPACE,
             annotations={"kubernetes.io/service-account.name": service_account},
         ),
@@ -397,7 +421,10 @@ def _token_secret(service_account: str) -> dict[str, Any]:
 
 
 def member_objects(
-    cluster: str, settings: KarmadaSettings, kubernetes_version: str | None = None
+    cluster: str,
+    settings: KarmadaSettings,
+    kubernetes_version: str | None = None,
+    generation: int = 0,
 ) -> list[Manifest]:
     """In the member, in apply order: namespace, service account(s) with token Secrets, RBAC.
 
@@ -423,7 +450,7 @@ def member_objects(
                 },
                 (namespace,),
             ),
-            Manifest(cluster, _token_secret(service_account), (namespace, account_key)),
+            Manifest(cluster, _token_secret(service_account, generation), (namespace, account_key)),
         ]
 
     out = [
@@ -502,41 +529,55 @@ def member_objects(
     return out
 
 
-def credential_secret(cluster: str, *, token: str, ca_bundle: str) -> dict[str, Any]:
+def credential_secret(
+    cluster: str, *, token: str, ca_bundle: str, generation: int = 0
+) -> dict[str, Any]:
     """Push-mode credentials; `token` and `ca_bundle` already base64 (as in the member Secret)."""
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": _meta(cluster, CLUSTER_NAMESPACE),
+        "metadata": _meta(credential_secret_name(cluster, generation), CLUSTER_NAMESPACE),
         "data": {"caBundle": ca_bundle, "token": token},
     }
 
 
-def impersonator_secret(cluster: str, *, token: str) -> dict[str, Any]:
+def impersonator_secret(cluster: str, *, token: str, generation: int = 0) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": _meta(f"{cluster}-impersonator", CLUSTER_NAMESPACE),
+        "metadata": _meta(impersonator_secret_name(cluster, generation), CLUSTER_NAMESPACE),
         "data": {"token": token},
     }
 
 
 def karmada_cluster(
-    cluster: str, *, api_endpoint: str, region: str | None = None, impersonator: bool = True
+    cluster: str,
+    *,
+    api_endpoint: str,
+    region: str | None = None,
+    impersonator: bool = True,
+    generation: int = 0,
 ) -> dict[str, Any]:
     """The cluster-scoped Cluster object `join` creates (spec.id omitted: optional).
 
-    Without `impersonator` (memberAccess: scoped) unified auth skips the member.
+    Without `impersonator` (memberAccess: scoped) unified auth skips the member. The secretRef
+    names the generation's Secret: Karmada v1.18.2 reads the Secret by that name each time it
+    builds a member client (pkg/util/membercluster_client.go BuildClusterConfig: the cluster
+    status controller per sync, the object watcher per create/update/delete), so the next
+    request after the Cluster's update uses the new token.
     """
     spec: dict[str, Any] = {
         "syncMode": "Push",
         "apiEndpoint": api_endpoint,
-        "secretRef": {"namespace": CLUSTER_NAMESPACE, "name": cluster},
+        "secretRef": {
+            "namespace": CLUSTER_NAMESPACE,
+            "name": credential_secret_name(cluster, generation),
+        },
     }
     if impersonator:
         spec["impersonatorSecretRef"] = {
             "namespace": CLUSTER_NAMESPACE,
-            "name": f"{cluster}-impersonator",
+            "name": impersonator_secret_name(cluster, generation),
         }
     if region:
         spec["region"] = region
@@ -576,12 +617,17 @@ def render_karmada(fleet: FleetConfig) -> list[Manifest]:
     settings = fleet.karmada
     for cluster in member_clusters(fleet):
         name = cluster.name
-        out += member_objects(name, settings, member_version(fleet, cluster))
-        out.append(
-            Manifest(KARMADA_TARGET, credential_secret(name, token=REDACTED, ca_bundle=REDACTED))
-        )
+        generation = member_generation(fleet, name)
+        out += member_objects(name, settings, member_version(fleet, cluster), generation)
+        secret = credential_secret(name, token=REDACTED, ca_bundle=REDACTED, generation=generation)
+        out.append(Manifest(KARMADA_TARGET, secret))
         if not scoped(settings):
-            out.append(Manifest(KARMADA_TARGET, impersonator_secret(name, token=REDACTED)))
+            out.append(
+                Manifest(
+                    KARMADA_TARGET,
+                    impersonator_secret(name, token=REDACTED, generation=generation),
+                )
+            )
         out.append(
             Manifest(
                 KARMADA_TARGET,
@@ -590,6 +636,7 @@ def render_karmada(fleet: FleetConfig) -> list[Manifest]:
                     api_endpoint=placeholder_endpoint(cluster),
                     region=region_of(fleet, cluster),
                     impersonator=not scoped(settings),
+                    generation=generation,
                 ),
             )
         )

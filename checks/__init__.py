@@ -11,6 +11,7 @@ from checks.access import check_member_access, check_open_ranges
 from checks.aks import AKS_CHECKS
 from checks.capacity import check_capacity, check_manager_quota
 from checks.common import Check
+from checks.credentials import CREDENTIAL_CHECKS
 from checks.fleet import FLEET_CHECKS
 from checks.karmada import KARMADA_CHECKS
 from checks.kueue import KUEUE_CHECKS
@@ -26,6 +27,7 @@ CHECKS: tuple[Check, ...] = (
     *KARMADA_CHECKS,
     check_member_access,
     check_open_ranges,
+    *CREDENTIAL_CHECKS,
     *KUEUE_CHECKS,
     check_capacity,
     *MULTIKUEUE_CHECKS,

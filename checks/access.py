@@ -14,10 +14,12 @@ from dataclasses import dataclass
 from typing import Any, Final, cast
 
 from builders import karmada as kb
+from builders import multikueue as mk
 from builders.manifest import Manifest
 from config.errors import Issue
 from config.models import FleetConfig
 from config.resolve import member_names
+from upstream.kueue import KUEUE_NAMESPACE, SERVICE_ACCOUNT
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,3 +236,71 @@ def check_open_ranges(fleet: FleetConfig) -> Iterator[Issue]:
                     "CIDRs instead (docs/security.md says how to find them)",
                     "warning",
                 )
+
+
+# --- one line per credential, for the plan -------------------------------------------------
+
+
+def _denied(grants: Grants) -> str:
+    allowed = [r for r in ESCALATIONS if grants.allows(r)]
+    if not allowed:
+        return f"all {len(ESCALATIONS)} escalations denied"
+    return f"{len(allowed)} of {len(ESCALATIONS)} escalations allowed (e.g. {allowed[0]})"
+
+
+WRITE_VERBS: Final = frozenset({"create", "update", "patch", "delete", "*"})
+
+
+def _resources(rules: Iterable[Rule], *, writes: bool = False) -> list[str]:
+    return sorted(
+        {
+            r
+            for rule in rules
+            if not writes or WRITE_VERBS & set(rule.get("verbs", ()))
+            for r in rule.get("resources", ())
+        }
+    )
+
+
+def _some(kinds: Sequence[str]) -> str:
+    shown = ", ".join(kinds[:2])
+    return f"{len(kinds)} kinds ({shown}{', ...' if len(kinds) > 2 else ''})"
+
+
+def multikueue_worker_access(fleet: FleetConfig, worker: str) -> str:
+    """What the manager's token on `worker` may do, in one line (from the built RBAC objects)."""
+    kueue = fleet.kueue
+    objects = [
+        Manifest(worker, o)
+        for o in mk.worker_objects(
+            kueue.version, kueue.frameworks, 0, feature_gates=kueue.feature_gates
+        )
+    ]
+    objects += mk.write_role_bindings(fleet, worker)
+    subject = {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": KUEUE_NAMESPACE}
+    grants = grants_of(objects, worker, subject)
+    per_ns = {
+        ns: w for ns, rules in grants.per_namespace.items() if (w := _resources(rules, writes=True))
+    }
+    namespaces = sorted(per_ns)
+    writes = sorted({r for w in per_ns.values() for r in w})
+    return (
+        f"reads {len(_resources(grants.cluster_wide))} kinds cluster-wide; writes "
+        f"{_some(writes)} only in {', '.join(namespaces) or 'no namespace'}; {_denied(grants)}"
+    )
+
+
+def karmada_member_access(fleet: FleetConfig, member: str) -> str:
+    """What Karmada's token on `member` may do, in one line (`memberAccess` and its can-i)."""
+    settings = kb.settings_of(fleet)
+    grants = grants_of(kb.member_objects(member, settings), member, member_subject(member))
+    if not kb.scoped(settings):
+        return f"wildcard: any verb on any kind (cluster admin); {_denied(grants)}"
+    namespaces = kb.app_namespace_names(settings)
+    writes = _resources(
+        (r for ns in namespaces for r in grants.per_namespace.get(ns, ())), writes=True
+    )
+    return (
+        f"scoped: writes {_some(writes)} only in {', '.join(namespaces) or 'no namespace'}; "
+        f"{_denied(grants)}"
+    )

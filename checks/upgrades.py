@@ -1,18 +1,17 @@
 """Versions Azure serves and how clusters move between them: the AKS calendar, LTS, version skew
 between a control plane and its pools, Kueue's tested minors, channels and maintenance windows.
 
-The calendar check is the one rule that depends on the date. It reads today from the environment
-variable AKS_BATCH_FLEET_TODAY (YYYY-MM-DD) when set, else the UTC date: preflight answers "what
-does this stack look like on that day", and the offline tests pin it (tests/conftest.py).
+The calendar check depends on the date (as do credential generations, config.resolve): it reads
+today through config.clock, AKS_BATCH_FLEET_TODAY (YYYY-MM-DD) when set, else the UTC date.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from datetime import UTC, date, datetime
+from datetime import date
 
 from checks.common import Check
+from config.clock import TODAY_ENV, today
 from config.errors import Issue, Severity, key_path
 from config.models import ClusterConfig, FleetConfig
 from config.resolve import custom_shapes
@@ -33,17 +32,6 @@ from upstream.aks_versions import (
     supported_on,
 )
 from upstream.kueue import KUEUE_KUBERNETES
-
-TODAY_ENV = "AKS_BATCH_FLEET_TODAY"
-
-
-def today() -> date:
-    """The date the calendar is judged on: AKS_BATCH_FLEET_TODAY if set, else today in UTC.
-
-    Raises ValueError for a value that is not an ISO date (`check_calendar` reports it).
-    """
-    raw = os.environ.get(TODAY_ENV)
-    return date.fromisoformat(raw) if raw else datetime.now(UTC).date()
 
 
 def _name(minor: tuple[int, int]) -> str:

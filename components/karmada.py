@@ -124,6 +124,8 @@ class Karmada(pulumi.ComponentResource):
                 settings=settings,
                 version=kb.member_version(fleet, member_cfg) if member_cfg else None,
                 region=region,
+                # Computed once per member, so both sides name one generation.
+                generation=kb.member_generation(fleet, member),
             )
 
         # 5. Kruise CRDs only (no controllers, no webhooks), the interpreter, the applications.
@@ -324,6 +326,7 @@ class Karmada(pulumi.ComponentResource):
         settings: KarmadaSettings,
         version: str | None,
         region: str | None,
+        generation: int = 0,
     ) -> pulumi.Resource:
         """What `karmadactl join` does for one member; returns its Karmada Cluster object.
 
@@ -332,11 +335,12 @@ class Karmada(pulumi.ComponentResource):
         """
         on_member = pulumi.ResourceOptions(parent=self, provider=cluster.provider)
         made = apply_manifests(
-            kb.member_objects(member, settings, version),
+            kb.member_objects(member, settings, version, generation),
             on_member,
             name_of=lambda m: f"{name}-{member}-{m.kind.lower()}-{m.name.replace(':', '-')}",
         )
-        account = made[f"Secret/{kb.CLUSTER_NAMESPACE}/{kb.member_service_account(member)}"]
+        token = kb.token_secret_name(kb.member_service_account(member), generation)
+        account = made[f"Secret/{kb.CLUSTER_NAMESPACE}/{token}"]
         assert isinstance(account, k8s.core.v1.Secret)
 
         on_karmada = pulumi.ResourceOptions(
@@ -344,7 +348,11 @@ class Karmada(pulumi.ComponentResource):
         )
         credentials = k8s.core.v1.Secret(
             f"{name}-{member}-credentials",
-            metadata=owned(kb.credential_secret(member, token="", ca_bundle="")["metadata"]),
+            metadata=owned(
+                kb.credential_secret(member, token="", ca_bundle="", generation=generation)[
+                    "metadata"
+                ]
+            ),
             data=account.data.apply(
                 lambda d: kb.credential_secret(
                     member, token=_data(d, "token"), ca_bundle=_data(d, "ca.crt")
@@ -355,12 +363,15 @@ class Karmada(pulumi.ComponentResource):
         unified_auth = not kb.scoped(settings)
         impersonation: list[pulumi.Resource] = []
         if unified_auth:
-            impersonator = made[f"Secret/{kb.CLUSTER_NAMESPACE}/{kb.IMPERSONATOR}"]
+            impersonator_token = kb.token_secret_name(kb.IMPERSONATOR, generation)
+            impersonator = made[f"Secret/{kb.CLUSTER_NAMESPACE}/{impersonator_token}"]
             assert isinstance(impersonator, k8s.core.v1.Secret)
             impersonation.append(
                 k8s.core.v1.Secret(
                     f"{name}-{member}-impersonator",
-                    metadata=owned(kb.impersonator_secret(member, token="")["metadata"]),
+                    metadata=owned(
+                        kb.impersonator_secret(member, token="", generation=generation)["metadata"]
+                    ),
                     data=impersonator.data.apply(
                         lambda d: kb.impersonator_secret(member, token=_data(d, "token"))["data"]
                     ),
@@ -369,7 +380,11 @@ class Karmada(pulumi.ComponentResource):
             )
         spec = cluster.api_server_url.apply(
             lambda url: kb.karmada_cluster(
-                member, api_endpoint=url, region=region, impersonator=unified_auth
+                member,
+                api_endpoint=url,
+                region=region,
+                impersonator=unified_auth,
+                generation=generation,
             )["spec"]
         )
         # Ready: the status controller has reached the member and, in the same update, listed its

@@ -217,5 +217,8 @@ class KarmadaSettings(Model):
     # test_karmada.py); `wildcard` is `karmadactl join`'s */*/*, for stacks that propagate
     # arbitrary kinds.
     member_access: MemberAccess = "scoped"
+    # Member token generation per member (default 0): raise it for a new token now; with
+    # `credentials.rotateEveryDays` the schedule adds its periods (docs/security.md).
+    rotation: dict[str, int] = Field(default_factory=dict[str, int])
     kruise: KruiseSettings = KruiseSettings()
     applications: list[ApplicationConfig] = Field(default_factory=list[ApplicationConfig])

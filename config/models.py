@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field
 
 from config.base import Model
+from config.credentials import CredentialSettings
 from config.karmada import KarmadaSettings
 from config.kueue import KueueObjects, KueueSettings
 from config.multikueue import MultiKueueSettings
@@ -234,6 +235,7 @@ class FleetConfig(Model):
     access: AccessConfig = AccessConfig()
     gpu: GpuSettings = GpuSettings()
     upgrades: UpgradeSettings = UpgradeSettings()
+    credentials: CredentialSettings = CredentialSettings()
 
     def cluster(self, name: str) -> ClusterConfig | None:
         return next((c for c in self.clusters if c.name == name), None)

@@ -6,7 +6,10 @@ Shared by checks, builders, components and preflight, so each answer is computed
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Literal
 
+from config.clock import today
 from config.karmada import ApplicationConfig
 from config.kueue import ClusterQueueConfig, KueueObjects, LocalQueueConfig
 from config.models import AccessConfig, ClusterConfig, FleetConfig, GpuSettings, PoolConfig
@@ -72,9 +75,9 @@ def queue_workers(fleet: FleetConfig) -> dict[str, tuple[str, ...]]:
     return {q: s.workers for s in dispatch_sets(fleet) for q in s.queues}
 
 
-def rotation_of(fleet: FleetConfig, worker: str) -> int:
-    settings = fleet.multi_kueue
-    return 0 if settings is None else settings.rotation.get(worker, 0)
+def rotation_of(fleet: FleetConfig, worker: str, day: date | None = None) -> int:
+    """The MultiKueue worker token's generation on `day` (default: config.clock.today)."""
+    return credential_schedule(fleet, worker, "multikueue", day).generation
 
 
 def dispatching_queues(fleet: FleetConfig) -> list[str]:
@@ -260,3 +263,83 @@ def gpu_pools(fleet: FleetConfig, cluster: ClusterConfig) -> list[PoolConfig]:
     """User pools whose VM size has GPUs (built-in table or `vmSizes`)."""
     shapes = custom_shapes(fleet)
     return [p for p in cluster.pools if (shape := lookup_vm(p.vm_size, shapes)) and shape.gpus > 0]
+
+
+# --- credential rotation -------------------------------------------------------------------------
+
+CredentialKind = Literal["multikueue", "karmada"]
+
+
+@dataclass(frozen=True, slots=True)
+class CredentialSchedule:
+    """One token's generation on a day: the manual bump plus the whole periods of its schedule."""
+
+    manual: int
+    every_days: int | None
+    start: date | None
+    periods: int
+    # Since when this generation is due: the last scheduled rotation (None without a schedule).
+    # The first `pulumi up` on or after it mints the token, so if one ran since, the token is no
+    # older than this date.
+    due_since: date | None
+    next_rotation: date | None
+
+    @property
+    def generation(self) -> int:
+        return self.manual + self.periods
+
+
+def rotation_policy(fleet: FleetConfig, cluster: str) -> tuple[int | None, str | None]:
+    """(rotateEveryDays, scheduleStart) for the tokens minted on `cluster`: its own, else the
+    fleet's."""
+    settings = fleet.credentials
+    own = settings.clusters.get(cluster)
+    every = own.rotate_every_days if own and own.rotate_every_days is not None else None
+    start = own.schedule_start if own and own.schedule_start is not None else None
+    return (
+        every if every is not None else settings.rotate_every_days,
+        start if start is not None else settings.schedule_start,
+    )
+
+
+def manual_generation(fleet: FleetConfig, cluster: str, kind: CredentialKind) -> int:
+    """`multiKueue.rotation.<worker>` or `karmada.rotation.<member>` (default 0)."""
+    if kind == "multikueue":
+        settings = fleet.multi_kueue
+        return 0 if settings is None else settings.rotation.get(cluster, 0)
+    karmada = fleet.karmada
+    return 0 if karmada is None else karmada.rotation.get(cluster, 0)
+
+
+def _iso(value: str | None) -> date | None:
+    try:
+        return None if value is None else date.fromisoformat(value)
+    except ValueError:
+        return None  # checks.credentials reports it; an unusable schedule rotates nothing
+
+
+def credential_schedule(
+    fleet: FleetConfig, cluster: str, kind: CredentialKind, day: date | None = None
+) -> CredentialSchedule:
+    """The generation of a token on `day`: manual + floor((day - scheduleStart) / rotateEveryDays).
+
+    Deterministic in config and date, no live read. Periods count from scheduleStart, so
+    turning a schedule on with a start in the current period changes no generation; changing
+    rotateEveryDays or scheduleStart later renumbers the periods, and with them the generation
+    (`preflight --against` flags every token that then rotates).
+    """
+    manual = manual_generation(fleet, cluster, kind)
+    every, raw_start = rotation_policy(fleet, cluster)
+    start = _iso(raw_start)
+    if every is None or every < 1 or start is None:
+        return CredentialSchedule(manual, every, start, 0, None, None)
+    on = day or today()
+    periods = max(0, (on - start).days // every)
+    return CredentialSchedule(
+        manual,
+        every,
+        start,
+        periods,
+        start + timedelta(days=periods * every) if periods else None,
+        start + timedelta(days=(periods + 1) * every),
+    )

@@ -374,6 +374,25 @@ def _azure_quotas(base: dict[str, Any], head: dict[str, Any]) -> list[Change]:
     return _keyed(base, head, describe, changed)
 
 
+def _credentials(base: dict[str, Any], head: dict[str, Any]) -> list[Change]:
+    """A token whose generation moves is replaced by the next `up` (the old one revoked)."""
+
+    def describe(key: str, c: dict[str, Any]) -> str:
+        return f"{key}: generation {c['generation']}, rotation {c['policy']}"
+
+    def changed(key: str, old: dict[str, Any], new: dict[str, Any]) -> Change | None:
+        pairs = [_arrow("rotation", old["policy"], new["policy"])]
+        if old["generation"] != new["generation"]:
+            text = f"{key}: generation {old['generation']} -> {new['generation']}"
+            rest = [p for p in pairs if p]
+            if rest:
+                text += f" ({', '.join(rest)})"
+            return _change("changed", key, text, "rotates at next up")
+        return _fields(key, pairs)
+
+    return _keyed(base, head, describe, changed)
+
+
 def _exposure(base: dict[str, str], head: dict[str, str]) -> list[Change]:
     def changed(key: str, old: str, new: str) -> Change:
         wider = EXPOSURE_RANK[new] > EXPOSURE_RANK[old]
@@ -438,6 +457,7 @@ def _plan_sections(base: Snapshot, head: Snapshot) -> Iterator[tuple[str, list[C
     )
     yield "Azure quotas", _azure_quotas(base.get("azureQuotas", {}), head.get("azureQuotas", {}))
     yield "Exposure", _exposure(base["exposure"], head["exposure"])
+    yield "Credentials", _credentials(base.get("credentials", {}), head.get("credentials", {}))
     yield "Other plan tables", _other(base["other"], head["other"])
 
 

@@ -44,6 +44,7 @@ def empty(stack: str, *, exists: bool = True) -> Snapshot:
         "rbac": {},
         "bindings": {},
         "exposure": {},
+        "credentials": {},
         "azureAccess": {},
         "azureQuotas": {},
         "karmada": {"host": None, "members": []},
@@ -133,6 +134,13 @@ def _add_sections(out: Snapshot, sections: Sequence[dict[str, Any]]) -> None:
         elif {"clusterQueue", "resource", "workers total"} <= columns:
             for r in rows:
                 out["managerQuotas"][f"{r['clusterQueue']}/{r['resource']}"] = r
+        elif {"credential", "cluster", "rotation policy", "generation"} <= columns:
+            for r in rows:
+                out["credentials"][f"{r['cluster']}: {r['credential']}"] = {
+                    "generation": r["generation"],
+                    "policy": r["rotation policy"],
+                    "mayDo": r["may do"],
+                }
         elif {"application", "member", "subset", "replicas"} <= columns:
             for r in rows:
                 # "ns/name (tie: ...)" carries a note, not part of the name.

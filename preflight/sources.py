@@ -6,11 +6,14 @@ from typing import Any
 
 from builders.fleet import render_fleet
 from builders.manifest import HelmRelease, Manifest
+from checks.access import karmada_member_access, multikueue_worker_access
 from checks.capacity import manager_quotas, quota_report
 from checks.karmada import placement_report
 from checks.preconditions import provisioning_warnings
+from config.clock import today
 from config.errors import Issue
 from config.models import FleetConfig
+from config.resolve import CredentialKind, credential_schedule, enabled_workers, member_names
 from upstream.k8s import format_quantity
 
 Section = dict[str, Any]
@@ -98,10 +101,67 @@ def _placement_section(fleet: FleetConfig) -> Section | None:
     }
 
 
+CREDENTIAL_COLUMNS = [
+    "credential",
+    "cluster",
+    "may do",
+    "rotation policy",
+    "generation",
+    "age bound",
+    "next rotation",
+]
+CREDENTIAL_NAMES: dict[CredentialKind, str] = {
+    "multikueue": "MultiKueue worker token",
+    "karmada": "Karmada member token",
+}
+
+
+def _credential_row(fleet: FleetConfig, cluster: str, kind: CredentialKind) -> list[Any]:
+    day = today()
+    s = credential_schedule(fleet, cluster, kind, day)
+    bump = "multiKueue.rotation" if kind == "multikueue" else "karmada.rotation"
+    manual = f" + {s.manual} by hand" if s.manual else ""
+    if s.every_days is None or s.start is None:
+        policy = f"by hand ({bump})"
+        age = "none (never expires)"
+        upcoming = "-"
+    else:
+        policy = f"every {s.every_days} days from {s.start}{manual}"
+        if s.due_since is None:
+            age = f"none until the first rotation, {s.next_rotation}"
+        else:
+            since = s.due_since
+            age = f"{(day - since).days} days if `up` ran on or after {since}, else older"
+        upcoming = str(s.next_rotation)
+    may = (
+        multikueue_worker_access(fleet, cluster)
+        if kind == "multikueue"
+        else karmada_member_access(fleet, cluster)
+    )
+    return [CREDENTIAL_NAMES[kind], cluster, may, policy, s.generation, age, upcoming]
+
+
+def credential_section(fleet: FleetConfig) -> Section | None:
+    """Each token the stack mints: what it may do, its rotation policy, age bound, next rotation."""
+    rows = [_credential_row(fleet, w, "multikueue") for w in enabled_workers(fleet)]
+    rows += [_credential_row(fleet, m, "karmada") for m in member_names(fleet)]
+    if not rows:
+        return None
+    return {
+        "title": f"Credentials the stack mints (on {today()})",
+        "columns": CREDENTIAL_COLUMNS,
+        "rows": rows,
+    }
+
+
 def extra_sections(fleet: FleetConfig) -> tuple[list[Section], list[Issue]]:
     """Plan tables contributed by the Kubernetes layers, and their warnings."""
     sections: list[Section] = [_quota_section(fleet)]
-    for section in (_manager_quota_section(fleet), _placement_section(fleet)):
+    for section in (
+        _manager_quota_section(fleet),
+        _placement_section(fleet),
+        credential_section(fleet),
+    ):
         if section is not None:
             sections.append(section)
     return sections, provisioning_warnings(fleet)

@@ -154,6 +154,8 @@ def test_dispatch_set_and_worker_access_shrink(dev: Snapshot, tmp_path: Path) ->
         "worker-2: RoleBinding team-a/multikueue-sa-write",
         "worker-2: Role kueue-system/multikueue-sa-whoami",
         "worker-2: RoleBinding kueue-system/multikueue-sa-whoami",
+        # The token is no longer minted (Credentials).
+        "worker-2: MultiKueue worker token",
     }
     assert all(c["flag"] is None for c in removed)  # narrowing is not flagged
 
