@@ -724,6 +724,9 @@ class ControlPlane:
                 # `kubernetes` Service here: don't reconcile it (avoids an error every 10 s).
                 "--endpoint-reconciler-type=none",
                 "--profiling=false",
+                # As on AKS, whose API servers allow privileged containers: what refuses one
+                # in a team namespace is Pod Security admission and its labels, not this flag.
+                "--allow-privileged=true",
                 *self.apiserver_args,
             ],
         )
