@@ -142,6 +142,12 @@ def _production_settings(settings: KueueSettings, cluster: ClusterConfig) -> dic
             usageSamplingInterval=afs.usage_sampling_interval,
             resourceWeights=dict(afs.resource_weights) or None,
         )
+    if c.metrics.enable_cluster_queue_resources:
+        # The chart's `metrics` block (bind address) with the ClusterQueue resource gauges.
+        out["metrics"] = {
+            **CHART_MANAGER_CONFIG[settings.version]["metrics"],
+            "enableClusterQueueResources": True,
+        }
     if c.manage_jobs_without_queue_name is not None:
         out["manageJobsWithoutQueueName"] = c.manage_jobs_without_queue_name
     if c.managed_jobs_namespace_selector is not None:

@@ -157,6 +157,14 @@ class AdmissionFairSharing(Model):
     )
 
 
+class KueueMetrics(Model):
+    """Kueue's Configuration `metrics` (docs/metrics.md): served on :8443 on every cluster."""
+
+    # The ClusterQueue quota and usage gauges (`kueue_cluster_queue_nominal_quota`,
+    # `_resource_usage`, ...): Kueue's default is off; the fleet dashboard needs them.
+    enable_cluster_queue_resources: bool = True
+
+
 class KueueConfiguration(Model):
     """Production settings of Kueue's Configuration, on top of the chart's document."""
 
@@ -173,6 +181,7 @@ class KueueConfiguration(Model):
     wait_for_pods_ready: WaitForPodsReady | None = None
     object_retention_policies: ObjectRetentionPolicies | None = None
     fair_sharing: FairSharing | None = None
+    metrics: KueueMetrics = KueueMetrics()
 
 
 class WorkloadPriorityClassConfig(Model):

@@ -15,7 +15,7 @@ from checks.stack import load_from_file, parse_fleet
 from config.models import FleetConfig
 from config.resolve import multikueue_checks, with_mirrored_queues
 from preflight.sources import _quota_section as quota_section  # pyright: ignore[reportPrivateUsage]
-from tests.conftest import render_kueue
+from tests.conftest import ROOT, render_kueue
 from tests.test_kueue_config import BASE
 from upstream.kueue import KUEUE_CHART
 
@@ -28,12 +28,13 @@ def fleet_of(raw: dict[str, Any]) -> FleetConfig:
     return parse_fleet(raw)[0]
 
 
-# The chart default Configuration at v0.19.2 (charts/kueue/values.yaml), our frameworks added.
+# The chart default Configuration at v0.19.2 (charts/kueue/values.yaml), our frameworks added,
+# and the ClusterQueue resource gauges on (kueue.configuration.metrics, docs/metrics.md).
 DEV_MANAGER_CONFIG_0_19_2 = {
     "apiVersion": "config.kueue.x-k8s.io/v1beta2",
     "kind": "Configuration",
     "health": {"healthProbeBindAddress": ":8081"},
-    "metrics": {"bindAddress": ":8443"},
+    "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": True},
     "webhook": {"port": 9443},
     "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
     "controller": {
@@ -49,6 +50,17 @@ DEV_MANAGER_CONFIG_0_19_2 = {
     "clientConnection": {"qps": 300, "burst": 500},
     "integrations": {"frameworks": ["batch/job"]},
 }
+
+
+def test_cluster_queue_resource_metrics_can_be_turned_off() -> None:
+    raw = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]["aks-batch-fleet:fleet"]
+    raw["kueue"]["configuration"] = {"metrics": {"enableClusterQueueResources": False}}
+    raw["location"] = "westeurope"
+    fleet = fleet_of(raw)
+    config = yaml.safe_load(
+        kueue_releases(fleet)[1].values["managerConfig"]["controllerManagerConfigYaml"]
+    )
+    assert config["metrics"] == {"bindAddress": ":8443"}  # the chart's, Kueue's default: off
 
 
 def test_dev_helm_values_are_pinned() -> None:
