@@ -14,6 +14,7 @@ from typing import Any
 
 from builders import aks as shapes
 from builders import karmada as kb
+from builders.monitoring import azure_monitor_profile
 from config.errors import key_path
 from config.models import ClusterConfig, FleetConfig
 from config.resolve import access_of
@@ -181,6 +182,7 @@ def _cluster_requests(
         "addon_profiles": shapes.addon_profiles(cfg) or None,
         "oidc_issuer_profile": {"enabled": True},
         "security_profile": {"workload_identity": {"enabled": True}},
+        "azure_monitor_profile": azure_monitor_profile(fleet),
         "tags": tags,
     }
     out.append(
@@ -206,6 +208,7 @@ def _cluster_requests(
                 "properties.autoUpgradeProfile": upgrades_at,
                 "properties.supportPlan": key_path("clusters", i, "supportPlan"),
                 "properties.apiServerAccessProfile": access_at,
+                "properties.azureMonitorProfile": "monitoring.azureMonitor",
             },
         )
     )

@@ -8,7 +8,7 @@ components build the same objects with the real values.
 
 from __future__ import annotations
 
-from builders import karmada, kueue, multikueue
+from builders import karmada, kueue, monitoring, multikueue
 from builders.gpu import device_plugin_release
 from builders.manifest import HelmRelease, Manifest
 from config.models import FleetConfig
@@ -16,7 +16,7 @@ from config.resolve import dispatch_sets, multikueue_checks, with_mirrored_queue
 
 
 def kueue_objects(fleet: FleetConfig) -> dict[str, list[Manifest]]:
-    """Per cluster, every Kueue queue object as deployed.
+    """Per cluster, every Kueue queue object as deployed, and the scrape config of its metrics.
 
     With MultiKueue the manager's LocalQueues are mirrored onto the workers, and the manager's
     dispatching ClusterQueues carry their set's MultiKueue AdmissionCheck, created with them
@@ -37,7 +37,7 @@ def kueue_objects(fleet: FleetConfig) -> dict[str, list[Manifest]]:
         objects += kueue.cluster_objects(
             cluster, added.get(cluster.name), version, fleet.kueue.workload_priority_classes
         )
-        out[cluster.name] = objects
+        out[cluster.name] = objects + monitoring.monitoring_objects(fleet, cluster)
     return out
 
 

@@ -15,6 +15,7 @@ from checks.credentials import CREDENTIAL_CHECKS
 from checks.fleet import FLEET_CHECKS
 from checks.karmada import KARMADA_CHECKS
 from checks.kueue import KUEUE_CHECKS
+from checks.monitoring import MONITORING_CHECKS
 from checks.multikueue import MULTIKUEUE_CHECKS
 from checks.semantics import SEMANTIC_CHECKS
 from checks.upgrades import UPGRADE_CHECKS
@@ -34,6 +35,7 @@ CHECKS: tuple[Check, ...] = (
     check_manager_quota,
     *SEMANTIC_CHECKS,
     *UPGRADE_CHECKS,
+    *MONITORING_CHECKS,
 )
 
 

@@ -34,6 +34,8 @@ class AksClusterArgs:
     device_plugin: HelmRelease | None = None
     # Channels, maintenance windows and pool upgrade settings (FleetConfig.upgrades_of).
     upgrades: UpgradeSettings = field(default_factory=UpgradeSettings)
+    # ManagedCluster `azureMonitorProfile` (builders.monitoring); None: not sent.
+    azure_monitor_profile: Mapping[str, Any] | None = None
 
 
 def _decode_first(kubeconfigs: Any) -> str:
@@ -138,6 +140,7 @@ class AksCluster(pulumi.ComponentResource):
         addons: Any = shapes.addon_profiles(cfg) or None
         aad: Any = shapes.aad_profile(access)
         api_access: Any = shapes.api_server_access_profile(access)
+        monitor: Any = dict(args.azure_monitor_profile) if args.azure_monitor_profile else None
         cluster_ignore = ["agentPoolProfiles[0].count"] if cfg.system_pool.autoscaling else []
         self.managed_cluster = containerservice.ManagedCluster(
             f"{name}-aks",
@@ -160,6 +163,7 @@ class AksCluster(pulumi.ComponentResource):
             addon_profiles=addons,
             oidc_issuer_profile={"enabled": True},
             security_profile={"workload_identity": {"enabled": True}},
+            azure_monitor_profile=monitor,
             tags=tags,
             opts=pulumi.ResourceOptions(
                 parent=self, ignore_changes=cluster_ignore, depends_on=cluster_after

@@ -10,6 +10,7 @@ from pulumi_azure_native import resources
 
 from builders.fleet import kueue_objects
 from builders.gpu import device_plugin_release
+from builders.monitoring import azure_monitor_profile
 from components.aks import AksCluster, AksClusterArgs
 from components.existing import ExistingCluster, ExistingClusterArgs
 from components.karmada import Karmada, KarmadaArgs
@@ -77,6 +78,7 @@ class Fleet(pulumi.ComponentResource):
                         tags=tags,
                         device_plugin=device_plugin_release(cfg, c),
                         upgrades=cfg.upgrades_of(c),
+                        azure_monitor_profile=azure_monitor_profile(cfg),
                     ),
                     pulumi.ResourceOptions(parent=self),
                 )

@@ -16,6 +16,7 @@ from config.base import Model
 from config.credentials import CredentialSettings
 from config.karmada import KarmadaSettings
 from config.kueue import KueueObjects, KueueSettings
+from config.monitoring import MonitoringSettings
 from config.multikueue import MultiKueueSettings
 from config.types import (
     Cidr,
@@ -236,6 +237,7 @@ class FleetConfig(Model):
     gpu: GpuSettings = GpuSettings()
     upgrades: UpgradeSettings = UpgradeSettings()
     credentials: CredentialSettings = CredentialSettings()
+    monitoring: MonitoringSettings = MonitoringSettings()
 
     def cluster(self, name: str) -> ClusterConfig | None:
         return next((c for c in self.clusters if c.name == name), None)

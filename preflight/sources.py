@@ -6,6 +6,7 @@ from typing import Any
 
 from builders.fleet import render_fleet
 from builders.manifest import HelmRelease, Manifest
+from builders.monitoring import CLUSTER_LABEL, METRICS_READER, SCRAPE_JOB
 from checks.access import karmada_member_access, multikueue_worker_access
 from checks.capacity import manager_quotas, quota_report
 from checks.karmada import placement_report
@@ -14,6 +15,7 @@ from config.clock import today
 from config.errors import Issue
 from config.models import FleetConfig
 from config.resolve import CredentialKind, credential_schedule, enabled_workers, member_names
+from upstream.azure_monitor import AMA_NAMESPACE, AMA_SCRAPE_CONFIGMAP, AMA_SERVICE_ACCOUNT
 from upstream.k8s import format_quantity
 
 Section = dict[str, Any]
@@ -154,9 +156,42 @@ def credential_section(fleet: FleetConfig) -> Section | None:
     }
 
 
+def metrics_section(fleet: FleetConfig) -> Section:
+    """Per cluster: what Kueue reports, and whether and how Azure Monitor scrapes it."""
+    monitor = fleet.monitoring.azure_monitor
+    resources = fleet.kueue.configuration.metrics.enable_cluster_queue_resources
+    rows: list[list[Any]] = []
+    for c in fleet.clusters:
+        if monitor.enabled is None:
+            addon = "not managed (monitoring.azureMonitor.enabled unset)"
+        elif c.source == "existing":
+            addon = "existing cluster: its own"
+        else:
+            addon = "on" if monitor.enabled else "off"
+        scrape = (
+            f"{AMA_NAMESPACE}/{AMA_SCRAPE_CONFIGMAP} job {SCRAPE_JOB} every "
+            f"{monitor.scrape_interval}, label {CLUSTER_LABEL}={c.name}; ClusterRole "
+            f"{METRICS_READER} (get /metrics) -> {AMA_NAMESPACE}/{AMA_SERVICE_ACCOUNT}"
+            if monitor.enabled
+            else "-"
+        )
+        rows.append([c.name, "https :8443/metrics", "on" if resources else "off", addon, scrape])
+    return {
+        "title": "Metrics (docs/metrics.md): Kueue on every cluster, Azure Monitor scraping",
+        "columns": [
+            "cluster",
+            "Kueue metrics",
+            "ClusterQueue resources",
+            "metrics add-on",
+            "scrape",
+        ],
+        "rows": rows,
+    }
+
+
 def extra_sections(fleet: FleetConfig) -> tuple[list[Section], list[Issue]]:
     """Plan tables contributed by the Kubernetes layers, and their warnings."""
-    sections: list[Section] = [_quota_section(fleet)]
+    sections: list[Section] = [_quota_section(fleet), metrics_section(fleet)]
     for section in (
         _manager_quota_section(fleet),
         _placement_section(fleet),

@@ -200,6 +200,11 @@ KUEUE_SELECTOR_LABELS: Final = {
     "app.kubernetes.io/instance": KUEUE_RELEASE,
     "control-plane": "controller-manager",
 }
+# The manager container's metrics port (charts/kueue/templates/manager/manager.yaml at v0.19.2:
+# containerPort 8443, name `metrics`): HTTPS, and every request is authenticated (TokenReview) and
+# authorized (SubjectAccessReview: `get` on the non-resource URL /metrics).
+KUEUE_METRICS_PORT: Final = "metrics"
+KUEUE_METRICS_PATH: Final = "/metrics"
 KUEUE_API: Final = "kueue.x-k8s.io/v1beta2"
 KUEUE_GROUP: Final = "kueue.x-k8s.io"
 CONFIG_API: Final = "config.kueue.x-k8s.io/v1beta2"
