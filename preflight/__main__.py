@@ -1,5 +1,5 @@
 """`python -m preflight <stack> [--json] [--render DIR] [--against [REF]] [--markdown]
-[--diagram]` and `python -m preflight placement ...`.
+[--diagram]`, `python -m preflight placement ...` and `python -m preflight dashboard [--out FILE]`.
 
 Exit status: 0 valid, 1 invalid config (every error printed with its key path), 2 bad usage.
 """
@@ -189,6 +189,29 @@ def run_stack(argv: list[str], console: Console) -> int:
     return 0
 
 
+def run_dashboard(argv: list[str]) -> int:
+    """The fleet's Grafana dashboard as JSON (docs/metrics.md), on stdout or into a file."""
+    parser = argparse.ArgumentParser(
+        prog="python -m preflight dashboard",
+        description="Print the fleet's Grafana dashboard (Kueue and MultiKueue metrics) as JSON.",
+    )
+    parser.add_argument("--out", type=Path, metavar="FILE", help="write the JSON to FILE")
+    args = parser.parse_args(argv)
+    from builders.dashboard import fleet_dashboard, panel_queries  # noqa: PLC0415
+    from checks.dashboard import dashboard_problems  # noqa: PLC0415 - only this subcommand
+
+    problems = dashboard_problems(panel_queries())
+    if problems:
+        Console(stderr=True, soft_wrap=True).print("\n".join(problems), style="red", markup=False)
+        return 1
+    text = json.dumps(fleet_dashboard(), indent=2, sort_keys=True) + "\n"
+    if args.out is None:
+        sys.stdout.write(text)
+    else:
+        args.out.write_text(text)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     console = Console(soft_wrap=False, width=140)
@@ -196,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
         from preflight.whatif import run_placement  # noqa: PLC0415 - only this subcommand
 
         return run_placement(argv[1:], console)
+    if argv and argv[0] == "dashboard":
+        return run_dashboard(argv[1:])
     return run_stack(argv, console)
 
 
