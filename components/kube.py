@@ -35,6 +35,8 @@ def kube_object(name: str, obj: Mapping[str, Any], opts: pulumi.ResourceOptions)
         return k8s.core.v1.Secret(
             name, metadata=meta, type=obj.get("type"), data=obj.get("data"), opts=opts
         )
+    if kind == "ConfigMap":
+        return k8s.core.v1.ConfigMap(name, metadata=meta, data=obj.get("data"), opts=opts)
     if kind == "ClusterRole":
         return k8s.rbac.v1.ClusterRole(name, metadata=meta, rules=obj["rules"], opts=opts)
     if kind == "ClusterRoleBinding":
