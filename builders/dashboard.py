@@ -220,7 +220,8 @@ ROWS: tuple[tuple[str, tuple[PanelSpec, ...]], ...] = (
             ),
             PanelSpec(
                 "Not admitted, by reason",
-                "Workloads Kueue could not admit now, and why.",
+                "Workloads Kueue could not admit now, and why. Empty unless Kueue's beta gate "
+                "UnadmittedWorkloadsObservability is on (kueue.featureGates; off by default).",
                 "short",
                 (
                     Query(

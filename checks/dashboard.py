@@ -13,11 +13,46 @@ from collections.abc import Iterable
 import promql_parser
 
 from builders.monitoring import CLUSTER_LABEL
-from upstream.kueue_metrics import KUEUE_METRICS, metric_family
+from config.models import FleetConfig
+from upstream.kueue_metrics import (
+    CLUSTER_QUEUE_RESOURCE_METRICS,
+    KUEUE_METRICS,
+    OFF_BY_DEFAULT_GATES,
+    metric_family,
+)
 
 # Labels every scraped series has besides Kueue's own: the scrape job's (builders.monitoring)
 # and Prometheus' target labels.
 SCRAPE_LABELS = frozenset({CLUSTER_LABEL, "pod", "job", "instance"})
+
+
+def families(expr: str) -> set[str]:
+    """The Kueue metric families a (parsing) query selects."""
+    found: set[str] = set()
+
+    def visit(node: object) -> None:
+        if isinstance(node, promql_parser.VectorSelector):
+            family = metric_family(node.name or "")
+            if family is not None:
+                found.add(family)
+
+    promql_parser.walk(promql_parser.parse(expr), visit)
+    return found
+
+
+def empty_panels(fleet: FleetConfig, queries: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Panels that stay empty on this stack's Kueue, and the setting that would fill them."""
+    out: dict[str, str] = {}
+    gates = fleet.kueue.feature_gates
+    for title, expr in queries:
+        for family in sorted(families(expr)):
+            gate = OFF_BY_DEFAULT_GATES.get(family)
+            if gate is not None and not gates.get(gate, False):
+                out[title] = f"kueue.featureGates: {{{gate}: true}}"
+            resources = fleet.kueue.configuration.metrics.enable_cluster_queue_resources
+            if family in CLUSTER_QUEUE_RESOURCE_METRICS and not resources:
+                out[title] = "kueue.configuration.metrics: {enableClusterQueueResources: true}"
+    return out
 
 
 def query_problems(expr: str) -> list[str]:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from builders.dashboard import panel_queries
 from builders.fleet import render_fleet
 from builders.manifest import HelmRelease, Manifest
 from builders.monitoring import CLUSTER_LABEL, METRICS_READER, SCRAPE_JOB
 from checks.access import karmada_member_access, multikueue_worker_access
 from checks.capacity import manager_quotas, quota_report
+from checks.dashboard import empty_panels
 from checks.karmada import placement_report
 from checks.preconditions import provisioning_warnings
 from config.clock import today
@@ -157,34 +159,39 @@ def credential_section(fleet: FleetConfig) -> Section | None:
 
 
 def metrics_section(fleet: FleetConfig) -> Section:
-    """Per cluster: what Kueue reports, and whether and how Azure Monitor scrapes it."""
+    """Per cluster: what Kueue reports, and whether and how Azure Monitor scrapes it; then the
+    dashboard panels this stack's Kueue leaves empty."""
     monitor = fleet.monitoring.azure_monitor
     resources = fleet.kueue.configuration.metrics.enable_cluster_queue_resources
     rows: list[list[Any]] = []
     for c in fleet.clusters:
         if monitor.enabled is None:
-            addon = "not managed (monitoring.azureMonitor.enabled unset)"
+            addon = "not managed"
         elif c.source == "existing":
-            addon = "existing cluster: its own"
+            addon = "the cluster's own"
         else:
             addon = "on" if monitor.enabled else "off"
-        scrape = (
-            f"{AMA_NAMESPACE}/{AMA_SCRAPE_CONFIGMAP} job {SCRAPE_JOB} every "
-            f"{monitor.scrape_interval}, label {CLUSTER_LABEL}={c.name}; ClusterRole "
-            f"{METRICS_READER} (get /metrics) -> {AMA_NAMESPACE}/{AMA_SERVICE_ACCOUNT}"
-            if monitor.enabled
-            else "-"
-        )
-        rows.append([c.name, "https :8443/metrics", "on" if resources else "off", addon, scrape])
+        scrape, rbac = "-", "-"
+        if monitor.enabled:
+            scrape = (
+                f"{AMA_SCRAPE_CONFIGMAP} ({AMA_NAMESPACE}): job {SCRAPE_JOB} every "
+                f"{monitor.scrape_interval}, {CLUSTER_LABEL}={c.name}"
+            )
+            rbac = f"{METRICS_READER}: get /metrics -> {AMA_SERVICE_ACCOUNT}"
+        rows.append([c.name, "on" if resources else "off", addon, scrape, rbac])
+    rows += [
+        [
+            "(dashboard)",
+            "-",
+            "-",
+            f"panel {title!r} stays empty",
+            f"set {setting}".replace(": ", ":\n", 1),
+        ]
+        for title, setting in empty_panels(fleet, panel_queries()).items()
+    ]
     return {
-        "title": "Metrics (docs/metrics.md): Kueue on every cluster, Azure Monitor scraping",
-        "columns": [
-            "cluster",
-            "Kueue metrics",
-            "ClusterQueue resources",
-            "metrics add-on",
-            "scrape",
-        ],
+        "title": "Metrics (docs/metrics.md): Kueue's https :8443/metrics on every cluster",
+        "columns": ["cluster", "ClusterQueue gauges", "metrics add-on", "scrape", "scraper RBAC"],
         "rows": rows,
     }
 

@@ -11,8 +11,9 @@ import yaml
 
 from builders.dashboard import DASHBOARD_UID, fleet_dashboard, panel_queries
 from builders.monitoring import CLUSTER_LABEL, monitoring_objects, scrape_job
-from checks.dashboard import dashboard_problems, query_problems
+from checks.dashboard import dashboard_problems, empty_panels, query_problems
 from checks.stack import load_from_file
+from config.kueue import KueueMetrics
 from preflight.__main__ import main
 from upstream.kueue_metrics import KUEUE_METRICS, metric_family
 
@@ -100,3 +101,25 @@ def test_scrape_objects_only_when_opted_in():
     assert set(config) == {"scrape_configs"}  # the add-on accepts global and scrape_configs only
     dev, _ = load_from_file("dev")
     assert monitoring_objects(dev, dev.clusters[0]) == []
+
+
+def test_the_plan_names_the_panels_this_stacks_kueue_leaves_empty():
+    dev, _ = load_from_file("dev")
+    assert empty_panels(dev, panel_queries()) == {
+        "Not admitted, by reason": "kueue.featureGates: {UnadmittedWorkloadsObservability: true}"
+    }
+    kueue = dev.kueue.model_copy(
+        update={
+            "feature_gates": {"UnadmittedWorkloadsObservability": True},
+            "configuration": dev.kueue.configuration.model_copy(
+                update={
+                    "metrics": KueueMetrics.model_validate({"enableClusterQueueResources": False})
+                }
+            ),
+        }
+    )
+    off = dev.model_copy(update={"kueue": kueue})
+    assert sorted(empty_panels(off, panel_queries())) == [
+        "Usage / nominal quota",
+        "Usage against nominal quota",
+    ]

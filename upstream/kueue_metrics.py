@@ -552,6 +552,28 @@ KUEUE_METRICS: Final[dict[str, KueueMetric]] = {
     ),
 }
 
+# Families whose values Kueue reports only with Configuration `metrics.enableClusterQueueResources`
+# (pkg/cache/scheduler/clusterqueue.go reportResourceMetrics, pkg/cache/queue/metrics.go, and the
+# weighted share under fair sharing: pkg/controller/core/clusterqueue_controller.go).
+CLUSTER_QUEUE_RESOURCE_METRICS: Final = frozenset(
+    {
+        "kueue_cluster_queue_nominal_quota",
+        "kueue_cluster_queue_borrowing_limit",
+        "kueue_cluster_queue_lending_limit",
+        "kueue_cluster_queue_resource_reservation",
+        "kueue_cluster_queue_resource_usage",
+        "kueue_cluster_queue_resource_pending",
+        "kueue_cluster_queue_weighted_share",
+    }
+)
+# Families Kueue registers but fills only with a feature gate that is off by default at v0.19.2
+# (pkg/features/kube_features.go: UnadmittedWorkloadsObservability, beta, default false, read by
+# pkg/cache/queue/manager.go).
+OFF_BY_DEFAULT_GATES: Final[dict[str, str]] = {
+    "kueue_unadmitted_workloads": "UnadmittedWorkloadsObservability",
+    "kueue_local_queue_unadmitted_workloads": "UnadmittedWorkloadsObservability",
+}
+
 # The series names a histogram family exposes (Prometheus text format).
 HISTOGRAM_SUFFIXES: Final = ("_bucket", "_sum", "_count")
 
