@@ -19,10 +19,10 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import yaml
 
@@ -142,15 +142,31 @@ def _remove_made_pair(mark: Path) -> None:
                     path.unlink()
 
 
-def manager_configuration(
+# Keys of the program's Configuration the loopback harness sets itself (in-cluster serving,
+# ports, leader election); everything else of `program` runs as the program renders it.
+HARNESS_KEYS: Final = frozenset(
+    {"namespace", "internalCertManagement", "webhook", "metrics", "health", "leaderElection"}
+)
+
+
+def manager_configuration(  # noqa: PLR0917 - one per Configuration part
     webhook_port: int,
     health_port: int,
     cert_dir: Path,
     frameworks: Sequence[str] = ("batch/job",),
     worker_lost_timeout: str = "2m",
+    program: Mapping[str, Any] | None = None,
 ) -> dict[str, object]:
-    """The Configuration file (field names as in v0.19.2's apis/config/v1beta2)."""
+    """The Configuration file (field names as in v0.19.2's apis/config/v1beta2).
+
+    `program`: the Configuration the program renders for the cluster (builders.kueue
+    manager_config): its settings (waitForPodsReady, fairSharing, the dispatcher, ...) are
+    kept; the harness's loopback keys and short MultiKueue timers win.
+    """
+    base = {k: v for k, v in (program or {}).items() if k not in HARNESS_KEYS}
+    multi = {**(base.pop("multiKueue", None) or {})}
     return {
+        **base,
         "apiVersion": CONFIG_API,
         "kind": "Configuration",
         "namespace": KUEUE_NAMESPACE,
@@ -165,6 +181,7 @@ def manager_configuration(
         # MultiKueue is on by default in 0.19 (the manager's controllers watch
         # MultiKueueClusters); short GC/loss timeouts keep a broken test from lingering.
         "multiKueue": {
+            **multi,
             "gcInterval": "30s",
             "origin": "multikueue",
             "workerLostTimeout": worker_lost_timeout,
@@ -183,6 +200,10 @@ class KueueManager:
     frameworks: tuple[str, ...] = ("batch/job",)
     # multiKueue.workerLostTimeout (a fault test shortens it; 2m keeps a broken test short)
     worker_lost_timeout: str = "2m"
+    # The program's Configuration and feature gates for this cluster (a twin: builders.kueue's
+    # manager_config and feature_gates), as the chart would hand them to Kueue.
+    program_config: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    feature_gates: Mapping[str, bool] = field(default_factory=dict[str, bool])
     started_after: float = field(default=0.0, init=False)  # seconds from start to ready
     _process: _Process | None = field(default=None, init=False, repr=False)
     _health_port: int = field(default=0, init=False, repr=False)
@@ -211,6 +232,7 @@ class KueueManager:
                     cert_dir,
                     self.frameworks,
                     self.worker_lost_timeout,
+                    self.program_config,
                 )
             )
         )
@@ -223,7 +245,11 @@ class KueueManager:
                 f"--config={config}",
                 f"--kubeconfig={self.plane.kubeconfig}",
                 # The visibility API server wants an APIService and in-cluster serving.
-                "--feature-gates=VisibilityOnDemand=false",
+                "--feature-gates="
+                + ",".join(
+                    f"{k}={str(v).lower()}"
+                    for k, v in {**self.feature_gates, "VisibilityOnDemand": False}.items()
+                ),
             ]
         )
         popen = subprocess.Popen(
@@ -256,6 +282,22 @@ class KueueManager:
         if ok and not self.started_after:
             self.started_after = time.monotonic() - self._started_at
         return ok
+
+    def loaded_configuration(self) -> dict[str, Any]:
+        """The Configuration the running process loaded, defaults applied: Kueue logs it once at
+        start (cmd/kueue/main.go `apply`, "Configuration loaded", JSON log with the YAML)."""
+        if self._process is None:
+            raise AssertionError(f"[{self.name}] kueue is not running")
+        for line in self._process.log_path.read_text(errors="replace").splitlines():
+            with contextlib.suppress(ValueError):
+                entry = json.loads(line)
+                if isinstance(entry, dict) and entry.get("msg") == "Configuration loaded":
+                    loaded: dict[str, Any] = yaml.safe_load(entry["config"])
+                    return loaded
+        raise AssertionError(
+            f"[{self.name}] no 'Configuration loaded' line in {self._process.log_path}; "
+            f"last lines:\n{self.tail()}"
+        )
 
     def tail(self, lines: int = 40) -> str:
         return self._process.tail(lines) if self._process is not None else ""

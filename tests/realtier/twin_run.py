@@ -36,6 +36,7 @@ from typing import Any, Final
 import yaml
 
 from builders.fleet import kueue_objects
+from builders.kueue import feature_gates, manager_config
 from builders.multikueue import (
     encode,
     k8s_name,
@@ -381,6 +382,7 @@ def running_twin(
                 },
             )
             twin.timings["nodes"] = time.monotonic() - t0
+            clusters = {c.name: c for c in fleet.clusters}
             kueues.update(
                 {
                     name: KueueManager(
@@ -389,6 +391,8 @@ def running_twin(
                         workdir / "kueue" / name,
                         frameworks=tuple(fleet.kueue.frameworks),
                         worker_lost_timeout=worker_lost_timeout,
+                        program_config=manager_config(fleet.kueue, clusters[name]),
+                        feature_gates=feature_gates(fleet.kueue, clusters[name]),
                     )
                     for name, plane in planes.items()
                 }
