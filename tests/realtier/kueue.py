@@ -285,15 +285,18 @@ class KueueManager:
 
     def loaded_configuration(self) -> dict[str, Any]:
         """The Configuration the running process loaded, defaults applied: Kueue logs it once at
-        start (cmd/kueue/main.go `apply`, "Configuration loaded", JSON log with the YAML)."""
+        start (cmd/kueue/main.go `apply`, "Configuration loaded", JSON log with the YAML). The
+        log is appended to across restarts: the last such line is the running process's."""
         if self._process is None:
             raise AssertionError(f"[{self.name}] kueue is not running")
+        loaded: dict[str, Any] | None = None
         for line in self._process.log_path.read_text(errors="replace").splitlines():
             with contextlib.suppress(ValueError):
                 entry = json.loads(line)
                 if isinstance(entry, dict) and entry.get("msg") == "Configuration loaded":
-                    loaded: dict[str, Any] = yaml.safe_load(entry["config"])
-                    return loaded
+                    loaded = yaml.safe_load(entry["config"])
+        if loaded is not None:
+            return loaded
         raise AssertionError(
             f"[{self.name}] no 'Configuration loaded' line in {self._process.log_path}; "
             f"last lines:\n{self.tail()}"
