@@ -166,11 +166,12 @@ def manager_configuration(  # noqa: PLR0917 - one per Configuration part
     base = {k: v for k, v in (program or {}).items() if k not in HARNESS_KEYS}
     multi = {**(base.pop("multiKueue", None) or {})}
     return {
+        # Kueue's default, unless the program says otherwise
+        "manageJobsWithoutQueueName": False,
         **base,
         "apiVersion": CONFIG_API,
         "kind": "Configuration",
         "namespace": KUEUE_NAMESPACE,
-        "manageJobsWithoutQueueName": False,
         "internalCertManagement": {"enable": False},
         "webhook": {"host": "127.0.0.1", "port": webhook_port, "certDir": str(cert_dir)},
         # "0" disables controller-runtime's metrics server (three would clash on :8443).

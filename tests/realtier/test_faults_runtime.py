@@ -35,6 +35,7 @@ from typing import Any, Final
 
 import pytest
 
+from config.models import FleetConfig
 from config.resolve import with_mirrored_queues
 from tests.realtier.autoscaler import find_autoscaler, nodes_at_min, start_autoscalers
 from tests.realtier.conftest import kueue_crd_paths
@@ -66,6 +67,7 @@ from tests.realtier.twin_run import (
     find_simulation_tools,
     running_twin,
 )
+from upstream.kueue import DISPATCHERS
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
@@ -97,10 +99,9 @@ def autoscaler() -> Path:
     return found
 
 
-@pytest.fixture
-def twin(tools: Tools, simulation: SimulationTools, tmp_path: Path) -> Iterator[Twin]:
-    """dev's twin, its user pools at minCount: each test starts the real cluster-autoscaler on
-    the workers it wants to answer the provisioning gates (`autoscale`)."""
+def _dev_twin(
+    tools: Tools, simulation: SimulationTools, tmp_path: Path, fleet: FleetConfig | None = None
+) -> Iterator[Twin]:
     binary = kueue_binary()
     if binary is None:
         pytest.skip("real tier: kueue not built")
@@ -114,11 +115,29 @@ def twin(tools: Tools, simulation: SimulationTools, tmp_path: Path) -> Iterator[
         workdir=tmp_path,
         nodes=nodes_at_min,
         worker_lost_timeout=f"{WORKER_LOST_TIMEOUT:.0f}s",
+        fleet_value=fleet,
     ) as started:
         try:
             yield started
         finally:
             thaw_all(started.planes.values(), started.kueues.values())
+
+
+@pytest.fixture
+def twin(tools: Tools, simulation: SimulationTools, tmp_path: Path) -> Iterator[Twin]:
+    """dev's twin, its user pools at minCount: each test starts the real cluster-autoscaler on
+    the workers it wants to answer the provisioning gates (`autoscale`)."""
+    yield from _dev_twin(tools, simulation, tmp_path)
+
+
+@pytest.fixture
+def prod_dispatch_twin(tools: Tools, simulation: SimulationTools, tmp_path: Path) -> Iterator[Twin]:
+    """The same twin, its manager's Kueue on the `kueue.multiKueue` settings prod states
+    (Incremental, stepSize 1) instead of dev's AllAtOnce."""
+    dev = load_stack(STACK)
+    prod = load_stack("prod").kueue.multi_kueue
+    fleet = dev.model_copy(update={"kueue": dev.kueue.model_copy(update={"multi_kueue": prod})})
+    yield from _dev_twin(tools, simulation, tmp_path, fleet)
 
 
 # ---- helpers ---------------------------------------------------------------------------------
@@ -593,6 +612,100 @@ def test_a_workload_reserved_while_no_worker_answers_is_dispatched_after_the_ope
         f"undispatched {t_control - t_active:.0f}s later ({stranded}); "
         f"after the operator step the Job completed once on {ran_on[0]} in "
         f"{t_done - t_step:.1f}s; test {time.monotonic() - t0:.0f}s"
+    )
+    report(line)
+    with capsys.disabled():
+        print("\n" + line)
+
+
+# ---- the same stranding, with prod's dispatcher ------------------------------------------------
+
+NOT_CONNECTED: Final = "no remote client for nominated cluster"  # Kueue's error (kueue#11668)
+RETRIES_WHILE_FROZEN: Final = 3  # errors the restarted Kueue logs before the workers come back
+HEALS_WITHIN: Final = 180.0  # from the workers' return to the Job complete, no person involved
+
+
+def _log_from(kueue_log: Path, offset: int) -> str:
+    with kueue_log.open("rb") as log:
+        log.seek(offset)
+        return log.read().decode(errors="replace")
+
+
+def test_prods_incremental_dispatcher_dispatches_a_workload_reserved_while_no_worker_answers(
+    prod_dispatch_twin: Twin,
+    autoscaler: Path,
+    tools: Tools,
+    report: Report,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 25, item 5: the stranding above, with the manager on prod's Incremental dispatcher.
+    Incremental keeps its nominations in `status.nominatedClusterNames`, and MultiKueue returns
+    an error for a nominated worker it has no client for (kueue#11668, in 0.19.2), so the
+    Workload is retried with controller-runtime's per-item backoff instead of being dropped.
+    Asserted: the restarted Kueue hits that error while the workers are frozen (so the case is
+    the stranding one); once the workers are back, the Workload is dispatched and its Job
+    completes once, on one worker, with no operator step."""
+    twin = prod_dispatch_twin
+    kueue = twin.kueues[MANAGER]
+    dispatcher = kueue.loaded_configuration()["multiKueue"]
+    assert dispatcher.get("dispatcherName") == DISPATCHERS["Incremental"], dispatcher
+    manager = twin.planes[MANAGER]
+    workers = {n: twin.planes[n] for n in (LOST, SURVIVOR)}
+    sub = ready_to_dispatch(twin, autoscaler, *workers)
+    ns = sub.namespace
+    name = "unanswered-inc-0"
+    t0 = time.monotonic()
+    for worker, plane in workers.items():
+        freeze_plane(plane, twin.kueues[worker])
+    submit(twin, sub, [name], "5s")
+    wait_for(
+        "the Job's Workload holds quota on the manager",
+        lambda: any(condition(w, "QuotaReserved") == "True" for w in workloads(manager, ns)),
+        timeout=60.0,
+    )
+    kill_kueue(kueue)
+    log_path = kueue.workdir / "kueue.log"
+    offset = log_path.stat().st_size
+    restart = restart_kueue(kueue, tools.openssl)
+    until(
+        f"the restarted Kueue retries the Workload {RETRIES_WHILE_FROZEN}x while no worker "
+        f"answers ('{NOT_CONNECTED}' in its log)",
+        lambda: _log_from(log_path, offset).count(NOT_CONNECTED) >= RETRIES_WHILE_FROZEN,
+        timeout=60.0,
+        state=lambda: _log_from(log_path, offset)[-3000:],
+    )
+    nominated = [
+        (w["metadata"]["name"], (w.get("status") or {}).get("nominatedClusterNames"))
+        for w in workloads(manager, ns)
+    ]
+    thaw_all(workers.values(), [twin.kueues[w] for w in workers])
+    t_thawed = time.monotonic()
+    watches = {n: JobWatch(p) for n, p in workers.items()}
+    try:
+        t_active = wait_for(
+            "every MultiKueueCluster Active again",
+            lambda: all(cluster_active(manager, w) == "True" for w in workers),
+            timeout=180.0,
+        )
+        t_done = until(
+            f"the Job completed once with no operator step, {HEALS_WITHIN:.0f}s after the "
+            "workers returned",
+            lambda: completed_once(twin, ns, name),
+            timeout=HEALS_WITHIN,
+            state=lambda: state(twin, ns, list(workers)),
+        )
+        ran_on = [w for w, watch in watches.items() if watch.completed(ns, name)]
+        assert len(ran_on) == 1, f"{name} completed on {ran_on}, not on exactly one worker"
+    finally:
+        for watch in watches.values():
+            watch.stop()
+    retries = _log_from(log_path, offset).count(NOT_CONNECTED)
+    line = (
+        f"faults {STACK}, prod's dispatcher (Incremental): a Workload reserved while no worker "
+        f"answered, the manager's Kueue restarted (ready in {restart:.1f}s), nominations "
+        f"{nominated}; every worker Active {t_active - t_thawed:.1f}s after they returned; the "
+        f"Job completed once on {ran_on[0]} {t_done - t_thawed:.1f}s after they returned, no "
+        f"operator step ({retries} retries logged); test {time.monotonic() - t0:.0f}s"
     )
     report(line)
     with capsys.disabled():

@@ -346,8 +346,12 @@ def running_twin(
     nodes: Callable[[FleetConfig], dict[str, list[PoolNodes]]] = fleet_nodes,
     worker_lost_timeout: str = "2m",
     by_engine: bool = False,
+    fleet_value: FleetConfig | None = None,
 ) -> Iterator[Twin]:
     """Start the stack's twin (planes, nodes, scheduler, kwok, Kueue, objects); always stop it.
+
+    `fleet_value`: a fleet to twin instead of `Pulumi.<stack>.yaml`'s (a test fixture; `stack`
+    then only names the twin); not with `by_engine`, which deploys the stack file.
 
     `nodes` gives the nodes registered at start (default: every pool at maxCount;
     tests/realtier/autoscaler.py's `nodes_at_min` leaves the user pools to the autoscaler).
@@ -356,8 +360,10 @@ def running_twin(
     """
     from tests.realtier.conftest import install_crds  # noqa: PLC0415 - the tier's one CRD path
 
+    if fleet_value is not None and by_engine:
+        raise ValueError("by_engine deploys Pulumi.<stack>.yaml: no `fleet_value` with it")
     t0 = time.monotonic()
-    stack_fleet = load_stack(stack)
+    stack_fleet = load_stack(stack) if fleet_value is None else fleet_value
     planes = {
         c.name: ControlPlane(c.name, workdir / c.name, tools, controllers=TWIN_CONTROLLERS)
         for c in stack_fleet.clusters

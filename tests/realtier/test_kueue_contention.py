@@ -1,0 +1,216 @@
+"""Fair sharing under contention on a twin (issue 25, item 3): the documented example's weights
+hold when both teams saturate.
+
+The fleet is tests/fixtures/fair-share.yaml, the example of docs/kueue-queueing.md, as the
+program renders it (its Configuration with `fairSharing` on, its Cohort tree, ClusterQueues and
+LocalQueues), twinned on one plane with the real Kueue, scheduler and kwok nodes. team-a
+(`fairSharing.weight: "3"`) and team-b (`"1"`) share cohort `research`; each owns 8 CPU and the
+root cohort `org` owns 8 more that nobody owns. Both teams submit more 500m Jobs than they can
+run, interleaved, in one go. Asserted: the cohort's quota fills up (24 CPU) with Jobs of both
+teams still pending, and, watched for a while after, the 8 unowned CPUs are borrowed 3:1:
+team-a 6 CPU (12 Jobs) and team-b 2 (4 Jobs), within one Job either way (team-a between 5.5 and
+6.5 CPU: a ratio between 2.2 and 4.3), at every sample.
+
+What it does not show: a ratio of admissions over time with Jobs finishing (each team's
+nominal 8 CPU counts equally there, so admissions go about 14:10, not 3:1); the pods run for
+longer than the test, so what is measured is the admission decision itself.
+
+Cheap: one plane; 56 one-pod Jobs; nothing waits for a pod to finish.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+import yaml
+
+from checks.stack import parse_fleet
+from tests.realtier.conftest import kueue_crd_paths
+from tests.realtier.faults import COMPLETE_DELAY, timed_simulation
+from tests.realtier.harness import ControlPlane, Report, Tools, apply
+from tests.realtier.kueue import kueue_binary
+from tests.realtier.twin_run import SimulationTools, Twin, find_simulation_tools, running_twin
+from upstream.podsecurity import (
+    RESTRICTED_CONTAINER_SECURITY_CONTEXT,
+    RESTRICTED_POD_SECURITY_CONTEXT,
+)
+
+pytestmark = [pytest.mark.real]
+
+FIXTURE: Final = Path(__file__).resolve().parents[1] / "fixtures" / "fair-share.yaml"
+CLUSTER: Final = "solo"
+KUEUE_API: Final = "/apis/kueue.x-k8s.io/v1beta2"
+QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
+FLAVOR: Final = "batch"
+JOB_CPU: Final = 500  # millicores per Job (one pod)
+# Each team submits more than it can hold: team-a holds 14 CPU (28 Jobs), team-b 10 (20).
+JOBS: Final = {"team-a": 32, "team-b": 24}
+WEIGHTS: Final = {"team-a": 3, "team-b": 1}
+UNOWNED_CPU: Final = 8000  # millicores the root cohort `org` owns (the fixture)
+TOLERANCE: Final = JOB_CPU  # one Job either way
+RUN_FOR: Final = "10m"  # every pod outlives the test: no Job finishes while it is watched
+SATURATED_TIMEOUT: Final = 120.0
+WATCH: Final = 10.0
+POLL: Final = 0.5
+
+
+@pytest.fixture(scope="module")
+def simulation() -> SimulationTools:
+    found, missing = find_simulation_tools()
+    if found is None:
+        pytest.skip("real tier (twin): " + "; ".join(missing))
+    return found
+
+
+@pytest.fixture
+def twin(tools: Tools, simulation: SimulationTools, tmp_path: Path) -> Iterator[Twin]:
+    binary = kueue_binary()
+    if binary is None:
+        pytest.skip("real tier: kueue not built")
+    fleet, _ = parse_fleet(yaml.safe_load(FIXTURE.read_text()), source=str(FIXTURE))
+    with running_twin(
+        "fair-share",
+        tools,
+        timed_simulation(simulation, tmp_path / "stages"),
+        kueue_binary=binary,
+        kueue_crds=kueue_crd_paths(fleet),
+        workdir=tmp_path,
+        fleet_value=fleet,
+    ) as started:
+        yield started
+
+
+def _job(team: str, name: str) -> dict[str, Any]:
+    requests = {"cpu": f"{JOB_CPU}m", "memory": "64Mi"}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": team, "labels": {QUEUE_LABEL: team}},
+        "spec": {
+            "suspend": True,  # no Kueue webhook here: suspended as the webhook would
+            "template": {
+                "metadata": {"annotations": {COMPLETE_DELAY: RUN_FOR}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "securityContext": dict(RESTRICTED_POD_SECURITY_CONTEXT),
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
+                            "securityContext": dict(RESTRICTED_CONTAINER_SECURITY_CONTEXT),
+                            "args": ["pause"],
+                            "resources": {"requests": requests, "limits": requests},
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
+def _millis(quantity: str | None) -> int:
+    if not quantity:
+        return 0
+    if quantity.endswith("m"):
+        return int(quantity[:-1])
+    return int(float(quantity) * 1000)
+
+
+def _usage(plane: ControlPlane) -> dict[str, dict[str, int]]:
+    """Per team ClusterQueue: cpu `total` and `borrowed` (millicores) and `pending` Workloads."""
+    out: dict[str, dict[str, int]] = {}
+    for team in JOBS:
+        status, body = plane.get(f"{KUEUE_API}/clusterqueues/{team}")
+        cq: dict[str, Any] = (json.loads(body).get("status") or {}) if status == 200 else {}
+        cpu = next(
+            (
+                r
+                for f in cq.get("flavorsUsage") or []
+                if f.get("name") == FLAVOR
+                for r in f.get("resources") or []
+                if r.get("name") == "cpu"
+            ),
+            {},
+        )
+        out[team] = {
+            "total": _millis(cpu.get("total")),
+            "borrowed": _millis(cpu.get("borrowed")),
+            "pending": int(cq.get("pendingWorkloads") or 0),
+            "weightedShare": int((cq.get("fairSharing") or {}).get("weightedShare") or 0),
+        }
+    return out
+
+
+def test_unowned_quota_is_borrowed_three_to_one_when_both_teams_saturate(
+    twin: Twin, report: Report, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plane = twin.planes[CLUSTER]
+    cluster = next(c for c in twin.fleet.clusters if c.name == CLUSTER)
+    weights = {
+        cq.name: float(cq.fair_sharing.weight)
+        for cq in cluster.queues.cluster_queues
+        if cq.fair_sharing is not None and cq.fair_sharing.weight is not None
+    }
+    assert weights == WEIGHTS, f"the fixture's weights changed: {weights}"
+    capacity = sum(
+        _millis(str(r.nominal_quota))
+        for group in [
+            *(g for cq in cluster.queues.cluster_queues for g in cq.resource_groups),
+            *(g for co in cluster.queues.cohorts for g in co.resource_groups),
+        ]
+        for f in group.flavors
+        for r in f.resources
+        if r.name == "cpu"
+    )
+    assert capacity == 2 * 8000 + UNOWNED_CPU, f"the fixture's CPU quota changed: {capacity}m"
+    longest = max(JOBS.values())
+    jobs = [_job(team, f"{team}-{i}") for i in range(longest) for team in JOBS if i < JOBS[team]]
+    t0 = time.monotonic()
+    applied = apply(plane, jobs)
+    assert not applied.rejected, applied.stderr
+    deadline = t0 + SATURATED_TIMEOUT
+    seen = _usage(plane)
+    while not (
+        sum(u["total"] for u in seen.values()) == capacity
+        and all(u["pending"] > 0 for u in seen.values())
+    ):
+        assert time.monotonic() < deadline, (
+            f"the cohort's {capacity}m CPU in use with Jobs of both teams pending: not after "
+            f"{SATURATED_TIMEOUT:.0f}s; last seen {seen}"
+        )
+        time.sleep(POLL)
+        seen = _usage(plane)
+    t_full = time.monotonic() - t0
+    expected = UNOWNED_CPU * WEIGHTS["team-a"] // sum(WEIGHTS.values())
+    samples: list[dict[str, dict[str, int]]] = []
+    until = time.monotonic() + WATCH
+    while time.monotonic() < until:
+        seen = _usage(plane)
+        samples.append(seen)
+        borrowed = {t: u["borrowed"] for t, u in seen.items()}
+        assert sum(borrowed.values()) == UNOWNED_CPU, (
+            f"the {UNOWNED_CPU}m unowned CPU not all borrowed while both saturate: {seen}"
+        )
+        assert abs(borrowed["team-a"] - expected) <= TOLERANCE, (
+            f"team-a borrows {borrowed['team-a']}m of {UNOWNED_CPU}m, not {expected}m "
+            f"(weights {WEIGHTS}) within {TOLERANCE}m; seen {seen}"
+        )
+        time.sleep(POLL)
+    mean = {t: sum(s[t]["borrowed"] for s in samples) / len(samples) for t in ("team-a", "team-b")}
+    ratio = mean["team-a"] / mean["team-b"] if mean["team-b"] else float("inf")
+    line = (
+        f"fair sharing (tests/fixtures/fair-share.yaml, weights 3:1): {sum(JOBS.values())} Jobs "
+        f"of {JOB_CPU}m, cohort full in {t_full:.1f}s; unowned {UNOWNED_CPU // 1000} CPU "
+        f"borrowed team-a {mean['team-a'] / 1000:.2f} : team-b {mean['team-b'] / 1000:.2f} "
+        f"(ratio {ratio:.2f}, {len(samples)} samples over {WATCH:.0f}s); totals "
+        f"{ {t: u['total'] for t, u in seen.items()} }, weighted shares "
+        f"{ {t: u['weightedShare'] for t, u in seen.items()} }; twin {twin.timings}"
+    )
+    report(line)
+    with capsys.disabled():
+        print("\n" + line)
