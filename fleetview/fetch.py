@@ -8,6 +8,7 @@ person becomes a Snapshot with an `error`, never a traceback or a hang of the co
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import threading
@@ -77,7 +78,7 @@ def _path(group: str, version: str, plural: str) -> str:
 
 def _read(cluster: str, kubeconfig: str, timeout: float) -> Snapshot:
     """One cluster's lists, each request bounded by what is left of `timeout`."""
-    # The client imports in ~0.5 s: only when a cluster is actually read.
+    # Imported only when a cluster is read (read_all has imported it already).
     from kubernetes import client, config  # noqa: PLC0415
     from urllib3.exceptions import InsecureRequestWarning  # noqa: PLC0415
 
@@ -132,7 +133,7 @@ def _read(cluster: str, kubeconfig: str, timeout: float) -> Snapshot:
     except Exception as e:  # refused, reset, TLS, timeout: this cluster's row
         seconds = time.monotonic() - t0
         what = "no answer" if seconds >= timeout else _one_line(e)
-        error = f"unreachable ({what} after {seconds:.1f}s)"
+        error = f"unreachable: {what} ({configuration.host}, after {seconds:.1f}s)"
         return Snapshot(cluster, error=error, seconds=seconds)
     finally:
         api.close()
@@ -146,14 +147,24 @@ def _status_message(body: bytes) -> str:
         return ""
 
 
+_ERRNO: Final = re.compile(r"\[Errno -?\d+\] ([^'\")]+)")
+
+
 def _one_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    first = text[-1] if text else ""
-    return f"{type(e).__name__}: {first}"[:300]
+    """A short reason: the socket's own words when there are some (urllib3 wraps them twice)."""
+    text = str(e)
+    found = _ERRNO.search(text)
+    if found:
+        return found.group(1).strip().lower()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return f"{type(e).__name__}: {lines[0] if lines else ''}"[:300]
 
 
 def read_all(kubeconfigs: Mapping[str, str], timeout: float = DEFAULT_TIMEOUT) -> list[Snapshot]:
     """Every cluster at once; each one's row within `timeout` (+1 s to gather), whatever it does."""
+    # The client imports in ~0.5 s (more on a busy machine): once, here, before any clock runs.
+    import kubernetes.client  # noqa: PLC0415, F401
+
     results: dict[str, Snapshot] = {}
     lock = threading.Lock()
 

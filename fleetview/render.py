@@ -14,7 +14,7 @@ from fleetview.objects import human
 def _table(title: str, *columns: str) -> Table:
     table = Table(title=title, title_justify="left")
     for column in columns:
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     return table
 
 

@@ -101,7 +101,7 @@ def explain(
     }
     down = [s for s in snaps if not s.reachable]
     for s in down:
-        _fact(facts, s.cluster, "-", f"unreachable: {s.error}")
+        _fact(facts, s.cluster, "-", str(s.error))
     managers = [s for s in snaps if s.reachable and s.is_manager]
     # The Workload lives on the manager; in a fleet without one (single cluster), on any cluster.
     search = managers or [s for s in snaps if s.reachable]
@@ -144,7 +144,9 @@ def explain(
     if dispatch is not None:
         config = next((c for c in home.multikueue_configs if name(c) == dispatch[1]), {})
         config_workers = list((config.get("spec") or {}).get("clusters") or [])
-    candidates = [worker] if worker else (nominated or config_workers)
+    # A Workload without quota on the manager was offered to no worker yet: nothing to look at.
+    offered = phase != "pending"
+    candidates = [worker] if worker else (nominated or config_workers) if offered else []
     copies: dict[str, Obj] = {}
     for w in candidates:
         mkc = mkcs.get(w)
@@ -347,7 +349,11 @@ def _verdict(seen: _Seen) -> tuple[str, str]:
                 _kubectl(worker, f"get workloads -n {ns}"),
             )
         story, nxt = _copy_story(worker, copy, snap or home)
-        return f"It was dispatched to {worker} by {check} ({config}); {story}.", nxt
+        return (
+            f"It was dispatched to {worker} (AdmissionCheck {check}, MultiKueueConfig {config}); "
+            f"{story}.",
+            nxt,
+        )
     # Quota reserved on the manager, no worker has admitted it yet.
     reserved = condition(wl, "QuotaReserved") or {}
     held = age(reserved.get("lastTransitionTime"), now)

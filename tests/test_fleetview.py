@@ -462,14 +462,16 @@ def test_a_hung_a_refusing_and_a_plugin_waiting_cluster_each_answer_within_the_b
         "worker-2": _kubeconfig(tmp_path, "worker-2", silent_server, sleeper).read_text(),
         "worker-3": "not: [a kubeconfig",
     }
+    read_all({})  # the client's import (seconds on a loaded machine) is not the clusters' time
     t0 = time.monotonic()
     snaps = read_all(configs, timeout=2.0)
     elapsed = time.monotonic() - t0
-    assert elapsed < 2.0 + 1.5, f"read_all took {elapsed:.1f}s for a 2 s bound"
+    # The bound + 1 s to gather, + margin for a loaded machine; the hangs would take 20 s or more.
+    assert elapsed < 2.0 + 3.0, f"read_all took {elapsed:.1f}s for a 2 s bound"
     errors = {s.cluster: s.error or "" for s in snaps}
     assert [s.cluster for s in snaps] == list(configs)
-    assert errors["manager"].startswith("unreachable (no answer after 2."), errors
-    assert "Connection refused" in errors["worker-1"], errors
+    assert errors["manager"].startswith("unreachable: no answer (https://127.0.0.1:"), errors
+    assert errors["worker-1"].startswith("unreachable: connection refused (https://"), errors
     assert errors["worker-2"], errors  # the plugin never returned: a row, not a hang
     assert errors["worker-3"].startswith("kubeconfig: "), errors
 
