@@ -33,6 +33,7 @@ from fleetview.status import (
     workload_owner,
     workload_phase,
 )
+from upstream.kueue import DEFAULT_WORKER_LOST_TIMEOUT
 
 
 def find_workload(snap: Snapshot, ns: str, job: str) -> Obj | None:
@@ -329,9 +330,10 @@ def _verdict(seen: _Seen) -> tuple[str, str]:
             )
             return (
                 f"It was dispatched to {worker}, and {worker} is lost: {why}. The manager keeps "
-                "the job there until Kueue's workerLostTimeout passes, then evicts and "
-                "re-dispatches it to another worker of dispatch set "
-                f"{config}.",
+                "the job there until Kueue's workerLostTimeout passes (the stack's "
+                "kueue.multiKueue.workerLostTimeout; Kueue's default "
+                f"{DEFAULT_WORKER_LOST_TIMEOUT}), then evicts it and dispatches it again within "
+                f"dispatch set {config}.",
                 _kubectl(cluster, f"get multikueuecluster {worker} -o yaml")
                 + f" ; then {worker}'s API server",
             )
