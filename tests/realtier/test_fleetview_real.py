@@ -147,7 +147,11 @@ def jobs(
         assert not applied.rejected, applied.stderr
         wl = _until(
             f"[manager] Workload of {DISPATCHED} with status.clusterName",
-            lambda: (w := _workload(manager, DISPATCHED)) and w["status"].get("clusterName") and w,
+            lambda: (
+                (w := _workload(manager, DISPATCHED))
+                and (w.get("status") or {}).get("clusterName")
+                and w
+            ),
             lambda: json.dumps((_workload(manager, DISPATCHED) or {}).get("status")),
         )
         applied = apply(manager, [_job(PENDING, "24")])
