@@ -1,0 +1,190 @@
+"""The only part of fleetview that talks to clusters: kubeconfigs in, `Snapshot`s out.
+
+Reads only (GET of lists, docs/observability.md "RBAC"). Every cluster is read in its own daemon
+thread with one deadline: a cluster that refuses, hangs, or whose credential plugin waits for a
+person becomes a Snapshot with an `error`, never a traceback or a hang of the command.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import threading
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from constants import OUT_KUBECONFIGS
+from fleetview.objects import KINDS, Snapshot
+
+ROOT: Final = Path(__file__).resolve().parents[1]
+DEFAULT_TIMEOUT: Final = 10.0
+# `pulumi stack output` may log in to a backend first: bounded too, but more generously.
+PULUMI_TIMEOUT: Final = 120.0
+
+
+class SourceError(Exception):
+    """The kubeconfigs could not be had (no pulumi, no stack, a bad --kubeconfig): a usage error."""
+
+
+def from_stack(stack: str | None, cwd: Path = ROOT) -> dict[str, str]:
+    """`pulumi stack output --show-secrets kubeconfigs --json`: cluster name -> kubeconfig."""
+    pulumi = shutil.which("pulumi")
+    if pulumi is None:
+        raise SourceError("no `pulumi` CLI on PATH: pass --kubeconfig NAME=PATH instead")
+    argv = [pulumi, "stack", "output", "--show-secrets", OUT_KUBECONFIGS, "--json"]
+    if stack:
+        argv += ["--stack", stack]
+    try:
+        done = subprocess.run(
+            argv, cwd=cwd, capture_output=True, text=True, timeout=PULUMI_TIMEOUT, check=False
+        )
+    except subprocess.TimeoutExpired as e:
+        raise SourceError(f"`{' '.join(argv[1:])}` gave no answer in {PULUMI_TIMEOUT:.0f}s") from e
+    if done.returncode != 0:
+        raise SourceError(f"`{' '.join(argv[1:])}` failed: {done.stderr.strip()}")
+    try:
+        value = json.loads(done.stdout)
+    except json.JSONDecodeError as e:
+        raise SourceError(f"stack output {OUT_KUBECONFIGS} is not JSON: {e}") from e
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise SourceError(f"stack output {OUT_KUBECONFIGS} is not a map of cluster -> kubeconfig")
+    return {str(k): v for k, v in value.items()}
+
+
+def from_files(pairs: Sequence[str]) -> dict[str, str]:
+    """`NAME=PATH` pairs (`--kubeconfig manager=manager.kubeconfig`), in the order given."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        cluster, sep, path = pair.partition("=")
+        if not sep or not cluster or not path:
+            raise SourceError(f"--kubeconfig {pair!r}: expected NAME=PATH, e.g. manager=./m.yaml")
+        try:
+            out[cluster] = Path(path).expanduser().read_text()
+        except OSError as e:
+            raise SourceError(f"--kubeconfig {cluster}: cannot read {path}: {e.strerror}") from e
+    return out
+
+
+def _path(group: str, version: str, plural: str) -> str:
+    return f"/apis/{group}/{version}/{plural}" if group else f"/api/{version}/{plural}"
+
+
+def _read(cluster: str, kubeconfig: str, timeout: float) -> Snapshot:
+    """One cluster's lists, each request bounded by what is left of `timeout`."""
+    # Imported only when a cluster is read (read_all has imported it already).
+    from kubernetes import client, config  # noqa: PLC0415
+    from urllib3.exceptions import InsecureRequestWarning  # noqa: PLC0415
+
+    # A kubeconfig with insecure-skip-tls-verify is the user's choice: no warning per request.
+    warnings.simplefilter("ignore", InsecureRequestWarning)
+
+    t0 = time.monotonic()
+    deadline = t0 + timeout
+    configuration = client.Configuration()
+    try:
+        document = yaml.safe_load(kubeconfig)
+        config.load_kube_config_from_dict(
+            document, client_configuration=configuration, persist_config=False
+        )
+    except Exception as e:  # any kubeconfig problem is this cluster's row
+        return Snapshot(cluster, error=f"kubeconfig: {_one_line(e)}", seconds=time.monotonic() - t0)
+    # One try per request: urllib3's default retries would multiply the bound.
+    configuration.retries = False
+    api = client.ApiClient(configuration)
+    lists: dict[str, Any] = {}
+    missing: list[str] = []
+    try:
+        for field, (group, version, plural, _) in KINDS.items():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            method, url, headers, _, _ = api.param_serialize(
+                "GET",
+                _path(group, version, plural),
+                header_params={"Accept": "application/json"},
+                auth_settings=["BearerToken"],
+            )
+            response = api.call_api(method, url, header_params=headers, _request_timeout=left)
+            body = response.read()
+            if response.status == 404 and not group:
+                return Snapshot(
+                    cluster,
+                    error=f"not a Kubernetes API server ({url}: HTTP 404)",
+                    seconds=time.monotonic() - t0,
+                )
+            if response.status == 404:
+                missing.append(f"{plural}.{group}" if group else plural)
+                continue
+            if response.status >= 400:
+                message = _status_message(body) or f"HTTP {response.status}"
+                return Snapshot(
+                    cluster,
+                    error=f"list {plural}: {message}",
+                    seconds=time.monotonic() - t0,
+                )
+            lists[field] = json.loads(body).get("items") or []
+    except Exception as e:  # refused, reset, TLS, timeout: this cluster's row
+        seconds = time.monotonic() - t0
+        what = "no answer" if seconds >= timeout else _one_line(e)
+        error = f"unreachable: {what} ({configuration.host}, after {seconds:.1f}s)"
+        return Snapshot(cluster, error=error, seconds=seconds)
+    finally:
+        api.close()
+    return Snapshot(cluster, seconds=time.monotonic() - t0, missing=tuple(missing), **lists)
+
+
+def _status_message(body: bytes) -> str:
+    try:
+        return str(json.loads(body).get("message", ""))
+    except (ValueError, AttributeError):
+        return ""
+
+
+_ERRNO: Final = re.compile(r"\[Errno -?\d+\] ([^'\")]+)")
+
+
+def _one_line(e: BaseException) -> str:
+    """A short reason: the socket's own words when there are some (urllib3 wraps them twice)."""
+    text = str(e)
+    found = _ERRNO.search(text)
+    if found:
+        return found.group(1).strip().lower()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return f"{type(e).__name__}: {lines[0] if lines else ''}"[:300]
+
+
+def read_all(kubeconfigs: Mapping[str, str], timeout: float = DEFAULT_TIMEOUT) -> list[Snapshot]:
+    """Every cluster at once; each one's row within `timeout` (+1 s to gather), whatever it does."""
+    # The client imports in ~0.5 s (more on a busy machine): once, here, before any clock runs.
+    import kubernetes.client  # noqa: PLC0415, F401
+
+    results: dict[str, Snapshot] = {}
+    lock = threading.Lock()
+
+    def run(cluster: str, kubeconfig: str) -> None:
+        try:
+            snap = _read(cluster, kubeconfig, timeout)
+        except Exception as e:  # a bug here must still be a row, not a crash
+            snap = Snapshot(cluster, error=_one_line(e))
+        with lock:
+            results[cluster] = snap
+
+    threads = [
+        threading.Thread(target=run, args=item, name=f"fleetview-{item[0]}", daemon=True)
+        for item in kubeconfigs.items()
+    ]
+    for t in threads:
+        t.start()
+    end = time.monotonic() + timeout + 1.0
+    for t in threads:
+        t.join(max(0.0, end - time.monotonic()))
+    with lock:
+        late = f"no answer within {timeout:.0f}s (still waiting)"
+        return [results.get(c) or Snapshot(c, error=late, seconds=timeout) for c in kubeconfigs]

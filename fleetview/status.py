@@ -1,0 +1,386 @@
+"""`status`: snapshots of every cluster in, one JSON-able report out (pure; docs/observability.md).
+
+The report's keys are stable (documented in docs/observability.md "JSON"): a script may read them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from builders.multikueue import k8s_name
+from fleetview.objects import (
+    MULTIKUEUE_CONTROLLER,
+    ORIGIN_LABEL,
+    POOL_LABELS,
+    Obj,
+    Snapshot,
+    age,
+    condition,
+    human,
+    is_true,
+    name,
+    namespace,
+    ref,
+)
+from upstream.k8s import quantity_value
+
+# How long a Workload may hold quota on the manager without a worker before `status` warns.
+DEFAULT_STRANDED_AFTER: Final = 300.0
+
+SCHEMA_VERSION: Final = 1
+
+
+def workload_phase(wl: Mapping[str, Any]) -> str:
+    """One word for where a Workload is, from Kueue's conditions (most final first)."""
+    if (wl.get("spec") or {}).get("active") is False:
+        return "deactivated"
+    if is_true(wl, "Finished"):
+        return "finished"
+    if is_true(wl, "Evicted"):
+        return "evicted"
+    if is_true(wl, "Admitted"):
+        return "admitted"
+    if is_true(wl, "QuotaReserved"):
+        return "reserved"
+    return "pending"
+
+
+def check_states(wl: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return list((wl.get("status") or {}).get("admissionChecks") or [])
+
+
+def queue_of(wl: Mapping[str, Any], snap: Snapshot) -> str | None:
+    """The ClusterQueue a Workload is in: its admission's, else its LocalQueue's."""
+    status = wl.get("status") or {}
+    admission = status.get("admission") or {}
+    if admission.get("clusterQueue"):
+        return str(admission["clusterQueue"])
+    local = (wl.get("spec") or {}).get("queueName")
+    for lq in snap.local_queues:
+        if namespace(lq) == namespace(wl) and name(lq) == local:
+            return str((lq.get("spec") or {}).get("clusterQueue") or "") or None
+    return None
+
+
+def queue_checks(snap: Snapshot, cluster_queue: str | None) -> list[str]:
+    """The admission checks a ClusterQueue names (v1beta2: `admissionChecksStrategy`)."""
+    for cq in snap.cluster_queues:
+        if name(cq) == cluster_queue:
+            strategy = (cq.get("spec") or {}).get("admissionChecksStrategy") or {}
+            return [str(c.get("name")) for c in strategy.get("admissionChecks") or []]
+    return []
+
+
+def multikueue_config_of(snap: Snapshot, check: str) -> str | None:
+    """The MultiKueueConfig a MultiKueue AdmissionCheck points at (None: not a MultiKueue check)."""
+    for ac in snap.admission_checks:
+        spec = ac.get("spec") or {}
+        if name(ac) == check and spec.get("controllerName") == MULTIKUEUE_CONTROLLER:
+            return str((spec.get("parameters") or {}).get("name") or "") or None
+    return None
+
+
+def dispatch_set_of(snap: Snapshot, wl: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(MultiKueue check, MultiKueueConfig) of a manager Workload, or None."""
+    names = [str(c.get("name")) for c in check_states(wl)]
+    names += queue_checks(snap, queue_of(wl, snap))
+    for check in dict.fromkeys(names):
+        config = multikueue_config_of(snap, check)
+        if config is not None:
+            return check, config
+    return None
+
+
+def worker_of(wl: Mapping[str, Any]) -> str | None:
+    return (wl.get("status") or {}).get("clusterName") or None
+
+
+def _percent(used: str, nominal: str) -> float | None:
+    try:
+        total = quantity_value(nominal)
+        return None if total == 0 else float(quantity_value(used) / total * 100)
+    except (ValueError, ArithmeticError):
+        return None
+
+
+def _usage(cq: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per flavor and resource: nominal quota, reserved and admitted usage (status strings)."""
+    status = cq.get("status") or {}
+
+    def index(key: str) -> dict[tuple[str, str], Mapping[str, Any]]:
+        return {
+            (str(f.get("name")), str(r.get("name"))): r
+            for f in status.get(key) or []
+            for r in f.get("resources") or []
+        }
+
+    reserved, used = index("flavorsReservation"), index("flavorsUsage")
+    rows: list[dict[str, Any]] = []
+    for group in (cq.get("spec") or {}).get("resourceGroups") or []:
+        for flavor in group.get("flavors") or []:
+            for res in flavor.get("resources") or []:
+                key = (str(flavor.get("name")), str(res.get("name")))
+                nominal = str(res.get("nominalQuota", "0"))
+                in_use = str((used.get(key) or {}).get("total", "0"))
+                rows.append(
+                    {
+                        "flavor": key[0],
+                        "resource": key[1],
+                        "nominal": nominal,
+                        "reserved": str((reserved.get(key) or {}).get("total", "0")),
+                        "used": in_use,
+                        "borrowed": str((used.get(key) or {}).get("borrowed", "0")),
+                        "usedPercent": _percent(in_use, nominal),
+                    }
+                )
+    return rows
+
+
+def cluster_queue_rows(snap: Snapshot) -> list[dict[str, Any]]:
+    rows = []
+    for cq in sorted(snap.cluster_queues, key=name):
+        status = cq.get("status") or {}
+        active = condition(cq, "Active") or {}
+        rows.append(
+            {
+                "name": name(cq),
+                "active": active.get("status") == "True",
+                "reason": active.get("reason", ""),
+                "message": active.get("message", ""),
+                "pending": int(status.get("pendingWorkloads") or 0),
+                "reserving": int(status.get("reservingWorkloads") or 0),
+                "admitted": int(status.get("admittedWorkloads") or 0),
+                "admissionChecks": queue_checks(snap, name(cq)),
+                "usage": _usage(cq),
+            }
+        )
+    return rows
+
+
+def provisioning_state(pr: Mapping[str, Any]) -> str:
+    """The cluster autoscaler's answer in one word (its conditions, most final first)."""
+    for kind, word in (
+        ("Failed", "failed"),
+        ("CapacityRevoked", "revoked"),
+        ("BookingExpired", "expired"),
+        ("Provisioned", "provisioned"),
+        ("Accepted", "accepted"),
+    ):
+        if is_true(pr, kind):
+            return word
+    return "waiting"
+
+
+def workload_owner(obj: Mapping[str, Any]) -> str | None:
+    """The Workload a ProvisioningRequest belongs to (Kueue makes it the controller owner)."""
+    for owner in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if owner.get("kind") == "Workload":
+            return str(owner.get("name"))
+    return None
+
+
+def provisioning_rows(snap: Snapshot, now: dt.datetime) -> list[dict[str, Any]]:
+    rows = []
+    for pr in sorted(snap.provisioning_requests, key=ref):
+        state = provisioning_state(pr)
+        conditions = (pr.get("status") or {}).get("conditions") or []
+        last = max(conditions, key=lambda c: str(c.get("lastTransitionTime", "")), default={})
+        rows.append(
+            {
+                "namespace": namespace(pr),
+                "name": name(pr),
+                "workload": workload_owner(pr),
+                "class": (pr.get("spec") or {}).get("provisioningClassName", ""),
+                "state": state,
+                "reason": last.get("reason", ""),
+                "message": last.get("message", ""),
+                "ageSeconds": age(pr.get("metadata", {}).get("creationTimestamp"), now),
+            }
+        )
+    return rows
+
+
+def _ready(node: Mapping[str, Any]) -> bool:
+    return is_true(node, "Ready") and not (node.get("spec") or {}).get("unschedulable")
+
+
+def pool_rows(snap: Snapshot) -> list[dict[str, Any]]:
+    pools: dict[str, list[Obj]] = {}
+    for node in snap.nodes:
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        pool = next((labels[k] for k in POOL_LABELS if k in labels), "(no pool label)")
+        pools.setdefault(str(pool), []).append(node)
+    return [
+        {"pool": pool, "nodes": len(nodes), "ready": sum(_ready(n) for n in nodes)}
+        for pool, nodes in sorted(pools.items())
+    ]
+
+
+def multikueue_cluster_rows(snap: Snapshot, now: dt.datetime) -> list[dict[str, Any]]:
+    rows = []
+    for mkc in sorted(snap.multikueue_clusters, key=name):
+        active = condition(mkc, "Active") or {}
+        rows.append(
+            {
+                "name": name(mkc),
+                "active": active.get("status") == "True",
+                "reason": active.get("reason", "") or "no Active condition yet",
+                "message": active.get("message", ""),
+                "sinceSeconds": age(active.get("lastTransitionTime"), now),
+            }
+        )
+    return rows
+
+
+def dispatch_rows(snap: Snapshot, now: dt.datetime) -> list[dict[str, Any]]:
+    """Per MultiKueueConfig: its workers and where each of its Workloads went."""
+    by_config: dict[str, list[dict[str, Any]]] = {name(c): [] for c in snap.multikueue_configs}
+    for wl in snap.workloads:
+        found = dispatch_set_of(snap, wl)
+        if found is None:
+            continue
+        check, config = found
+        state = next((c for c in check_states(wl) if c.get("name") == check), {})
+        reserved = condition(wl, "QuotaReserved") or {}
+        by_config.setdefault(config, []).append(
+            {
+                "namespace": namespace(wl),
+                "name": name(wl),
+                "phase": workload_phase(wl),
+                "worker": worker_of(wl),
+                "nominated": list((wl.get("status") or {}).get("nominatedClusterNames") or []),
+                "check": check,
+                "checkState": state.get("state", ""),
+                "checkMessage": state.get("message", ""),
+                "reservedSeconds": age(reserved.get("lastTransitionTime"), now)
+                if reserved.get("status") == "True"
+                else None,
+            }
+        )
+    workers = {
+        name(c): list((c.get("spec") or {}).get("clusters") or []) for c in snap.multikueue_configs
+    }
+    return [
+        {
+            "config": config,
+            "workers": workers.get(config, []),
+            "workloads": sorted(rows, key=lambda r: (r["namespace"], r["name"])),
+        }
+        for config, rows in sorted(by_config.items())
+    ]
+
+
+def _warning(kind: str, cluster: str, obj: str, message: str) -> dict[str, str]:
+    return {"kind": kind, "cluster": cluster, "object": obj, "message": message}
+
+
+def warnings(
+    snaps: Sequence[Snapshot], now: dt.datetime, stranded_after: float
+) -> list[dict[str, str]]:
+    out: list[dict[str, str]] = []
+    for snap in snaps:
+        if not snap.reachable:
+            out.append(_warning("Unreachable", snap.cluster, "-", str(snap.error)))
+            continue
+        for row in cluster_queue_rows(snap):
+            if not row["active"]:
+                why = f"{row['reason']}: {row['message']}".strip(": ")
+                out.append(_warning("InactiveClusterQueue", snap.cluster, row["name"], why))
+        for row in multikueue_cluster_rows(snap, now):
+            if not row["active"]:
+                since = f" for {human(row['sinceSeconds'])}" if row["sinceSeconds"] else ""
+                out.append(
+                    _warning(
+                        "MultiKueueClusterNotActive",
+                        snap.cluster,
+                        row["name"],
+                        f"{row['reason']}{since}: {row['message']}".rstrip(": "),
+                    )
+                )
+        if snap.is_manager:
+            for ds in dispatch_rows(snap, now):
+                for w in ds["workloads"]:
+                    held = w["reservedSeconds"]
+                    if w["worker"] is None and held is not None and held > stranded_after:
+                        out.append(
+                            _warning(
+                                "Undispatched",
+                                snap.cluster,
+                                f"{w['namespace']}/{w['name']}",
+                                f"quota reserved {human(held)} ago and no worker admitted it "
+                                f"(dispatch set {ds['config']}, check {w['check']} "
+                                f"{w['checkState'] or 'without state'}"
+                                + (f": {w['checkMessage']}" if w["checkMessage"] else "")
+                                + ")",
+                            )
+                        )
+        for row in provisioning_rows(snap, now):
+            if row["state"] in ("failed", "revoked", "expired"):
+                out.append(
+                    _warning(
+                        "ProvisioningRequestFailed",
+                        snap.cluster,
+                        f"{row['namespace']}/{row['name']}",
+                        f"{row['state']}: {row['reason']} {row['message']}".strip(),
+                    )
+                )
+    return out
+
+
+def role_of(snap: Snapshot, workers: Iterable[str]) -> str:
+    """manager (holds MultiKueueClusters), worker (one of them, or holds dispatched copies)."""
+    if snap.is_manager:
+        return "manager"
+    if k8s_name(snap.cluster) in set(workers) or any(
+        ORIGIN_LABEL in ((w.get("metadata") or {}).get("labels") or {}) for w in snap.workloads
+    ):
+        return "worker"
+    return "cluster"
+
+
+def manager_workers(snaps: Sequence[Snapshot]) -> set[str]:
+    """Every cluster a manager's MultiKueueClusters name, as fleet cluster names."""
+    return {name(c) for s in snaps if s.is_manager for c in s.multikueue_clusters}
+
+
+def report(
+    snaps: Sequence[Snapshot],
+    now: dt.datetime,
+    stranded_after: float = DEFAULT_STRANDED_AFTER,
+) -> dict[str, Any]:
+    """The whole `status` report (its JSON form; the tables render this)."""
+    workers = manager_workers(snaps)
+    clusters = []
+    for snap in snaps:
+        row: dict[str, Any] = {
+            "name": snap.cluster,
+            "role": role_of(snap, workers)
+            if snap.reachable
+            else ("worker" if k8s_name(snap.cluster) in workers else "unknown"),
+            "reachable": snap.reachable,
+            "error": snap.error,
+            "seconds": round(snap.seconds, 3),
+            "notServed": list(snap.missing),
+            "clusterQueues": [],
+            "provisioningRequests": [],
+            "nodePools": [],
+            "multiKueueClusters": [],
+            "dispatchSets": [],
+        }
+        if snap.reachable:
+            row["clusterQueues"] = cluster_queue_rows(snap)
+            row["provisioningRequests"] = provisioning_rows(snap, now)
+            row["nodePools"] = pool_rows(snap)
+            if snap.is_manager:
+                row["multiKueueClusters"] = multikueue_cluster_rows(snap, now)
+                row["dispatchSets"] = dispatch_rows(snap, now)
+        clusters.append(row)
+    return {
+        "schemaVersion": SCHEMA_VERSION,
+        "generatedAt": now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "strandedAfterSeconds": stranded_after,
+        "clusters": clusters,
+        "warnings": warnings(snaps, now, stranded_after),
+    }
