@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import pulumi
 from pulumi_azure_native import resources
 
+from builders.authorization import authorization_wait
 from builders.fleet import kueue_objects
 from builders.gpu import device_plugin_release
 from components.aks import AksCluster, AksClusterArgs
@@ -77,6 +78,7 @@ class Fleet(pulumi.ComponentResource):
                         tags=tags,
                         device_plugin=device_plugin_release(cfg, c),
                         upgrades=cfg.upgrades_of(c),
+                        authorization=authorization_wait(cfg, c),
                     ),
                     pulumi.ResourceOptions(parent=self),
                 )
@@ -84,7 +86,11 @@ class Fleet(pulumi.ComponentResource):
             if c.source == "existing":
                 self.clusters[c.name] = ExistingCluster(
                     f"{name}-{c.name}",
-                    ExistingClusterArgs(cluster=c, kubeconfig=args.existing_kubeconfigs[c.name]),
+                    ExistingClusterArgs(
+                        cluster=c,
+                        kubeconfig=args.existing_kubeconfigs[c.name],
+                        authorization=authorization_wait(cfg, c),
+                    ),
                     pulumi.ResourceOptions(parent=self),
                 )
         # Kueue on every cluster, through that cluster's provider (same version fleet-wide), with
