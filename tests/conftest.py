@@ -277,9 +277,12 @@ class Graph:
     # and what they answer: every probe allowed unless a test says otherwise.
     asked: list[Connection] = field(default_factory=list[Connection])
     answer: Observation = field(default_factory=lambda: Observation(identity="'mock-deployer'"))
+    on_ask: Callable[[Connection], None] | None = None  # sees the graph when a server is asked
 
     def open_api_server(self, conn: Connection) -> Callable[[Any, float], Observation]:
         self.asked.append(conn)
+        if self.on_ask is not None:
+            self.on_ask(conn)
         return lambda _probes, _budget: self.answer
 
     @property
@@ -338,7 +341,7 @@ def mocked_engine(stack: str = "test", *, preview: bool = False) -> Iterator[Gra
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
     g = Graph(monitor=monitor, mocks=mocks)
     # No test reaches an API server: the authorization wait asks the graph instead.
-    patched = patch.object(authorization, "open_api_server", lambda c: g.open_api_server(c))
+    patched = patch.object(authorization, "open_api_server", g.open_api_server)
     try:
         with patched:
             yield g

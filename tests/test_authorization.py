@@ -437,15 +437,13 @@ def _provider_kubeconfigs(g: Graph) -> dict[str, Any]:
 def test_up_asks_each_entra_cluster_once_its_grant_exists(graph: Graph) -> None:
     fleet_config = _fleet(AKS)
     granted_when_asked: list[bool] = []
-    ask = graph.open_api_server
 
-    def open_server(conn: Connection) -> Any:
+    def on_ask(conn: Connection) -> None:
         grants = [r.name for r in graph.of_type("azure-native:authorization:RoleAssignment")]
         name = conn.server.split("//")[1].split(".")[0]
         granted_when_asked.append(f"fleet-{name}-deployer-rbac" in grants)
-        return ask(conn)
 
-    graph.open_api_server = open_server  # type: ignore[method-assign]
+    graph.on_ask = on_ask
     fleet = run_program(lambda: Fleet("fleet", FleetArgs(config=fleet_config, stack="t")))
     assert sorted(c.server for c in graph.asked) == [
         "https://manager.hcp.westeurope.azmk8s.io:443",
