@@ -12,8 +12,10 @@ import pulumi_kubernetes as k8s
 from pulumi_azure_native import authorization, containerservice, managedidentity, network
 
 from builders import aks as shapes
+from builders.authorization import AuthorizationWait
 from builders.kubeconfig import kubelogin_noninteractive
 from builders.manifest import HelmRelease
+from components.authorization import authorized
 from config.models import AccessConfig, ClusterConfig
 from config.upgrades import UpgradeSettings
 from constants import KUBERNETES_PROVIDER_VERSION, TAG_CLUSTER, TYPE_PREFIX
@@ -36,6 +38,9 @@ class AksClusterArgs:
     upgrades: UpgradeSettings = field(default_factory=UpgradeSettings)
     # ManagedCluster `azureMonitorProfile` (builders.monitoring); None: not sent.
     azure_monitor_profile: Mapping[str, Any] | None = None
+    # Before the first object: wait until the API server authorizes the deploying identity
+    # (builders.authorization.authorization_wait; None: no wait).
+    authorization: AuthorizationWait | None = None
 
 
 def _decode_first(kubeconfigs: Any) -> str:
@@ -246,6 +251,15 @@ class AksCluster(pulumi.ComponentResource):
             self.kubeconfig = pulumi.Output.secret(creds.kubeconfigs.apply(_decode_first))
             self.provider_kubeconfig = self.kubeconfig
         deployer = self.access_grants.get("deployer")
+        # A grant that exists is not yet one the API server knows (Azure: minutes): during `up`
+        # the provider gets its kubeconfig only once the identity is authorized, so nothing is
+        # applied before (components/authorization.py).
+        facts: dict[str, pulumi.Input[str]] = {"cluster_id": mc.id}
+        if deployer is not None:
+            facts["grant"] = deployer.id
+        self.provider_kubeconfig = authorized(
+            self.provider_kubeconfig, args.authorization, facts=facts, log_to=self
+        )
         self.provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=self.provider_kubeconfig,

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from builders.authorization import AuthorizationWait
 from builders.kubeconfig import host_of, server_of
+from components.authorization import authorized
 from config.models import ClusterConfig
 from constants import KUBERNETES_PROVIDER_VERSION, TYPE_PREFIX
 
@@ -18,6 +20,9 @@ class ExistingClusterArgs:
 
     cluster: ClusterConfig
     kubeconfig: pulumi.Input[str]
+    # `existing.authorizationTimeoutSeconds`: wait for the identity's rights before the first
+    # object (builders.authorization.authorization_wait; None: no wait).
+    authorization: AuthorizationWait | None = None
 
 
 class ExistingCluster(pulumi.ComponentResource):
@@ -37,7 +42,9 @@ class ExistingCluster(pulumi.ComponentResource):
         cfg = args.cluster
         context = cfg.existing.context if cfg.existing else None
         self.kubeconfig = pulumi.Output.secret(args.kubeconfig)
-        self.provider_kubeconfig = self.kubeconfig
+        self.provider_kubeconfig = authorized(
+            self.kubeconfig, args.authorization, context=context, log_to=self
+        )
         # The server URL is not a credential; unsecret it so it can appear in outputs and logs.
         self.api_server_url = pulumi.Output.unsecret(
             self.kubeconfig.apply(lambda doc: server_of(doc, context))
@@ -46,7 +53,7 @@ class ExistingCluster(pulumi.ComponentResource):
         self.cluster_name = pulumi.Output.from_input(cfg.name)
         self.provider = k8s.Provider(
             f"{name}-k8s",
-            kubeconfig=self.kubeconfig,
+            kubeconfig=self.provider_kubeconfig,
             context=context,
             cluster_identifier=cfg.name,
             enable_server_side_apply=True,

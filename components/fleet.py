@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import pulumi
 from pulumi_azure_native import resources
 
+from builders.authorization import authorization_wait
 from builders.fleet import kueue_objects
 from builders.gpu import device_plugin_release
 from builders.monitoring import azure_monitor_profile
@@ -79,6 +80,7 @@ class Fleet(pulumi.ComponentResource):
                         device_plugin=device_plugin_release(cfg, c),
                         upgrades=cfg.upgrades_of(c),
                         azure_monitor_profile=azure_monitor_profile(cfg),
+                        authorization=authorization_wait(cfg, c),
                     ),
                     pulumi.ResourceOptions(parent=self),
                 )
@@ -86,7 +88,11 @@ class Fleet(pulumi.ComponentResource):
             if c.source == "existing":
                 self.clusters[c.name] = ExistingCluster(
                     f"{name}-{c.name}",
-                    ExistingClusterArgs(cluster=c, kubeconfig=args.existing_kubeconfigs[c.name]),
+                    ExistingClusterArgs(
+                        cluster=c,
+                        kubeconfig=args.existing_kubeconfigs[c.name],
+                        authorization=authorization_wait(cfg, c),
+                    ),
                     pulumi.ResourceOptions(parent=self),
                 )
         # Kueue on every cluster, through that cluster's provider (same version fleet-wide), with

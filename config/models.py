@@ -137,6 +137,9 @@ class AccessConfig(Model):
     deploy_identity_role: Literal["clusterAdmin", "none"] = "clusterAdmin"
     # How the program's Kubernetes provider gets its Entra token (kubelogin `--login`).
     provider_login: Literal["azurecli", "workloadidentity", "msi", "spn"] = "azurecli"
+    # How long `up` waits, before the first Kubernetes object, for the API server to authorize
+    # the deploying identity (Entra ID clusters; 0: no wait). Azure: up to 5 minutes.
+    authorization_timeout_seconds: int = Field(default=600, ge=0, le=3600)
 
 
 class GpuSettings(Model):
@@ -180,6 +183,9 @@ class ExistingCluster(Model):
     kubeconfig_path: str | None = None
     kubeconfig_secret: str | None = Field(default=None, pattern=r"^[A-Za-z][A-Za-z0-9_.-]*$")
     context: str | None = None
+    # How long `up` waits, before the first Kubernetes object, for the API server to authorize
+    # the kubeconfig's identity (a binding made just before `up`); 0: no check.
+    authorization_timeout_seconds: int = Field(default=0, ge=0, le=3600)
 
 
 class ClusterConfig(Model):

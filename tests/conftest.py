@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 from google.protobuf import json_format
@@ -48,8 +49,11 @@ from pulumi.runtime import mocks as pulumi_mocks  # noqa: E402
 from pulumi.runtime.settings import ROOT as ROOT_RESOURCE  # noqa: E402
 from pulumi.runtime.settings import SETTINGS  # noqa: E402
 
+from builders.authorization import Observation  # noqa: E402
+from builders.kubeconfig import Connection  # noqa: E402
 from builders.kueue import AdmissionChecks, cluster_objects  # noqa: E402
 from builders.manifest import Manifest  # noqa: E402
+from components import authorization  # noqa: E402
 from config.models import FleetConfig  # noqa: E402
 from constants import PROJECT  # noqa: E402
 
@@ -269,6 +273,17 @@ class Graph:
     mocks: RecordingMocks
     stack_urn: str = ""
     _by_urn: dict[str, Registered] = field(default_factory=dict[str, Registered])
+    # The API servers `up` asked whether the identity is authorized (components/authorization.py),
+    # and what they answer: every probe allowed unless a test says otherwise.
+    asked: list[Connection] = field(default_factory=list[Connection])
+    answer: Observation = field(default_factory=lambda: Observation(identity="'mock-deployer'"))
+    on_ask: Callable[[Connection], None] | None = None  # sees the graph when a server is asked
+
+    def open_api_server(self, conn: Connection) -> Callable[[Any, float], Observation]:
+        self.asked.append(conn)
+        if self.on_ask is not None:
+            self.on_ask(conn)
+        return lambda _probes, _budget: self.answer
 
     @property
     def resources(self) -> list[Registered]:
@@ -324,8 +339,12 @@ def mocked_engine(stack: str = "test", *, preview: bool = False) -> Iterator[Gra
     # set_mocks keeps an existing root Stack: drop it so outputs never leak between tests.
     ROOT_RESOURCE.set(None)
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
+    g = Graph(monitor=monitor, mocks=mocks)
+    # No test reaches an API server: the authorization wait asks the graph instead.
+    patched = patch.object(authorization, "open_api_server", g.open_api_server)
     try:
-        yield Graph(monitor=monitor, mocks=mocks)
+        with patched:
+            yield g
     finally:
         pulumi.runtime.config.set_all_config({}, [])
         settings: Any = SETTINGS  # attributes are set dynamically; not in its type

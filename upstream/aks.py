@@ -298,6 +298,12 @@ RULE_LOCAL_ACCOUNTS: Final = (
 )
 RULE_AZURE_RBAC: Final = "Azure RBAC for Kubernetes authorization needs AKS-managed Entra ID"
 
+# "New role assignments can take up to five minutes to propagate and be updated by the
+# authorization server." (learn.microsoft.com/azure/aks/manage-azure-rbac, "Before you begin",
+# read 2026-12-03). So `up` waits, before its first Kubernetes object on an Entra ID cluster, until
+# the API server authorizes the deploying identity (`access.authorizationTimeoutSeconds`).
+AZURE_RBAC_PROPAGATION_MINUTES: Final = 5
+
 # Built-in Azure roles (learn.microsoft.com, Azure built-in roles: Containers, Networking, General).
 ROLE_CONTRIBUTOR: Final = "b24988ac-6180-42a0-ab88-20f7382dd24c"
 ROLE_NETWORK_CONTRIBUTOR: Final = "4d97b98b-1d4f-4787-a291-c67834d212e7"

@@ -73,12 +73,12 @@ def _signal(pid: int, sig: signal.Signals) -> None:
         os.killpg(pid, sig)  # every process leads its own group (start_new_session)
 
 
-def lose_plane(plane: ControlPlane, kueue: KueueManager) -> None:
-    """Kill the plane's API server; freeze everything else of it (its Kueue included)."""
+def lose_plane(plane: ControlPlane, kueue: KueueManager | None) -> None:
+    """Kill the plane's API server; freeze everything else of it (its Kueue included, if any)."""
     for process in _processes(plane):
         if process.name != APISERVER:
             _signal(process.popen.pid, signal.SIGSTOP)
-    if kueue.pid is not None:
+    if kueue is not None and kueue.pid is not None:
         _signal(kueue.pid, signal.SIGSTOP)
     for process in [p for p in _processes(plane) if p.name == APISERVER]:
         _signal(process.popen.pid, signal.SIGKILL)
@@ -87,7 +87,7 @@ def lose_plane(plane: ControlPlane, kueue: KueueManager) -> None:
         _processes(plane).remove(process)
 
 
-def restore_plane(plane: ControlPlane, kueue: KueueManager) -> None:
+def restore_plane(plane: ControlPlane, kueue: KueueManager | None) -> None:
     """Resume etcd, start the API server again (same port, same data), resume the rest."""
     frozen = list(_processes(plane))
     for process in frozen:
@@ -101,7 +101,7 @@ def restore_plane(plane: ControlPlane, kueue: KueueManager) -> None:
         time.sleep(0.25)
     for process in frozen:
         _signal(process.popen.pid, signal.SIGCONT)
-    if kueue.pid is not None:
+    if kueue is not None and kueue.pid is not None:
         _signal(kueue.pid, signal.SIGCONT)
 
 
