@@ -152,3 +152,23 @@ def test_plan_prints_the_drained_worker() -> None:
     assert "MultiKueue drain: no new work, admitted work runs to completion" in text
     row = next(line for line in text.splitlines() if W2 in line and "team-a/batch-1" in line)
     assert "multikueue-batch-1" in row
+
+
+# --- docs/operations.md shows what preflight prints -----------------------------------------------
+
+OPERATIONS = Path(__file__).resolve().parents[1] / "docs" / "operations.md"
+
+
+def test_operations_page_quotes_the_diff_and_the_refusal(dev: Snapshot, tmp_path: Path) -> None:
+    page = OPERATIONS.read_text()
+    diff = compare(dev, edited(tmp_path, drain_worker_2), ref="main")
+    (line,) = [ln for ln in render_text(diff).splitlines() if "drained" in ln]
+    assert f"MultiKueue drain\n{line}\n" in page
+
+    def drain_both(fleet: Fleet) -> None:
+        fleet["multiKueue"]["drain"] = ["worker-1", "worker-2"]
+
+    refused = edited(tmp_path / "both", drain_both)
+    assert refused["valid"] is False
+    (error,) = refused["errors"]
+    assert f"\n{error['path']}: {error['message']}\n" in page
