@@ -12,7 +12,12 @@ from builders import karmada, kueue, monitoring, multikueue
 from builders.gpu import device_plugin_release
 from builders.manifest import HelmRelease, Manifest
 from config.models import FleetConfig
-from config.resolve import dispatch_sets, multikueue_checks, with_mirrored_queues
+from config.resolve import (
+    dispatch_sets,
+    held_local_queues,
+    multikueue_checks,
+    with_mirrored_queues,
+)
 
 
 def kueue_objects(fleet: FleetConfig) -> dict[str, list[Manifest]]:
@@ -20,9 +25,11 @@ def kueue_objects(fleet: FleetConfig) -> dict[str, list[Manifest]]:
 
     With MultiKueue the manager's LocalQueues are mirrored onto the workers, and the manager's
     dispatching ClusterQueues carry their set's MultiKueue AdmissionCheck, created with them
-    (before them, deleted after them: Kueue's finalizer holds a check a queue still lists).
+    (before them, deleted after them: Kueue's finalizer holds a check a queue still lists). A
+    drained worker's mirrored LocalQueues are held (`multiKueue.drain`).
     """
     added = multikueue_checks(fleet)
+    held = held_local_queues(fleet)
     manager = fleet.manager
     out: dict[str, list[Manifest]] = {}
     for cluster in with_mirrored_queues(fleet).clusters:
@@ -35,7 +42,11 @@ def kueue_objects(fleet: FleetConfig) -> dict[str, list[Manifest]]:
         # An existing cluster's version is not the stack's to know: its labels say `latest`.
         version = fleet.version_of(cluster) if cluster.source == "aks" else None
         objects += kueue.cluster_objects(
-            cluster, added.get(cluster.name), version, fleet.kueue.workload_priority_classes
+            cluster,
+            added.get(cluster.name),
+            version,
+            fleet.kueue.workload_priority_classes,
+            held=held.get(cluster.name, ()),
         )
         out[cluster.name] = objects + monitoring.monitoring_objects(fleet, cluster)
     return out

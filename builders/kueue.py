@@ -9,7 +9,7 @@ order. The chart and per-version facts live in `upstream.kueue`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, cast
 
 import yaml
@@ -492,11 +492,18 @@ def _quota(
     return out
 
 
-def local_queue(lq: LocalQueueConfig) -> dict[str, Any]:
-    """A LocalQueue (its `clusterQueue` is immutable: changing it replaces the object)."""
+def local_queue(lq: LocalQueueConfig, *, hold: bool = False) -> dict[str, Any]:
+    """A LocalQueue (its `clusterQueue` is immutable: changing it replaces the object).
+
+    `hold`: `stopPolicy: Hold`, a drained worker's mirrored queue (config.resolve.
+    held_local_queues): nothing new is admitted, admitted Workloads run to completion. Dropping
+    it gives the queue back Kueue's default, `None` (server-side apply removes the field).
+    """
     spec: dict[str, Any] = {"clusterQueue": lq.cluster_queue}
     if lq.fair_sharing is not None:
         spec["fairSharing"] = {"weight": str(lq.fair_sharing.weight)}
+    if hold:
+        spec["stopPolicy"] = "Hold"
     return {
         "apiVersion": KUEUE_API,
         "kind": "LocalQueue",
@@ -544,8 +551,11 @@ def cluster_objects(
     added_checks: AdmissionChecks | None = None,
     kubernetes_version: str | None = None,
     priority_classes: Sequence[WorkloadPriorityClassConfig] = (),
+    held: Collection[tuple[str, str]] = (),
 ) -> list[Manifest]:
     """Every queue object of one cluster, each naming what it needs, referenced objects first.
+
+    `held`: (namespace, name) of LocalQueues that get `stopPolicy: Hold` (a drained worker's).
 
     `kubernetes_version`: the cluster's, when the stack knows it (pins the Pod Security version).
     """
@@ -575,7 +585,7 @@ def cluster_objects(
         *(
             Manifest(
                 target,
-                local_queue(lq),
+                local_queue(lq, hold=(lq.namespace, lq.name) in held),
                 (f"Namespace/{lq.namespace}", f"ClusterQueue/{lq.cluster_queue}"),
             )
             for lq in q.local_queues

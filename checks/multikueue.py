@@ -157,6 +157,39 @@ def check_multikueue_clusters(fleet: FleetConfig) -> Iterator[Issue]:
             yield Issue(path, f"must be 0..{MAX_ROTATION}")
 
 
+def check_drain(fleet: FleetConfig) -> Iterator[Issue]:
+    """`multiKueue.drain` names workers the manager dispatches to, and leaves each dispatch set
+    at least one worker that takes new work (else its queues would dispatch nowhere)."""
+    settings = fleet.multi_kueue
+    if settings is None or not settings.drain:
+        return
+    workers = enabled_workers(fleet)
+    enabled = set(workers)
+    first: dict[str, int] = {}
+    for i, name in enumerate(settings.drain):
+        path = key_path("multiKueue", "drain", i)
+        if name in first:
+            yield Issue(path, f"{name!r} is listed more than once (first at drain[{first[name]}])")
+            continue
+        first[name] = i
+        if name not in enabled:
+            shown = ", ".join(workers) or "none"
+            yield Issue(path, f"{name!r} is not a worker the manager dispatches to ({shown})")
+    drained = set(first)
+    for dispatch in dispatch_sets(fleet):
+        if not dispatch.workers or any(w not in drained for w in dispatch.workers):
+            continue
+        last = max(first[w] for w in dispatch.workers)
+        queues = ", ".join(dispatch.queues) or "no ClusterQueue yet"
+        yield Issue(
+            key_path("multiKueue", "drain", last),
+            f"drains the last worker of dispatch set {dispatch.name!r} "
+            f"({', '.join(dispatch.workers)}; ClusterQueues {queues}): its queues would dispatch "
+            "nowhere and every new job would wait; add a worker to the set first, or keep one "
+            "undrained",
+        )
+
+
 def check_multikueue_kueue(fleet: FleetConfig) -> Iterator[Issue]:
     """The pinned Kueue has a worker RBAC table, and it covers every enabled framework.
 
@@ -337,6 +370,7 @@ def check_gated_dispatch(fleet: FleetConfig) -> Iterator[Issue]:
 
 MULTIKUEUE_CHECKS: tuple[Check, ...] = (
     check_multikueue_clusters,
+    check_drain,
     check_multikueue_kueue,
     check_multikueue_queues,
     check_gated_dispatch,

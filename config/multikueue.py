@@ -44,6 +44,12 @@ class MultiKueueSettings(Model):
     # there. Kueue gives a ClusterQueue one MultiKueue check, whose MultiKueueConfig lists at most
     # 20 clusters, so a set is 1..20 workers; more workers take more dispatching ClusterQueues.
     cluster_queue_workers: dict[str, list[str]] = Field(default_factory=dict[str, list[str]])
+    # Workers that get no new work while what runs there finishes (docs/operations.md, "Draining
+    # a worker"). A drained worker keeps its MultiKueueCluster, credentials and place in every
+    # MultiKueueConfig: Kueue v0.19.2 evicts an admitted Workload whose worker leaves the config.
+    # Its mirrored LocalQueues get `stopPolicy: Hold` instead, which admits nothing new there
+    # and lets admitted Workloads run to completion.
+    drain: list[str] = Field(default_factory=list[str])
     # Credential generation per worker (default 0): raise it for a new token (docs/operations.md).
     rotation: dict[str, int] = Field(default_factory=dict[str, int])
     # How long `pulumi up` waits for each MultiKueueCluster to be Active (Kueue connected to the

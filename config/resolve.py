@@ -75,6 +75,37 @@ def queue_workers(fleet: FleetConfig) -> dict[str, tuple[str, ...]]:
     return {q: s.workers for s in dispatch_sets(fleet) for q in s.queues}
 
 
+def drained_workers(fleet: FleetConfig) -> list[str]:
+    """`multiKueue.drain` among the workers the manager dispatches to, in its order, once each."""
+    settings = fleet.multi_kueue
+    if settings is None:
+        return []
+    enabled = set(enabled_workers(fleet))
+    return [w for w in dict.fromkeys(settings.drain) if w in enabled]
+
+
+def held_local_queues(fleet: FleetConfig) -> dict[str, list[tuple[str, str]]]:
+    """Drained worker -> (namespace, name) of its mirrored LocalQueues: `stopPolicy: Hold` there.
+
+    Hold, not removal from the MultiKueueConfig: Kueue v0.19.2 reads a Workload's remotes from
+    its config's clusters only, so a Workload admitted on a worker that leaves the config is
+    reset to Retry ("Admitting remote no longer exists") and evicted, while its copy keeps
+    running unseen on that worker (docs/operations.md, "Draining a worker"). A held LocalQueue
+    admits nothing new and lets admitted Workloads run to completion (`Hold`, not
+    `HoldAndDrain`, which evicts them).
+    """
+    reach = _reach(fleet)
+    mirrored = mirrored_local_queues(fleet)
+    return {
+        worker: [
+            (lq.namespace, lq.name)
+            for _, lq in mirrored
+            if lq.cluster_queue in reach.get(worker, set())
+        ]
+        for worker in drained_workers(fleet)
+    }
+
+
 def rotation_of(fleet: FleetConfig, worker: str, day: date | None = None) -> int:
     """The MultiKueue worker token's generation on `day` (default: config.clock.today)."""
     return credential_schedule(fleet, worker, "multikueue", day).generation

@@ -272,6 +272,32 @@ def _dispatch_changed(key: str, old: list[str], new: list[str]) -> Change:
     )
 
 
+def _drain_text(worker: str, d: dict[str, Any]) -> str:
+    return (
+        f"{worker} drained: no new work from {d['dispatch sets']} "
+        f"(held: {d['held LocalQueues']}); what runs there finishes there"
+    )
+
+
+def _drain(base: dict[str, Any], head: dict[str, Any]) -> list[Change]:
+    """A drain added, lifted, or holding other LocalQueues."""
+
+    def changed(worker: str, old: dict[str, Any], new: dict[str, Any]) -> Change | None:
+        return _fields(
+            worker,
+            [
+                _arrow("dispatch sets", old["dispatch sets"], new["dispatch sets"]),
+                _arrow("held", old["held LocalQueues"], new["held LocalQueues"]),
+            ],
+        )
+
+    out = _keyed(base, head, _drain_text, changed)
+    for c in out:
+        if c["change"] == "removed":
+            c["text"] = f"{c['key']} undrained: takes new work again"
+    return out
+
+
 def _counts(old: dict[str, Any], new: dict[str, Any]) -> str:
     """`key old -> new` for each key whose value differs (absent counts as 0)."""
     keys = sorted(old.keys() | new.keys())
@@ -445,6 +471,7 @@ def _plan_sections(base: Snapshot, head: Snapshot) -> Iterator[tuple[str, list[C
             _dispatch_changed,
         ),
     )
+    yield "MultiKueue drain", _drain(base.get("drain", {}), head.get("drain", {}))
     yield (
         "Karmada placement",
         _keyed(base["placement"], head["placement"], _placement_text, _placement_changed),

@@ -40,6 +40,7 @@ def empty(stack: str, *, exists: bool = True) -> Snapshot:
         "quotas": {},
         "managerQuotas": {},
         "dispatch": {},
+        "drain": {},
         "placement": {},
         "rbac": {},
         "bindings": {},
@@ -141,6 +142,9 @@ def _add_sections(out: Snapshot, sections: Sequence[dict[str, Any]]) -> None:
                     "policy": r["rotation policy"],
                     "mayDo": r["may do"],
                 }
+        elif {"worker", "held LocalQueues"} <= columns:
+            for r in rows:
+                out["drain"][str(r["worker"])] = r
         elif {"application", "member", "subset", "replicas"} <= columns:
             for r in rows:
                 # "ns/name (tie: ...)" carries a note, not part of the name.

@@ -16,7 +16,14 @@ from checks.preconditions import provisioning_warnings
 from config.clock import today
 from config.errors import Issue
 from config.models import FleetConfig
-from config.resolve import CredentialKind, credential_schedule, enabled_workers, member_names
+from config.resolve import (
+    CredentialKind,
+    credential_schedule,
+    dispatch_sets,
+    enabled_workers,
+    held_local_queues,
+    member_names,
+)
 from upstream.azure_monitor import AMA_NAMESPACE, AMA_SCRAPE_CONFIGMAP, AMA_SERVICE_ACCOUNT
 from upstream.k8s import format_quantity
 
@@ -80,6 +87,31 @@ def _manager_quota_section(fleet: FleetConfig) -> Section | None:
                 r.status,
             ]
             for r in rows
+        ],
+    }
+
+
+DRAIN_COLUMNS = ["worker", "dispatch sets", "held LocalQueues", "running work"]
+
+
+def _drain_section(fleet: FleetConfig) -> Section | None:
+    """`multiKueue.drain`: who gets no new work, through which held LocalQueues."""
+    held = held_local_queues(fleet)
+    if not held:
+        return None
+    sets = dispatch_sets(fleet)
+    return {
+        "title": "MultiKueue drain: no new work, admitted work runs to completion "
+        "(docs/operations.md, Draining a worker)",
+        "columns": DRAIN_COLUMNS,
+        "rows": [
+            [
+                worker,
+                ", ".join(s.name for s in sets if worker in s.workers),
+                ", ".join(f"{ns}/{name}" for ns, name in queues) or "-",
+                "finishes there (stays in its MultiKueueConfigs)",
+            ]
+            for worker, queues in held.items()
         ],
     }
 
@@ -201,6 +233,7 @@ def extra_sections(fleet: FleetConfig) -> tuple[list[Section], list[Issue]]:
     sections: list[Section] = [_quota_section(fleet), metrics_section(fleet)]
     for section in (
         _manager_quota_section(fleet),
+        _drain_section(fleet),
         _placement_section(fleet),
         credential_section(fleet),
     ):
