@@ -7,7 +7,6 @@ Args adds podCidr/serviceCidr/outboundType to what is sent).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,8 +134,7 @@ def pool_node_taints(pool: PoolConfig) -> list[str]:
     return [*pool.taints, *([SPOT_TAINT] if pool.priority == "Spot" else [])]
 
 
-def network_profile(cluster: ClusterConfig, outbound_ip_id: Any = None) -> dict[str, Any]:
-    """The cluster's network; `outbound_ip_id`: its static egress Public IP (builders.egress)."""
+def network_profile(cluster: ClusterConfig) -> dict[str, Any]:
     n = cluster.network
     profile: dict[str, Any] = {
         "network_plugin": "azure",
@@ -151,10 +149,6 @@ def network_profile(cluster: ClusterConfig, outbound_ip_id: Any = None) -> dict[
         profile["network_policy"] = n.network_policy
     if n.network_dataplane != "azure":  # AKS's default: unset keeps today's requests unchanged
         profile["network_dataplane"] = n.network_dataplane
-    if outbound_ip_id is not None:
-        profile["load_balancer_profile"] = {
-            "outbound_ips": {"public_ips": [{"id": outbound_ip_id}]}
-        }
     return profile
 
 
@@ -168,13 +162,10 @@ def aad_profile(access: AccessConfig) -> dict[str, Any] | None:
     return profile
 
 
-def api_server_access_profile(
-    access: AccessConfig, admitted: Sequence[Any] = ()
-) -> dict[str, Any] | None:
-    """The configured ranges, then `admitted`: the fleet callers' egress /32s (builders.egress)."""
+def api_server_access_profile(access: AccessConfig) -> dict[str, Any] | None:
     if not access.authorized_ip_ranges:
         return None
-    return {"authorized_ip_ranges": [str(r) for r in access.authorized_ip_ranges] + list(admitted)}
+    return {"authorized_ip_ranges": [str(r) for r in access.authorized_ip_ranges]}
 
 
 @dataclass(frozen=True, slots=True)
