@@ -61,7 +61,10 @@ def test_twin_changes_only_source_kueue_install_and_karmada(stack: str) -> None:
     before, after = dump(fleet), dump(mapped)
     for cluster in after["clusters"]:
         assert cluster.pop("source") == "existing"
-        assert cluster.pop("existing") == {"kubeconfigPath": f"/twin/{cluster['name']}.kubeconfig"}
+        existing = cluster.pop("existing")
+        # the twin keeps the default: no authorization wait on an existing cluster
+        assert existing.pop("authorizationTimeoutSeconds", 0) == 0
+        assert existing == {"kubeconfigPath": f"/twin/{cluster['name']}.kubeconfig"}
     for cluster in before["clusters"]:
         assert cluster.pop("source") == "aks"
     assert after["kueue"].pop("install") == "manifests-only"
