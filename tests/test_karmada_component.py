@@ -191,7 +191,7 @@ def test_karmada_objects_on_the_karmada_provider(public: Built) -> None:
         RIC: 1,
         PP: 1,
         UD: 1,
-        "kubernetes:v1:Service": 1,  # the StatefulSet template's headless Service
+        "kubernetes:core/v1:Service": 1,  # the StatefulSet template's headless Service
     }
     # The Kruise CRDs go to Karmada too (a remote component, so not `custom`).
     crds = graph.one(CRDS, "fleet-karmada-kruise-crds")
