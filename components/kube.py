@@ -64,8 +64,9 @@ def custom_resource(
     """A custom resource from a builder object (apiVersion, kind, metadata, spec).
 
     A core kind (apiVersion without a group, "v1") is refused: pulumi-kubernetes registers it as
-    `kubernetes:v1:<Kind>`, which the SDK's mocks accept and the provider rejects at `up` ("apiVersion
-    does not have both a group and a version"). Core kinds get their typed class in kube_object.
+    `kubernetes:v1:<Kind>`, which the SDK's mocks accept and the provider rejects at `up`
+    ("apiVersion does not have both a group and a version"). Core kinds get their typed class in
+    kube_object.
     """
     if "/" not in obj["apiVersion"]:
         raise TypeError(
