@@ -84,17 +84,19 @@ RBAC_API: Final = "rbac.authorization.k8s.io"
 # then unavailable for it), any other kind or verb.
 SCOPED_CLUSTER_RULES: Final[list[dict[str, list[str]]]] = [
     {"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": list(WATCH)},
+    # The propagated kinds and namespaces: get as well as list/watch (get reveals nothing a list
+    # does not). Deleting a Work reads its object from the informer, or, while that informer has
+    # not synced, with a direct GET (pkg/util/helper/cache.go GetObjectFromCache ->
+    # getObjectFromSingleCluster); a refused GET holds the Work's finalizer and with it unjoining
+    # the member. Seen live: a namespace someone else created on Karmada is synced to every member
+    # (and refused there); without `get`, deleting the Cluster hung on that namespace's Work.
     {
         "apiGroups": [""],
         "resources": ["configmaps", "serviceaccounts", "persistentvolumeclaims", "services"],
-        "verbs": list(WATCH),
+        "verbs": list(READ),
     },
-    {"apiGroups": ["apps.kruise.io"], "resources": ["uniteddeployments"], "verbs": list(WATCH)},
-    # Namespaces: read only. A namespace someone else creates on Karmada is still synced to
-    # every member (and refused there); with a synced informer, deleting its Work finds
-    # nothing on the member and lets go (a refused direct GET would hold the Work's finalizer,
-    # and with it unjoining the member).
-    {"apiGroups": [""], "resources": ["namespaces"], "verbs": list(WATCH)},
+    {"apiGroups": ["apps.kruise.io"], "resources": ["uniteddeployments"], "verbs": list(READ)},
+    {"apiGroups": [""], "resources": ["namespaces"], "verbs": list(READ)},
     {
         "nonResourceURLs": [
             "/readyz",

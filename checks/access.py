@@ -172,6 +172,11 @@ def needed(settings_namespaces: Sequence[str]) -> list[Request]:
     out += [Request(v, "", r) for v in ("list", "watch") for r in ("nodes", "pods")]
     out += [Request(v, "apps.kruise.io", "uniteddeployments") for v in ("list", "watch")]
     out += [Request(v, "", r) for v in ("list", "watch") for r in ("configmaps", "namespaces")]
+    # Deleting a Work whose kind's informer has not synced reads the member object directly
+    # (pkg/util/helper/cache.go GetObjectFromCache -> getObjectFromSingleCluster), in whatever
+    # namespace the Work names; a refused GET holds the Work's finalizer, and with it the unjoin.
+    out += [Request("get", "", "namespaces", name="x")]
+    out += [Request("get", "apps.kruise.io", "uniteddeployments", "elsewhere", "x")]
     for ns in settings_namespaces:
         out += [
             Request(v, group, resource, ns, "x" if v not in ("create",) else None)
