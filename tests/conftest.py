@@ -58,7 +58,7 @@ from config.models import FleetConfig  # noqa: E402
 from constants import PROJECT  # noqa: E402
 
 # Lists, at the end of the run, every CEL rule the CRD schema checks could not evaluate.
-pytest_plugins = ["tests.conftest_crd", "tests.conftest_skipped"]
+pytest_plugins = ["tests.conftest_crd", "tests.conftest_report", "tests.conftest_skipped"]
 
 FAKE_KUBECONFIG = """apiVersion: v1
 kind: Config

@@ -19,6 +19,7 @@ from builders.manifest import KARMADA_TARGET
 from checks.stack import load_from_file
 from config.loader import kueue_crd_files
 from config.models import FleetConfig
+from tests.conftest_report import REPORT_KEY
 from tests.realtier.e2e import KUEUE_VERSION
 from tests.realtier.harness import (
     AGGREGATED_KINDS,
@@ -44,21 +45,8 @@ from tests.realtier.kueue import (
     stop_kueues,
 )
 
-_REPORT = pytest.StashKey[list[str]]()
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.stash[_REPORT] = []
-
-
-def pytest_terminal_summary(
-    terminalreporter: pytest.TerminalReporter, config: pytest.Config
-) -> None:
-    lines = config.stash.get(_REPORT, [])
-    if lines:
-        terminalreporter.write_sep("-", "real tier: measured")
-        for line in lines:
-            terminalreporter.write_line(line)
+# The measured lines' stash and their summary (tests/conftest_report.py, xdist-aware).
+_REPORT = REPORT_KEY
 
 
 @pytest.fixture

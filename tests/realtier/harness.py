@@ -253,19 +253,44 @@ class _Process:
         return "\n".join(text.splitlines()[-lines:])
 
 
-_PORTS_HANDED_OUT: set[int] = set()
+# Ports are handed out from a block of their own per pytest process (xdist worker gw<N>), below
+# the kernel's ephemeral range (net.ipv4.ip_local_port_range starts at 32768): a port bound to 0
+# comes from that range, where every outgoing connection also takes its source port, so another
+# process could connect from it between our check and the server's listen. Here only this process
+# hands out ports of its block, and nothing else takes them.
+PORT_BLOCK_START: Final = 12000
+PORT_BLOCK_SIZE: Final = 5000
+PORT_BLOCKS: Final = 4  # gw0..gw3: up to 31999, under the ephemeral range
+
+
+def _port_block() -> range:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index = int(worker.removeprefix("gw") or 0) if worker.startswith("gw") else 0
+    if index >= PORT_BLOCKS:
+        raise RuntimeError(f"real tier: at most {PORT_BLOCKS} pytest workers ({worker})")
+    start = PORT_BLOCK_START + index * PORT_BLOCK_SIZE
+    return range(start, start + PORT_BLOCK_SIZE)
+
+
+_PORT_CURSOR: list[int] = []
 
 
 def free_port() -> int:
-    """A loopback port nobody listens on now (and that this process has not handed out before)."""
-    for _ in range(50):
+    """A loopback port nobody listens on now, from this process's block, never handed out twice
+    (until the block's 5000 ports wrap around, far more than a run uses)."""
+    block = _port_block()
+    if not _PORT_CURSOR:
+        _PORT_CURSOR.append(block.start)
+    for _ in range(len(block)):
+        port = _PORT_CURSOR[0]
+        _PORT_CURSOR[0] = port + 1 if port + 1 < block.stop else block.start
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = int(sock.getsockname()[1])
-        if port not in _PORTS_HANDED_OUT:
-            _PORTS_HANDED_OUT.add(port)
-            return port
-    raise RuntimeError("no free loopback port")
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # something listens there (or lingers): the next one
+        return port
+    raise RuntimeError(f"no free loopback port in {block.start}-{block.stop - 1}")
 
 
 _ETCD_DIR_PREFIX: Final = "realtier-etcd-"
