@@ -17,7 +17,9 @@ import pulumi
 import pytest
 import yaml
 
+from builders.egress import admitted_callers, egress_clusters
 from checks.stack import parse_fleet
+from config.errors import ConfigError
 from tests.conftest import ROOT, Graph, copy_preflight_sources, run_program, set_stack_config
 from tests.test_config import BASE, errors_for, with_change
 
@@ -127,15 +129,62 @@ def dev_raw() -> dict[str, Any]:
     return yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]["aks-batch-fleet:fleet"]
 
 
-def test_authorized_ranges_on_a_multikueue_worker_warn() -> None:
+def _ranged_dev(**access: Any) -> dict[str, Any]:
+    """dev with fleet-wide authorized ranges and its workers' virtual nodes off."""
+    raw = dev_raw()
+    clusters = [
+        {**c, "virtualNodes": {"enabled": False}} if c["role"] == "worker" else c
+        for c in raw["clusters"]
+    ]
+    ranges = {"authorizedIpRanges": ["198.51.100.0/24"], **access}
+    # Its Karmada application places a subset on virtual nodes.
+    karmada = {k: v for k, v in raw["karmada"].items() if k != "applications"}
+    return {
+        **raw,
+        "location": "westeurope",
+        "clusters": clusters,
+        "access": ranges,
+        "karmada": karmada,
+    }
+
+
+def test_authorized_ranges_on_a_cluster_with_virtual_nodes_are_refused() -> None:
     raw = {**dev_raw(), "location": "westeurope", "access": {"authorizedIpRanges": ["20.1.2.0/24"]}}
-    _, warnings = parse_fleet(raw)
+    with pytest.raises(ConfigError) as caught:
+        parse_fleet(raw)
+    refused = [str(i) for i in caught.value.errors if "virtual nodes" in i.message]
+    assert [r.split(":", 1)[0] for r in refused] == ["access.authorizedIpRanges"] * 2
+    assert all("do not support API server authorized IP ranges" in r for r in refused)
+    assert ["worker-1" in refused[0], "worker-2" in refused[1]] == [True, True]
+
+
+def test_a_worker_admits_the_managers_egress_by_default_without_a_warning() -> None:
+    fleet, warnings = parse_fleet(_ranged_dev())
+    assert [str(w) for w in warnings if "authorizedIpRanges" in w.path] == []
+    # dev's manager is also the Karmada host: one egress, admitted once by each worker.
+    assert egress_clusters(fleet) == ["manager"]
+    workers = [c for c in fleet.clusters if c.role == "worker"]
+    assert [admitted_callers(fleet, c) for c in workers] == [["manager"], ["manager"]]
+
+
+def test_with_admitting_off_each_called_cluster_warns_whose_egress_it_needs() -> None:
+    fleet, warnings = parse_fleet(_ranged_dev(admitFleetEgress=False))
+    assert egress_clusters(fleet) == []
     assert [str(w) for w in warnings if "authorizedIpRanges" in w.path] == [
-        f"access.authorizedIpRanges: '{name}' is called by the MultiKueue manager: its egress "
-        "address must be in these ranges (AKS adds only the cluster's own egress), and so must "
-        "the deploying runner's"
+        f"access.authorizedIpRanges: '{name}' is called by the MultiKueue manager and the "
+        "Karmada control plane (on 'manager'): its egress address must be in these ranges (AKS "
+        "adds only the cluster's own egress; admitFleetEgress: false)"
         for name in ("worker-1", "worker-2")
     ]
+
+
+def test_a_caller_behind_a_managed_nat_gateway_cannot_be_admitted() -> None:
+    raw = _ranged_dev()
+    manager = raw["clusters"][0]
+    raw["clusters"][0] = {**manager, "network": {"outboundType": "managedNATGateway"}}
+    with pytest.raises(ConfigError) as caught:
+        parse_fleet(raw)
+    assert [i.path for i in caught.value.errors] == ["clusters[0].network.outboundType"] * 2
 
 
 def test_existing_clusters_take_no_access_section() -> None:
