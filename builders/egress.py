@@ -13,11 +13,21 @@ from dataclasses import dataclass
 
 from config.errors import key_path
 from config.models import ClusterConfig, FleetConfig
-from config.resolve import access_of, enabled_workers, host_name, member_names
+from config.resolve import (
+    access_of,
+    enabled_workers,
+    fleet_ranges_skipped,
+    host_name,
+    member_names,
+)
 
 MULTIKUEUE_CALLER = "the MultiKueue manager"
 KARMADA_CALLER = "the Karmada control plane"
 ANY_ADDRESS = "any (no ranges)"
+# Why a cluster under the fleet's ranges has none (config.resolve.fleet_ranges_skipped).
+VIRTUAL_NODES_SKIP = (
+    "AKS virtual nodes take no authorized ranges: access.authorizedIpRanges skip it"
+)
 
 
 def egress_ip_name(cluster: str) -> str:
@@ -78,6 +88,10 @@ def api_server_ranges(fleet: FleetConfig) -> list[ApiServerRange]:
             continue
         access = access_of(fleet, c)
         at = key_path("clusters", i, "access") if c.access is not None else "access"
+        if fleet_ranges_skipped(fleet, c):
+            why = f"{key_path('clusters', i, 'virtualNodes', 'enabled')}: {VIRTUAL_NODES_SKIP}"
+            out.append(ApiServerRange(c.name, ANY_ADDRESS, why))
+            continue
         if not access.authorized_ip_ranges:
             out.append(ApiServerRange(c.name, ANY_ADDRESS, f"{at}.authorizedIpRanges"))
             continue

@@ -174,11 +174,11 @@ def _range_issues(fleet: FleetConfig, i: int, c: ClusterConfig) -> Iterator[Issu
     if not access.authorized_ip_ranges:
         return
     path = key_path("clusters", i, "access") if c.access is not None else "access"
-    if c.virtual_nodes.enabled:
+    if c.virtual_nodes.enabled:  # only its own section: the fleet's ranges skip it (access_of)
         yield Issue(
             f"{path}.authorizedIpRanges",
-            f"{c.name!r} has virtualNodes.enabled: {RULE_VIRTUAL_NODE_RANGES}; give it its own "
-            f"`{key_path('clusters', i, 'access')}` without ranges, or turn virtual nodes off",
+            f"{c.name!r} has virtualNodes.enabled: {RULE_VIRTUAL_NODE_RANGES}; leave ranges out "
+            "of its access, or turn virtual nodes off",
         )
     for caller, who in callers_of(fleet, c).items():
         at = fleet.cluster(caller)

@@ -17,9 +17,10 @@ import pulumi
 import pytest
 import yaml
 
-from builders.egress import admitted_callers, egress_clusters
+from builders.egress import ANY_ADDRESS, admitted_callers, api_server_ranges, egress_clusters
 from checks.stack import parse_fleet
 from config.errors import ConfigError
+from config.resolve import access_of
 from tests.conftest import ROOT, Graph, copy_preflight_sources, run_program, set_stack_config
 from tests.test_config import BASE, errors_for, with_change
 
@@ -148,14 +149,47 @@ def _ranged_dev(**access: Any) -> dict[str, Any]:
     }
 
 
-def test_authorized_ranges_on_a_cluster_with_virtual_nodes_are_refused() -> None:
-    raw = {**dev_raw(), "location": "westeurope", "access": {"authorizedIpRanges": ["20.1.2.0/24"]}}
+def test_the_fleets_ranges_skip_clusters_with_virtual_nodes_and_nothing_else() -> None:
+    group = {"objectId": GROUP, "role": "clusterAdmin"}
+    access = {"authorizedIpRanges": ["20.1.2.0/24"], "groups": [group]}
+    fleet, warnings = parse_fleet({**dev_raw(), "location": "westeurope", "access": access})
+    assert [str(w) for w in warnings if "authorizedIpRanges" in w.path] == []
+    got = {c.name: access_of(fleet, c) for c in fleet.clusters}
+    assert {n: [str(r) for r in a.authorized_ip_ranges] for n, a in got.items()} == {
+        "manager": ["20.1.2.0/24"],
+        "worker-1": [],
+        "worker-2": [],
+    }
+    # Only the ranges are left off: the fleet's groups reach the virtual-node workers too.
+    assert all(a.groups == fleet.access.groups for a in got.values())
+    # Nobody admits the manager's egress, so it gets no static Public IP.
+    assert egress_clusters(fleet) == []
+    rows = {(r.cluster, r.range, r.source) for r in api_server_ranges(fleet)}
+    assert (
+        "worker-1",
+        ANY_ADDRESS,
+        "clusters[1].virtualNodes.enabled: AKS virtual nodes take no authorized ranges: "
+        "access.authorizedIpRanges skip it",
+    ) in rows
+
+
+def test_a_virtual_node_clusters_own_ranges_are_refused() -> None:
+    raw = dev_raw()
+    worker = {**raw["clusters"][1], "access": {"authorizedIpRanges": ["20.1.2.0/24"]}}
+    raw = {
+        **raw,
+        "location": "westeurope",
+        "clusters": [raw["clusters"][0], worker, *raw["clusters"][2:]],
+    }
     with pytest.raises(ConfigError) as caught:
         parse_fleet(raw)
     refused = [str(i) for i in caught.value.errors if "virtual nodes" in i.message]
-    assert [r.split(":", 1)[0] for r in refused] == ["access.authorizedIpRanges"] * 2
-    assert all("do not support API server authorized IP ranges" in r for r in refused)
-    assert ["worker-1" in refused[0], "worker-2" in refused[1]] == [True, True]
+    assert refused == [
+        "clusters[1].access.authorizedIpRanges: 'worker-1' has virtualNodes.enabled: AKS virtual "
+        "nodes do not support API server authorized IP ranges (AKS virtual nodes limitations: ACI "
+        "pods must reach the API server to configure their networking); leave ranges out of its "
+        "access, or turn virtual nodes off"
+    ]
 
 
 def test_a_worker_admits_the_managers_egress_by_default_without_a_warning() -> None:

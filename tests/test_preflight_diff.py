@@ -530,10 +530,11 @@ def test_an_api_server_range_change_shows_per_cluster_with_its_source(tmp_path: 
         "cluster=worker-3, range=<manager-egress>/32, from=manager's static egress (the "
         "MultiKueue manager; access.admitFleetEgress)"
     ) in rows
+    # worker-1 runs virtual nodes: the fleet's ranges skip it, and the plan says why.
     assert (
-        "cluster=worker-1, range=any (no ranges), from=clusters[1].access.authorizedIpRanges"
-        in rows
-    )
+        "cluster=worker-1, range=any (no ranges), from=clusters[1].virtualNodes.enabled: AKS "
+        "virtual nodes take no authorized ranges: access.authorizedIpRanges skip it"
+    ) in rows
 
 
 def test_an_api_server_losing_its_ranges_widens_exposure(tmp_path: Path) -> None:
@@ -545,3 +546,15 @@ def test_an_api_server_losing_its_ranges_widens_exposure(tmp_path: Path) -> None
     assert section(diff, "Exposure") == ["worker-3: AKS API server: ranged -> public"]
     assert flags(diff) == [("worker-3: AKS API server", "widens exposure")]
     assert flags(compare(head, base)) == []
+
+
+def test_turning_virtual_nodes_on_under_the_fleets_ranges_widens_exposure(tmp_path: Path) -> None:
+    """The fleet's ranges skip a cluster with virtual nodes: the diff says it becomes public."""
+
+    def no_virtual_nodes(fleet: Fleet) -> None:
+        cluster(fleet, "worker-1")["virtualNodes"] = {"enabled": False}
+
+    base, head = edited(tmp_path, no_virtual_nodes, "prod"), snapshot("prod")
+    diff = compare(base, head)
+    assert "worker-1: AKS API server: ranged -> public" in section(diff, "Exposure")
+    assert ("worker-1: AKS API server", "widens exposure") in flags(diff)
