@@ -7,6 +7,7 @@ Args adds podCidr/serviceCidr/outboundType to what is sent).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,7 +135,8 @@ def pool_node_taints(pool: PoolConfig) -> list[str]:
     return [*pool.taints, *([SPOT_TAINT] if pool.priority == "Spot" else [])]
 
 
-def network_profile(cluster: ClusterConfig) -> dict[str, Any]:
+def network_profile(cluster: ClusterConfig, outbound_ip_id: Any = None) -> dict[str, Any]:
+    """The cluster's network; `outbound_ip_id`: its static egress Public IP (builders.egress)."""
     n = cluster.network
     profile: dict[str, Any] = {
         "network_plugin": "azure",
@@ -149,6 +151,10 @@ def network_profile(cluster: ClusterConfig) -> dict[str, Any]:
         profile["network_policy"] = n.network_policy
     if n.network_dataplane != "azure":  # AKS's default: unset keeps today's requests unchanged
         profile["network_dataplane"] = n.network_dataplane
+    if outbound_ip_id is not None:
+        profile["load_balancer_profile"] = {
+            "outbound_ips": {"public_ips": [{"id": outbound_ip_id}]}
+        }
     return profile
 
 
@@ -162,10 +168,13 @@ def aad_profile(access: AccessConfig) -> dict[str, Any] | None:
     return profile
 
 
-def api_server_access_profile(access: AccessConfig) -> dict[str, Any] | None:
+def api_server_access_profile(
+    access: AccessConfig, admitted: Sequence[Any] = ()
+) -> dict[str, Any] | None:
+    """The configured ranges, then `admitted`: the fleet callers' egress /32s (builders.egress)."""
     if not access.authorized_ip_ranges:
         return None
-    return {"authorized_ip_ranges": [str(r) for r in access.authorized_ip_ranges]}
+    return {"authorized_ip_ranges": [str(r) for r in access.authorized_ip_ranges] + list(admitted)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from typing import Any
 
 from builders import aks as shapes
 from builders import karmada as kb
+from builders.egress import admitted_callers, egress_clusters, egress_ip_name
 from builders.monitoring import azure_monitor_profile
 from config.errors import key_path
 from config.models import ClusterConfig, FleetConfig
@@ -175,9 +176,13 @@ def _cluster_requests(
         "auto_upgrade_profile": shapes.auto_upgrade_profile(upgrades),
         "aad_profile": shapes.aad_profile(access),
         "disable_local_accounts": not access.local_accounts,
-        "api_server_access_profile": shapes.api_server_access_profile(access),
+        "api_server_access_profile": shapes.api_server_access_profile(
+            access, [KNOWN_AFTER_DEPLOY for _ in admitted_callers(fleet, cfg)]
+        ),
         "agent_pool_profiles": [system],
-        "network_profile": shapes.network_profile(cfg),
+        "network_profile": shapes.network_profile(
+            cfg, KNOWN_AFTER_DEPLOY if cfg.name in egress_clusters(fleet) else None
+        ),
         "auto_scaler_profile": shapes.autoscaler_profile(cfg.autoscaler_profile) or None,
         "addon_profiles": shapes.addon_profiles(cfg) or None,
         "oidc_issuer_profile": {"enabled": True},
@@ -209,9 +214,26 @@ def _cluster_requests(
                 "properties.supportPlan": key_path("clusters", i, "supportPlan"),
                 "properties.apiServerAccessProfile": access_at,
                 "properties.azureMonitorProfile": "monitoring.azureMonitor",
+                # The static egress others admit (builders.egress): their ranges ask for it.
+                "properties.networkProfile.loadBalancerProfile": egress_at(fleet, cfg),
             },
         )
     )
+    if cfg.name in egress_clusters(fleet):
+        # Join rights on its egress Public IP for the cluster identity (components/aks.py).
+        out.append(
+            AzureRequest(
+                ROLE_ASSIGNMENT,
+                f"{name}-egress-network",
+                {
+                    "principal_id": KNOWN_AFTER_DEPLOY,
+                    "principal_type": "ServicePrincipal",
+                    "role_definition_id": role_definition_id(ROLE_NETWORK_CONTRIBUTOR),
+                    "scope": KNOWN_AFTER_DEPLOY,
+                },
+                {"": egress_at(fleet, cfg)},
+            )
+        )
     for j, pool in enumerate(cfg.pools):
         pool_at = key_path("clusters", i, "pools", j)
         inputs = {
@@ -280,6 +302,15 @@ def _cluster_requests(
     return out
 
 
+def egress_at(fleet: FleetConfig, caller: ClusterConfig) -> str:
+    """The config key that asks for a cluster's static egress: the first admitting `access`."""
+    for i, c in enumerate(fleet.clusters):
+        if caller.name in admitted_callers(fleet, c):
+            at = key_path("clusters", i, "access") if c.access is not None else "access"
+            return f"{at}.admitFleetEgress"
+    return key_path("clusters", fleet.clusters.index(caller), "network")
+
+
 def azure_requests(fleet: FleetConfig, stack: str) -> list[AzureRequest]:
     """Every Azure resource and invoke the program sends for this stack, in program order."""
     aks = [(i, c) for i, c in enumerate(fleet.clusters) if c.source == "aks"]
@@ -299,6 +330,24 @@ def azure_requests(fleet: FleetConfig, stack: str) -> list[AzureRequest]:
             {"": "location", "tags": "tags", "resourceGroupName (URL)": "resourceGroup"},
         )
     ]
+    for caller in egress_clusters(fleet):
+        i, cfg = next((i, c) for i, c in aks if c.name == caller)
+        out.append(
+            AzureRequest(
+                PUBLIC_IP,
+                f"{PROJECT}-{caller}-egress",
+                {
+                    "public_ip_address_name": egress_ip_name(caller),
+                    "resource_group_name": group,
+                    "location": cfg.location or fleet.location or "",
+                    "sku": {"name": "Standard", "tier": "Regional"},
+                    "public_ip_allocation_method": "Static",
+                    "public_ip_address_version": "IPv4",
+                    "tags": tags,
+                },
+                {"": egress_at(fleet, cfg), "location": key_path("clusters", i)},
+            )
+        )
     for i, cluster in aks:
         out += _cluster_requests(fleet, i, cluster, group, tags)
     settings = fleet.karmada

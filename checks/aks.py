@@ -8,18 +8,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from builders.egress import callers_of
 from checks.common import Check, duplicates
 from config.errors import Issue, key_path
-from config.models import AccessConfig, FleetConfig
-from config.resolve import access_of, enabled_workers, gpu_of, gpu_pools, member_names
+from config.models import AccessConfig, ClusterConfig, FleetConfig
+from config.resolve import access_of, gpu_of, gpu_pools
 from upstream.aks import (
     DEFAULT_MAX_PODS,
     RULE_AZURE_RBAC,
     RULE_CILIUM_DATAPLANE,
     RULE_CILIUM_POLICY,
+    RULE_EGRESS_OUTBOUND,
     RULE_LOCAL_ACCOUNTS,
     RULE_MANAGED_NAT,
     RULE_VIRTUAL_NODE_POLICY,
+    RULE_VIRTUAL_NODE_RANGES,
 )
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -154,13 +157,6 @@ def check_access(fleet: FleetConfig) -> Iterator[Issue]:
     aks = [c for c in fleet.clusters if c.source == "aks"]
     if any(c.access is None for c in aks):
         yield from _access_issues(fleet.access, "access")
-    # Who must reach a cluster's API server from elsewhere in the fleet.
-    callers: dict[str, str] = {}
-    for worker in enabled_workers(fleet):
-        callers[worker] = "the MultiKueue manager"
-    if fleet.karmada is not None:
-        for member in member_names(fleet):
-            callers.setdefault(member, "the Karmada control plane")
     for i, c in enumerate(fleet.clusters):
         base = key_path("clusters", i, "access")
         if c.source != "aks":
@@ -169,15 +165,43 @@ def check_access(fleet: FleetConfig) -> Iterator[Issue]:
             continue
         if c.access is not None:
             yield from _access_issues(c.access, base)
-        access = access_of(fleet, c)
-        if access.authorized_ip_ranges and c.name in callers:
-            path = base if c.access is not None else "access"
+        yield from _range_issues(fleet, i, c)
+
+
+def _range_issues(fleet: FleetConfig, i: int, c: ClusterConfig) -> Iterator[Issue]:
+    """A cluster's authorized ranges against virtual nodes and the fleet clusters that call it."""
+    access = access_of(fleet, c)
+    if not access.authorized_ip_ranges:
+        return
+    path = key_path("clusters", i, "access") if c.access is not None else "access"
+    if c.virtual_nodes.enabled:  # only its own section: the fleet's ranges skip it (access_of)
+        yield Issue(
+            f"{path}.authorizedIpRanges",
+            f"{c.name!r} has virtualNodes.enabled: {RULE_VIRTUAL_NODE_RANGES}; leave ranges out "
+            "of its access, or turn virtual nodes off",
+        )
+    for caller, who in callers_of(fleet, c).items():
+        at = fleet.cluster(caller)
+        if not access.admit_fleet_egress:
             yield Issue(
                 f"{path}.authorizedIpRanges",
-                f"{c.name!r} is called by {callers[c.name]}: its egress address must be in "
-                "these ranges (AKS adds only the cluster's own egress), and so must the "
-                "deploying runner's",
+                f"{c.name!r} is called by {who} (on {caller!r}): its egress address must be in "
+                "these ranges (AKS adds only the cluster's own egress; admitFleetEgress: false)",
                 "warning",
+            )
+        elif at is None or at.source != "aks":
+            yield Issue(
+                f"{path}.admitFleetEgress",
+                f"{c.name!r} is called by {who} on {caller!r}, which this stack does not create: "
+                "its egress is not the program's to make; list it in authorizedIpRanges and set "
+                "admitFleetEgress: false",
+            )
+        elif at.network.outbound_type != "loadBalancer":
+            j = fleet.clusters.index(at)
+            yield Issue(
+                key_path("clusters", j, "network", "outboundType"),
+                f"{c.name!r} admits {caller!r}'s egress ({path}.admitFleetEgress): use "
+                f"loadBalancer; {RULE_EGRESS_OUTBOUND}",
             )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +41,10 @@ class AksClusterArgs:
     # Before the first object: wait until the API server authorizes the deploying identity
     # (builders.authorization.authorization_wait; None: no wait).
     authorization: AuthorizationWait | None = None
+    # The static Public IP this cluster's egress leaves from, when others admit it (Fleet makes
+    # it first; builders.egress), and the callers' egress ranges this API server admits.
+    egress_ip_id: pulumi.Input[str] | None = None
+    admitted_ranges: Sequence[pulumi.Input[str]] = ()
 
 
 def _decode_first(kubeconfigs: Any) -> str:
@@ -84,6 +88,7 @@ class AksCluster(pulumi.ComponentResource):
         vnet: network.VirtualNetwork | None = None
         identity: Any = {"type": containerservice.ResourceIdentityType.SYSTEM_ASSIGNED}
         cluster_after: list[pulumi.Resource] = []
+        control_plane: managedidentity.UserAssignedIdentity | None = None
         self.identity_grant: authorization.RoleAssignment | None = None
         self.virtual_node_grant: authorization.RoleAssignment | None = None
         access = args.access
@@ -140,11 +145,11 @@ class AksCluster(pulumi.ComponentResource):
             cfg.system_pool, node_subnet.id if node_subnet is not None else None, args.upgrades
         )
         auto_upgrade: Any = shapes.auto_upgrade_profile(args.upgrades)
-        network_profile: Any = shapes.network_profile(cfg)
+        network_profile: Any = shapes.network_profile(cfg, args.egress_ip_id)
         scaler: Any = shapes.autoscaler_profile(cfg.autoscaler_profile) or None
         addons: Any = shapes.addon_profiles(cfg) or None
         aad: Any = shapes.aad_profile(access)
-        api_access: Any = shapes.api_server_access_profile(access)
+        api_access: Any = shapes.api_server_access_profile(access, args.admitted_ranges)
         monitor: Any = dict(args.azure_monitor_profile) if args.azure_monitor_profile else None
         cluster_ignore = ["agentPoolProfiles[0].count"] if cfg.system_pool.autoscaling else []
         self.managed_cluster = containerservice.ManagedCluster(
@@ -175,6 +180,24 @@ class AksCluster(pulumi.ComponentResource):
             ),
         )
         mc = self.managed_cluster
+
+        # The cloud provider joins the outbound Public IP to the load balancer again whenever it
+        # reconciles it (a LoadBalancer Service): outside the node resource group, the cluster
+        # identity needs join rights on that IP (Azure/AKS#1945, LinkedAuthorizationFailed).
+        self.egress_grant: authorization.RoleAssignment | None = None
+        if args.egress_ip_id is not None:
+            self.egress_grant = authorization.RoleAssignment(
+                f"{name}-egress-network",
+                principal_id=(
+                    control_plane.principal_id
+                    if control_plane is not None
+                    else mc.identity.apply(_principal)
+                ),
+                principal_type="ServicePrincipal",
+                role_definition_id=_role(ROLE_NETWORK_CONTRIBUTOR),
+                scope=args.egress_ip_id,
+                opts=child,
+            )
 
         self.pools = {}
         for pool in cfg.pools:
@@ -314,3 +337,7 @@ def _aci_identity(addons: Mapping[str, Any] | None) -> str:
     profile: Any = (addons or {}).get(shapes.ACI_ADDON)
     identity: Any = getattr(profile, "identity", None)
     return getattr(identity, "object_id", None) or ""
+
+
+def _principal(identity: Any) -> str:
+    return getattr(identity, "principal_id", None) or ""

@@ -6,9 +6,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pulumi
-from pulumi_azure_native import resources
+from pulumi_azure_native import network, resources
 
 from builders.authorization import authorization_wait
+from builders.egress import admitted_callers, egress_clusters, egress_ip_name
 from builders.fleet import kueue_objects
 from builders.gpu import device_plugin_release
 from builders.monitoring import azure_monitor_profile
@@ -47,6 +48,8 @@ class Fleet(pulumi.ComponentResource):
     """Resource group and clusters. Clusters share only the group, so they deploy in parallel."""
 
     resource_group_name: pulumi.Output[str]
+    # The static egress Public IPs of the clusters others admit (builders.egress).
+    egress_ips: dict[str, network.PublicIPAddress]
     clusters: dict[str, Cluster]
     kubeconfigs: pulumi.Output[dict[str, str]]
 
@@ -56,6 +59,7 @@ class Fleet(pulumi.ComponentResource):
         location = cfg.location
         tags = {TAG_MANAGED_BY: PROJECT, TAG_STACK: args.stack, **cfg.tags}
         self.clusters = {}
+        self.egress_ips = {}
         aks = [c for c in cfg.clusters if c.source == "aks"]
         self.resource_group_name = pulumi.Output.from_input("")
         if aks:
@@ -67,7 +71,23 @@ class Fleet(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self),
             )
             self.resource_group_name = group.name
+            # Static egress first, for the clusters others admit: a worker's ranges name the
+            # manager's egress IP, and no cluster waits on another cluster (builders.egress).
+            for caller in egress_clusters(cfg):
+                at = cfg.cluster(caller)
+                self.egress_ips[caller] = network.PublicIPAddress(
+                    f"{name}-{caller}-egress",
+                    public_ip_address_name=egress_ip_name(caller),
+                    resource_group_name=group.name,
+                    location=(at.location if at is not None else None) or location or "",
+                    sku={"name": "Standard", "tier": "Regional"},
+                    public_ip_allocation_method="Static",
+                    public_ip_address_version="IPv4",
+                    tags=tags,
+                    opts=pulumi.ResourceOptions(parent=self),
+                )
             for c in aks:
+                egress_ip = self.egress_ips.get(c.name)
                 self.clusters[c.name] = AksCluster(
                     f"{name}-{c.name}",
                     AksClusterArgs(
@@ -81,6 +101,11 @@ class Fleet(pulumi.ComponentResource):
                         upgrades=cfg.upgrades_of(c),
                         azure_monitor_profile=azure_monitor_profile(cfg),
                         authorization=authorization_wait(cfg, c),
+                        egress_ip_id=egress_ip.id if egress_ip is not None else None,
+                        admitted_ranges=[
+                            self.egress_ips[caller].ip_address.apply(_slash32)
+                            for caller in admitted_callers(cfg, c)
+                        ],
                     ),
                     pulumi.ResourceOptions(parent=self),
                 )
@@ -161,3 +186,7 @@ class Fleet(pulumi.ComponentResource):
             pulumi.Output.all(**{n: c.kubeconfig for n, c in self.clusters.items()})
         )
         self.register_outputs({"resourceGroup": self.resource_group_name})
+
+
+def _slash32(address: str | None) -> str:
+    return f"{address or ''}/32"

@@ -132,6 +132,10 @@ class AccessConfig(Model):
     admin_group_object_ids: list[EntraObjectId] = Field(default_factory=list[str])
     # Empty: the public API server takes any source address. AKS adds the cluster's own egress.
     authorized_ip_ranges: list[Cidr] = Field(default_factory=list[IPv4Network], max_length=200)
+    # With ranges set: the fleet clusters that call this API server (the MultiKueue manager for a
+    # worker, the Karmada host for a member) get a static egress Public IP, admitted here as /32
+    # in the same `up` (builders.egress). False: list their egress in the ranges yourself.
+    admit_fleet_egress: bool = True
     groups: list[GroupAccess] = Field(default_factory=list[GroupAccess])
     # The identity running `pulumi up` gets AKS RBAC Cluster Admin on the cluster (Azure RBAC).
     deploy_identity_role: Literal["clusterAdmin", "none"] = "clusterAdmin"

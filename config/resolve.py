@@ -277,8 +277,29 @@ def subset_specs(app: ApplicationConfig) -> list[SubsetSpec]:
 
 
 def access_of(fleet: FleetConfig, cluster: ClusterConfig) -> AccessConfig:
-    """The cluster's `access`, else the fleet's (a cluster's section replaces it whole)."""
-    return cluster.access if cluster.access is not None else fleet.access
+    """The cluster's `access`, else the fleet's (a cluster's section replaces it whole).
+
+    The fleet's `authorizedIpRanges` range every cluster that can take them: AKS virtual nodes
+    cannot (`fleet_ranges_skipped`), so such a cluster gets the fleet's section without ranges,
+    and everything else (groups, Entra ID, the deploy identity's role) still reaches it.
+    """
+    if cluster.access is not None:
+        return cluster.access
+    if fleet_ranges_skipped(fleet, cluster):
+        return fleet.access.model_copy(update={"authorized_ip_ranges": []})
+    return fleet.access
+
+
+def fleet_ranges_skipped(fleet: FleetConfig, cluster: ClusterConfig) -> bool:
+    """Whether the fleet's API server ranges are left off this cluster: it runs virtual nodes.
+
+    AKS virtual nodes do not support authorized IP ranges (upstream.aks.RULE_VIRTUAL_NODE_RANGES).
+    """
+    return (
+        cluster.access is None
+        and cluster.virtual_nodes.enabled
+        and bool(fleet.access.authorized_ip_ranges)
+    )
 
 
 def entra_clusters(fleet: FleetConfig) -> list[str]:

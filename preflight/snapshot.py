@@ -10,6 +10,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from builders.egress import ANY_ADDRESS, api_server_ranges
 from checks.stack import load_from_file
 from config.errors import ConfigError
 from preflight.access import azure_access
@@ -22,7 +23,7 @@ RBAC_KINDS = ("ClusterRole", "Role")
 BINDING_KINDS = ("ClusterRoleBinding", "RoleBinding")
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 # How far a service reaches; a rise is a widening of access.
-EXPOSURE_RANK = {"cluster": 0, "internal": 1, "public": 2}
+EXPOSURE_RANK = {"cluster": 0, "internal": 1, "ranged": 2, "public": 3}
 
 
 def empty(stack: str, *, exists: bool = True) -> Snapshot:
@@ -100,6 +101,10 @@ def snapshot(stack: str, root: Path | None = None, *, files: bool = True) -> Sna
         ]
     }
     out["exposure"] = dict(_exposure(objects, [(r.target, r.release, r.values) for r in releases]))
+    # An AKS API server is public (any address) or ranged (authorizedIpRanges).
+    for r in api_server_ranges(fleet):
+        reach = "public" if r.range == ANY_ADDRESS else "ranged"
+        out["exposure"].setdefault(f"{r.cluster}: AKS API server", reach)
     out["karmada"] = {
         "host": next((r.target for r in releases if "karmada" in r.chart), None),
         "members": sorted(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from builders.dashboard import panel_queries
+from builders.egress import api_server_ranges
 from builders.fleet import render_fleet
 from builders.manifest import HelmRelease, Manifest
 from builders.monitoring import CLUSTER_LABEL, METRICS_READER, SCRAPE_JOB
@@ -228,6 +229,17 @@ def metrics_section(fleet: FleetConfig) -> Section:
     }
 
 
+def _ranges_section(fleet: FleetConfig) -> Section | None:
+    rows = api_server_ranges(fleet)
+    if not rows:
+        return None
+    return {
+        "title": "AKS API server authorized IP ranges (apiServerAccessProfile)",
+        "columns": ["cluster", "range", "from"],
+        "rows": [[r.cluster, r.range, r.source] for r in rows],
+    }
+
+
 def extra_sections(fleet: FleetConfig) -> tuple[list[Section], list[Issue]]:
     """Plan tables contributed by the Kubernetes layers, and their warnings."""
     sections: list[Section] = [_quota_section(fleet), metrics_section(fleet)]
@@ -236,6 +248,7 @@ def extra_sections(fleet: FleetConfig) -> tuple[list[Section], list[Issue]]:
         _drain_section(fleet),
         _placement_section(fleet),
         credential_section(fleet),
+        _ranges_section(fleet),
     ):
         if section is not None:
             sections.append(section)

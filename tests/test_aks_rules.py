@@ -17,7 +17,10 @@ import pulumi
 import pytest
 import yaml
 
+from builders.egress import ANY_ADDRESS, admitted_callers, api_server_ranges, egress_clusters
 from checks.stack import parse_fleet
+from config.errors import ConfigError
+from config.resolve import access_of
 from tests.conftest import ROOT, Graph, copy_preflight_sources, run_program, set_stack_config
 from tests.test_config import BASE, errors_for, with_change
 
@@ -127,15 +130,95 @@ def dev_raw() -> dict[str, Any]:
     return yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]["aks-batch-fleet:fleet"]
 
 
-def test_authorized_ranges_on_a_multikueue_worker_warn() -> None:
-    raw = {**dev_raw(), "location": "westeurope", "access": {"authorizedIpRanges": ["20.1.2.0/24"]}}
-    _, warnings = parse_fleet(raw)
+def _ranged_dev(**access: Any) -> dict[str, Any]:
+    """dev with fleet-wide authorized ranges and its workers' virtual nodes off."""
+    raw = dev_raw()
+    clusters = [
+        {**c, "virtualNodes": {"enabled": False}} if c["role"] == "worker" else c
+        for c in raw["clusters"]
+    ]
+    ranges = {"authorizedIpRanges": ["198.51.100.0/24"], **access}
+    # Its Karmada application places a subset on virtual nodes.
+    karmada = {k: v for k, v in raw["karmada"].items() if k != "applications"}
+    return {
+        **raw,
+        "location": "westeurope",
+        "clusters": clusters,
+        "access": ranges,
+        "karmada": karmada,
+    }
+
+
+def test_the_fleets_ranges_skip_clusters_with_virtual_nodes_and_nothing_else() -> None:
+    group = {"objectId": GROUP, "role": "clusterAdmin"}
+    access = {"authorizedIpRanges": ["20.1.2.0/24"], "groups": [group]}
+    fleet, warnings = parse_fleet({**dev_raw(), "location": "westeurope", "access": access})
+    assert [str(w) for w in warnings if "authorizedIpRanges" in w.path] == []
+    got = {c.name: access_of(fleet, c) for c in fleet.clusters}
+    assert {n: [str(r) for r in a.authorized_ip_ranges] for n, a in got.items()} == {
+        "manager": ["20.1.2.0/24"],
+        "worker-1": [],
+        "worker-2": [],
+    }
+    # Only the ranges are left off: the fleet's groups reach the virtual-node workers too.
+    assert all(a.groups == fleet.access.groups for a in got.values())
+    # Nobody admits the manager's egress, so it gets no static Public IP.
+    assert egress_clusters(fleet) == []
+    rows = {(r.cluster, r.range, r.source) for r in api_server_ranges(fleet)}
+    assert (
+        "worker-1",
+        ANY_ADDRESS,
+        "clusters[1].virtualNodes.enabled: AKS virtual nodes take no authorized ranges: "
+        "access.authorizedIpRanges skip it",
+    ) in rows
+
+
+def test_a_virtual_node_clusters_own_ranges_are_refused() -> None:
+    raw = dev_raw()
+    worker = {**raw["clusters"][1], "access": {"authorizedIpRanges": ["20.1.2.0/24"]}}
+    raw = {
+        **raw,
+        "location": "westeurope",
+        "clusters": [raw["clusters"][0], worker, *raw["clusters"][2:]],
+    }
+    with pytest.raises(ConfigError) as caught:
+        parse_fleet(raw)
+    refused = [str(i) for i in caught.value.errors if "virtual nodes" in i.message]
+    assert refused == [
+        "clusters[1].access.authorizedIpRanges: 'worker-1' has virtualNodes.enabled: AKS virtual "
+        "nodes do not support API server authorized IP ranges (AKS virtual nodes limitations: ACI "
+        "pods must reach the API server to configure their networking); leave ranges out of its "
+        "access, or turn virtual nodes off"
+    ]
+
+
+def test_a_worker_admits_the_managers_egress_by_default_without_a_warning() -> None:
+    fleet, warnings = parse_fleet(_ranged_dev())
+    assert [str(w) for w in warnings if "authorizedIpRanges" in w.path] == []
+    # dev's manager is also the Karmada host: one egress, admitted once by each worker.
+    assert egress_clusters(fleet) == ["manager"]
+    workers = [c for c in fleet.clusters if c.role == "worker"]
+    assert [admitted_callers(fleet, c) for c in workers] == [["manager"], ["manager"]]
+
+
+def test_with_admitting_off_each_called_cluster_warns_whose_egress_it_needs() -> None:
+    fleet, warnings = parse_fleet(_ranged_dev(admitFleetEgress=False))
+    assert egress_clusters(fleet) == []
     assert [str(w) for w in warnings if "authorizedIpRanges" in w.path] == [
-        f"access.authorizedIpRanges: '{name}' is called by the MultiKueue manager: its egress "
-        "address must be in these ranges (AKS adds only the cluster's own egress), and so must "
-        "the deploying runner's"
+        f"access.authorizedIpRanges: '{name}' is called by the MultiKueue manager and the "
+        "Karmada control plane (on 'manager'): its egress address must be in these ranges (AKS "
+        "adds only the cluster's own egress; admitFleetEgress: false)"
         for name in ("worker-1", "worker-2")
     ]
+
+
+def test_a_caller_behind_a_managed_nat_gateway_cannot_be_admitted() -> None:
+    raw = _ranged_dev()
+    manager = raw["clusters"][0]
+    raw["clusters"][0] = {**manager, "network": {"outboundType": "managedNATGateway"}}
+    with pytest.raises(ConfigError) as caught:
+        parse_fleet(raw)
+    assert [i.path for i in caught.value.errors] == ["clusters[0].network.outboundType"] * 2
 
 
 def test_existing_clusters_take_no_access_section() -> None:

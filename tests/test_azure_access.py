@@ -42,7 +42,9 @@ def test_a_group_made_cluster_admin_is_flagged_as_widened_azure_access(tmp_path:
     base = snapshot("prod")
 
     def admin_group(fleet: dict[str, Any]) -> None:
-        fleet["access"] = {"groups": [{"objectId": GROUP, "role": "clusterAdmin"}]}
+        # Only the group: prod's access also holds its API server ranges, which stay.
+        access = fleet.get("access", {})
+        fleet["access"] = {**access, "groups": [{"objectId": GROUP, "role": "clusterAdmin"}]}
 
     head = edited(tmp_path, admin_group, "prod")
     diff = compare(base, head, ref="main")

@@ -22,6 +22,7 @@ from config.models import FleetConfig
 from constants import PROJECT
 from tests.conftest import ROOT, BuiltStack, built_stack, mocked_engine, run_program
 from tests.fleetgen import fleet as generated_fleet
+from upstream.aks import ROLE_NETWORK_CONTRIBUTOR
 
 STACKS = sorted(p.name.split(".")[1] for p in Path(ROOT).glob("Pulumi.*.yaml"))
 GENERATED = "gen-1-20"
@@ -284,3 +285,37 @@ def test_preflight_refuses_a_stack_whose_azure_request_fails(
     (error,) = json.loads(capsys.readouterr().out)["errors"]
     assert error["path"].endswith(".pools[0].osDiskSizeGb")
     assert "properties.osDiskSizeGB: 4096 is above the API's maximum 2048" in error["message"]
+
+
+def test_a_ranged_worker_admits_the_managers_egress_ip_without_waiting_for_the_manager() -> None:
+    """prod: worker-3 admits the manager's static egress IP output; clusters stay parallel."""
+    built = built_stack("prod")
+    by_name = {r.name: r for r in built.graph.resources}
+    egress, manager = by_name["fleet-manager-egress"], by_name["fleet-manager-aks"]
+    worker = by_name["fleet-worker-3-aks"]
+    # The mocks answer every Public IP with ipAddress 20.1.2.3; the dependency says whose it is.
+    assert worker.inputs["apiServerAccessProfile"] == {
+        "authorizedIPRanges": ["203.0.113.0/24", "20.1.2.3/32"]
+    }
+    assert egress.urn in worker.dependencies
+    assert manager.urn not in worker.dependencies
+    # The egress Public IP's id (the mocks' resource id) is the manager's outbound IP.
+    assert manager.inputs["networkProfile"]["loadBalancerProfile"] == {
+        "outboundIPs": {"publicIPs": [{"id": f"{egress.name}_id"}]}
+    }
+    assert egress.inputs["publicIPAllocationMethod"] == "Static"
+    assert egress.inputs["sku"] == {"name": "Standard", "tier": "Regional"}
+    # Virtual nodes do not support ranges: worker-1 and worker-2 have none.
+    for name in ("worker-1", "worker-2"):
+        assert "apiServerAccessProfile" not in by_name[f"fleet-{name}-aks"].inputs
+    assert "loadBalancerProfile" not in worker.inputs["networkProfile"]
+
+
+def test_the_cluster_identity_may_join_its_egress_ip() -> None:
+    by_name = {r.name: r for r in built_stack("prod").graph.resources}
+    grant = by_name["fleet-manager-egress-network"]
+    assert grant.inputs["scope"] == "fleet-manager-egress_id"
+    # prod's manager runs overlay with a system-assigned identity (the mocks' principal).
+    assert grant.inputs["principalId"] == "manager-principal"
+    assert grant.inputs["roleDefinitionId"].endswith(ROLE_NETWORK_CONTRIBUTOR)
+    assert "fleet-worker-3-egress-network" not in by_name

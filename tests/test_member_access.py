@@ -164,12 +164,13 @@ def test_an_open_range_is_a_warning_wherever_it_is() -> None:
     raw = copy.deepcopy(BASE)
     raw["karmada"]["apiServer"] = {"exposure": "public", "allowedSourceRanges": ["0.0.0.0/0"]}
     raw["access"] = {"authorizedIpRanges": ["198.51.100.0/24", "0.0.0.0/0"]}
-    raw["clusters"][1]["access"] = {"authorizedIpRanges": ["0.0.0.0/0"]}
+    # The manager's own ranges: the workers run virtual nodes, which take none (checks/aks.py).
+    raw["clusters"][0]["access"] = {"authorizedIpRanges": ["0.0.0.0/0"]}
     _, warnings = parse_fleet(raw)
     paths = sorted(w.path for w in warnings if "every address on the Internet" in w.message)
     assert paths == [
         "access.authorizedIpRanges[1]",
-        "clusters[1].access.authorizedIpRanges[0]",
+        "clusters[0].access.authorizedIpRanges[0]",
         "karmada.apiServer.allowedSourceRanges[0]",
     ]
 

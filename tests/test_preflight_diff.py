@@ -512,3 +512,49 @@ def test_a_wider_karmada_member_role_is_flagged(dev: Snapshot, tmp_path: Path) -
     assert any("karmada-worker-1" in text and "*" in text for text in rbac), rbac
     # And the plan's warnings say what the wildcard gives away.
     assert any("cluster admin on every member" in w for w in section(diff, "Warnings")), diff
+
+
+def test_an_api_server_range_change_shows_per_cluster_with_its_source(tmp_path: Path) -> None:
+    def wider(fleet: Fleet) -> None:
+        fleet["access"]["authorizedIpRanges"] = ["203.0.113.0/24", "198.51.100.0/24"]
+
+    title = "AKS API server authorized IP ranges (apiServerAccessProfile)"
+    diff = compare(snapshot("prod"), edited(tmp_path, wider, "prod"))
+    assert section(diff, "Other plan tables") == [
+        f"{title}: cluster={name}, range=198.51.100.0/24, from=access.authorizedIpRanges"
+        for name in ("manager", "worker-3", "worker-4")
+    ]
+    # The manager's egress stays admitted on the ranged workers, and the plan says why.
+    rows = snapshot("prod")["other"][title]
+    assert (
+        "cluster=worker-3, range=<manager-egress>/32, from=manager's static egress (the "
+        "MultiKueue manager; access.admitFleetEgress)"
+    ) in rows
+    # worker-1 runs virtual nodes: the fleet's ranges skip it, and the plan says why.
+    assert (
+        "cluster=worker-1, range=any (no ranges), from=clusters[1].virtualNodes.enabled: AKS "
+        "virtual nodes take no authorized ranges: access.authorizedIpRanges skip it"
+    ) in rows
+
+
+def test_an_api_server_losing_its_ranges_widens_exposure(tmp_path: Path) -> None:
+    def open_worker_3(fleet: Fleet) -> None:
+        cluster(fleet, "worker-3")["access"] = {}
+
+    base, head = snapshot("prod"), edited(tmp_path, open_worker_3, "prod")
+    diff = compare(base, head)
+    assert section(diff, "Exposure") == ["worker-3: AKS API server: ranged -> public"]
+    assert flags(diff) == [("worker-3: AKS API server", "widens exposure")]
+    assert flags(compare(head, base)) == []
+
+
+def test_turning_virtual_nodes_on_under_the_fleets_ranges_widens_exposure(tmp_path: Path) -> None:
+    """The fleet's ranges skip a cluster with virtual nodes: the diff says it becomes public."""
+
+    def no_virtual_nodes(fleet: Fleet) -> None:
+        cluster(fleet, "worker-1")["virtualNodes"] = {"enabled": False}
+
+    base, head = edited(tmp_path, no_virtual_nodes, "prod"), snapshot("prod")
+    diff = compare(base, head)
+    assert "worker-1: AKS API server: ranged -> public" in section(diff, "Exposure")
+    assert ("worker-1: AKS API server", "widens exposure") in flags(diff)

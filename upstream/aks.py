@@ -292,6 +292,15 @@ RULE_VIRTUAL_NODE_POLICY: Final = (
     "virtual nodes do not enforce Kubernetes network policies for ACI pods (AKS virtual nodes "
     "limitations)"
 )
+RULE_VIRTUAL_NODE_RANGES: Final = (
+    "AKS virtual nodes do not support API server authorized IP ranges (AKS virtual nodes "
+    "limitations: ACI pods must reach the API server to configure their networking)"
+)
+RULE_EGRESS_OUTBOUND: Final = (
+    "a static egress the fleet can admit is a Public IP set as the load balancer's outbound IP "
+    "(networkProfile.loadBalancerProfile.outboundIPs); a managed NAT gateway's IPs are AKS's and "
+    "known only after the cluster exists"
+)
 RULE_LOCAL_ACCOUNTS: Final = (
     "AKS allows disableLocalAccounts only on clusters with Entra ID integration (ManagedCluster "
     "disableLocalAccounts)"
