@@ -30,6 +30,7 @@ import shlex
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -534,6 +535,38 @@ def redispatch(manager: ControlPlane) -> list[tuple[str, str]]:
     return listed
 
 
+@dataclass(frozen=True)
+class Stranded:
+    sub: Submission
+    workers: dict[str, ControlPlane]
+    restart: float  # seconds the manager's restarted Kueue took to be ready
+    log_offset: int  # where the restarted Kueue's log starts in its kueue.log
+
+
+def _strand(twin: Twin, autoscaler: Path, tools: Tools, name: str) -> Stranded:
+    """The stranding both dispatchers are judged on: the workers freeze, Job `name` gets quota on
+    the manager, the manager's Kueue is killed and restarted while no worker answers. The
+    workers stay frozen (the caller thaws them)."""
+    manager = twin.planes[MANAGER]
+    workers = {n: twin.planes[n] for n in (LOST, SURVIVOR)}
+    sub = ready_to_dispatch(twin, autoscaler, *workers)
+    for worker, plane in workers.items():
+        freeze_plane(plane, twin.kueues[worker])
+    submit(twin, sub, [name], "5s")
+    wait_for(
+        "the Job's Workload holds quota on the manager",
+        lambda: any(
+            condition(w, "QuotaReserved") == "True" for w in workloads(manager, sub.namespace)
+        ),
+        timeout=60.0,
+    )
+    kueue = twin.kueues[MANAGER]
+    kill_kueue(kueue)
+    offset = (kueue.workdir / "kueue.log").stat().st_size
+    restart = restart_kueue(kueue, tools.openssl)
+    return Stranded(sub, workers, restart, offset)
+
+
 def test_a_workload_reserved_while_no_worker_answers_is_dispatched_after_the_operator_step(
     twin: Twin, autoscaler: Path, tools: Tools, report: Report, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -546,22 +579,12 @@ def test_a_workload_reserved_while_no_worker_answers_is_dispatched_after_the_ope
     with every worker Active (the defect; if a Kueue release fixes it this fails, and the documented
     step can go), then the documented step dispatches it and the Job completes once."""
     manager = twin.planes[MANAGER]
-    workers = {n: twin.planes[n] for n in (LOST, SURVIVOR)}
-    sub = ready_to_dispatch(twin, autoscaler, *workers)
-    ns = sub.namespace
     name = "unanswered-0"
     control = "control-0"
     t0 = time.monotonic()
-    for worker, plane in workers.items():
-        freeze_plane(plane, twin.kueues[worker])
-    submit(twin, sub, [name], "5s")
-    wait_for(
-        "the Job's Workload holds quota on the manager",
-        lambda: any(condition(w, "QuotaReserved") == "True" for w in workloads(manager, ns)),
-        timeout=60.0,
-    )
-    kill_kueue(twin.kueues[MANAGER])
-    restart = restart_kueue(twin.kueues[MANAGER], tools.openssl)
+    stranded_case = _strand(twin, autoscaler, tools, name)
+    sub, workers, restart = stranded_case.sub, stranded_case.workers, stranded_case.restart
+    ns = sub.namespace
     time.sleep(RECONCILED)
     thaw_all(workers.values(), [twin.kueues[w] for w in workers])
     t_thawed = time.monotonic()
@@ -650,23 +673,12 @@ def test_prods_incremental_dispatcher_dispatches_a_workload_reserved_while_no_wo
     dispatcher = kueue.loaded_configuration()["multiKueue"]
     assert dispatcher.get("dispatcherName") == DISPATCHERS["Incremental"], dispatcher
     manager = twin.planes[MANAGER]
-    workers = {n: twin.planes[n] for n in (LOST, SURVIVOR)}
-    sub = ready_to_dispatch(twin, autoscaler, *workers)
-    ns = sub.namespace
     name = "unanswered-inc-0"
     t0 = time.monotonic()
-    for worker, plane in workers.items():
-        freeze_plane(plane, twin.kueues[worker])
-    submit(twin, sub, [name], "5s")
-    wait_for(
-        "the Job's Workload holds quota on the manager",
-        lambda: any(condition(w, "QuotaReserved") == "True" for w in workloads(manager, ns)),
-        timeout=60.0,
-    )
-    kill_kueue(kueue)
-    log_path = kueue.workdir / "kueue.log"
-    offset = log_path.stat().st_size
-    restart = restart_kueue(kueue, tools.openssl)
+    stranded_case = _strand(twin, autoscaler, tools, name)
+    sub, workers, restart = stranded_case.sub, stranded_case.workers, stranded_case.restart
+    ns = sub.namespace
+    log_path, offset = kueue.workdir / "kueue.log", stranded_case.log_offset
     until(
         f"the restarted Kueue retries the Workload {RETRIES_WHILE_FROZEN}x while no worker "
         f"answers ('{NOT_CONNECTED}' in its log)",
