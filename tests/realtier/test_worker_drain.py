@@ -30,6 +30,7 @@ import pytest
 from builders.fleet import kueue_objects
 from builders.multikueue import multikueue_config
 from checks.stack import parse_fleet
+from components.retire import blocking, read_workloads
 from config.models import FleetConfig
 from config.resolve import dispatch_sets
 from tests.realtier.autoscaler import find_autoscaler, nodes_at_min
@@ -201,6 +202,10 @@ def test_drained_worker_finishes_its_jobs_and_gets_no_new_ones(
         on_drained = {w["metadata"]["name"] for w in workloads(manager, ns) if where(w) == DRAINED}
         assert len(on_drained) == RUNNING, seen()
         assert sorted(documented_listing(manager)) == sorted((ns, w) for w in on_drained)
+        # What `up` reads before worker-2 may leave MultiKueue (components/retire.py): the same
+        # Workloads, as Kueue recorded their admission there.
+        guard_sees = blocking(read_workloads(manager.kubeconfig.read_text()), [DRAINED])
+        assert guard_sees == {DRAINED: sorted(f"{ns}/{w}" for w in on_drained)}, guard_sees
 
         # The drain: what `up` of the stack with multiKueue.drain changes, and only that.
         held = drained(twin.fleet, [DRAINED])
@@ -272,6 +277,8 @@ def test_drained_worker_finishes_its_jobs_and_gets_no_new_ones(
             assert watches[OTHER].completed(ns, name), f"{name} not seen completing on {OTHER}"
             assert not watches[DRAINED].completed(ns, name), f"{name} ran on drained {DRAINED}"
         assert documented_listing(manager) == [], "the documented listing still names jobs"
+        guard_sees = blocking(read_workloads(manager.kubeconfig.read_text()), [DRAINED])
+        assert guard_sees == {}, f"the retire guard would still refuse: {guard_sees}"
 
         # Lifting the drain: the objects rendered without it give the queues back.
         lifted = changed_objects(held, twin.fleet)
