@@ -15,9 +15,12 @@ from checks.stack import parse_fleet
 from components import retire
 from components.retire import RetireGuardProvider, blocking, leaving, refusal
 from config.errors import ConfigError
+from preflight.diff import compare, render_text
+from preflight.snapshot import snapshot
 from tests.conftest import Graph, run_program
 from tests.fleetgen import fleet, worker_name
 from tests.test_multikueue_component import MKCONFIG, build, urn_of
+from tests.test_preflight_diff import Fleet, edited, flags, section
 from upstream.kueue import admitted_worker
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -170,3 +173,50 @@ def test_force_retire_of_a_worker_still_linked_is_refused_with_its_key_path() ->
         "forceRetire is for a worker removed in the same change (a dead one); take it out of "
         "forceRetire"
     ]
+
+
+def test_the_offline_diff_says_up_will_read_the_manager_and_that_it_cannot(
+    tmp_path: Path,
+) -> None:
+    def out_of_multikueue(raw: Fleet) -> None:
+        raw["multiKueue"]["workers"] = ["worker-1"]
+
+    def forced(raw: Fleet) -> None:
+        out_of_multikueue(raw)
+        raw["multiKueue"]["forceRetire"] = ["worker-2"]
+
+    base = snapshot("dev")
+    diff = compare(base, edited(tmp_path / "a", out_of_multikueue), ref="main")
+    assert section(diff, "MultiKueue retire") == [
+        "worker-2 leaves MultiKueue: `pulumi up` first reads the manager and refuses while "
+        "Workloads are admitted there (not read here: drain it and run the listing in "
+        "docs/operations.md)"
+    ]
+    assert ("worker-2", "live check at up") in flags(diff)
+    diff = compare(base, edited(tmp_path / "b", forced), ref="main")
+    (text,) = section(diff, "MultiKueue retire")
+    assert text.startswith("worker-2 leaves MultiKueue, forced (multiKueue.forceRetire)")
+
+
+OPERATIONS = ROOT / "docs" / "operations.md"
+
+
+def test_operations_page_quotes_the_diff_the_refusal_and_the_key_path_error(
+    tmp_path: Path,
+) -> None:
+    page = OPERATIONS.read_text()
+
+    def retire_worker_2(raw: Fleet) -> None:
+        raw["clusters"] = [c for c in raw["clusters"] if c["name"] != "worker-2"]
+        for app in raw["karmada"]["applications"]:
+            app["propagation"]["weights"].pop("worker-2", None)
+
+    diff = compare(snapshot("dev"), edited(tmp_path, retire_worker_2), ref="main")
+    (line,) = [ln for ln in render_text(diff).splitlines() if "leaves MultiKueue" in ln]
+    assert f"MultiKueue retire\n{line}\n" in page
+    shown = refusal({"worker-2": ["team-a/job-7b2xk", "team-a/job-q9d4m"]})
+    assert f"\n{shown}\n" in page
+    with pytest.raises(ConfigError) as info:
+        parse_fleet(with_multikueue(forceRetire=[worker_name(2)]), source="test")
+    (error,) = [str(i) for i in info.value.issues if i.severity == "error"]
+    assert error.replace(worker_name(2), "worker-2").split(" ...")[0][:80] in page
