@@ -141,12 +141,22 @@ def local_queue_active(plane: ControlPlane, ns: str, name: str) -> tuple[str | N
     return None, "no Active condition"
 
 
-def refused_by_hold(plane: ControlPlane, ns: str, name: str) -> bool:
-    """worker-2's copy of the manager Workload `name` waits because its LocalQueue is stopped."""
+# Kueue v0.19.2's words for a Workload whose LocalQueue has a stopPolicy: "inactive" when it
+# never had a reservation (pkg/controller/core/workload_controller.go:2085-2086,
+# getQueueBlocker), "stopped" when a reservation is cancelled (:1084).
+HELD_MESSAGES: Final = ("is inactive", "is stopped")
+
+
+def refused_by_hold(plane: ControlPlane, ns: str, name: str, seen: set[str] | None = None) -> bool:
+    """worker-2's copy of the manager Workload `name` waits because its LocalQueue is held."""
     wl = get_json(plane, f"{KUEUE_API}/namespaces/{ns}/workloads/{name}")
     for c in ((wl or {}).get("status") or {}).get("conditions") or []:
         if c.get("type") == "QuotaReserved" and c.get("status") == "False":
-            return "is stopped" in str(c.get("message"))
+            message = str(c.get("message"))
+            if seen is not None:
+                seen.add(message)
+            queue = f"LocalQueue {((wl or {}).get('spec') or {}).get('queueName')} "
+            return any(message == queue + words for words in HELD_MESSAGES)
     return False
 
 
@@ -245,14 +255,15 @@ def test_drained_worker_finishes_its_jobs_and_gets_no_new_ones(
                 }
             )
             return len(names) == QUEUED and all(
-                refused_by_hold(drained_plane, ns, n) for n in names
+                refused_by_hold(drained_plane, ns, n, held_messages) for n in names
             )
 
+        held_messages: set[str] = set()
         until(
-            f"every new job's copy on {DRAINED} refused (LocalQueue stopped)",
+            f"every new job's copy on {DRAINED} refused (LocalQueue held: {HELD_MESSAGES})",
             refused,
             timeout=60.0,
-            state=seen,
+            state=lambda: f"QuotaReserved=False messages there: {sorted(held_messages)}\n{seen()}",
         )
         t_refused = time.monotonic() - t_drain
         # worker-1 takes them once its autoscaler answers its gate.
@@ -301,7 +312,8 @@ def test_drained_worker_finishes_its_jobs_and_gets_no_new_ones(
     line = (
         f"drain {STACK}: {RUNNING} jobs Running on {DRAINED} after {t_running:.1f}s; drain "
         f"applied (its LocalQueues held) in {t_held:.1f}s; {QUEUED} new jobs refused there "
-        f"{t_refused:.1f}s after the drain; all {RUNNING + QUEUED} complete once "
+        f"{t_refused:.1f}s after the drain ({sorted(held_messages)}); all "
+        f"{RUNNING + QUEUED} complete once "
         f"{t_done - t_drain:.1f}s after it ({RUNNING} on {DRAINED}, {QUEUED} on {OTHER}), none "
         f"evicted; drain lifted; test {t_end - t0:.0f}s (twin start "
         f"{twin.timings.get('wired', 0.0):.0f}s)"
@@ -352,10 +364,13 @@ def test_a_worker_leaving_the_multikueue_config_loses_its_running_jobs(
         )
         for check in ((current or {}).get("status") or {}).get("admissionChecks") or []:
             messages.add(str(check.get("message")))
-        return condition(current, "Evicted") == "True"
+        # Evicted=True lasts until Kueue reserves quota for it again, which may be before a
+        # poll sees it: an Evicted condition at all, and the worker's name reset, say it was.
+        return condition(current, "Evicted") is not None and where(current or {}) != DRAINED
 
     t_evicted = until(
-        f"the manager's Workload evicted once {DRAINED} left the MultiKueueConfig",
+        f"the manager's Workload evicted (clusterName reset) once {DRAINED} left the "
+        "MultiKueueConfig",
         evicted,
         timeout=60.0,
         state=seen,
