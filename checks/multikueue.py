@@ -190,6 +190,21 @@ def check_drain(fleet: FleetConfig) -> Iterator[Issue]:
         )
 
 
+def check_force_retire(fleet: FleetConfig) -> Iterator[Issue]:
+    """`multiKueue.forceRetire` names workers being removed, not ones the manager dispatches to."""
+    settings = fleet.multi_kueue
+    if settings is None:
+        return
+    enabled = set(enabled_workers(fleet))
+    for i, name in enumerate(settings.force_retire):
+        if name in enabled:
+            yield Issue(
+                key_path("multiKueue", "forceRetire", i),
+                f"{name!r} is still a worker the manager dispatches to: forceRetire is for a "
+                "worker removed in the same change (a dead one); take it out of forceRetire",
+            )
+
+
 def check_multikueue_kueue(fleet: FleetConfig) -> Iterator[Issue]:
     """The pinned Kueue has a worker RBAC table, and it covers every enabled framework.
 
@@ -371,6 +386,7 @@ def check_gated_dispatch(fleet: FleetConfig) -> Iterator[Issue]:
 MULTIKUEUE_CHECKS: tuple[Check, ...] = (
     check_multikueue_clusters,
     check_drain,
+    check_force_retire,
     check_multikueue_kueue,
     check_multikueue_queues,
     check_gated_dispatch,

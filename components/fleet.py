@@ -141,6 +141,7 @@ class Fleet(pulumi.ComponentResource):
                     fleet=cfg,
                     providers={n: c.provider for n, c in self.clusters.items()},
                     api_servers={n: c.api_server_url for n, c in self.clusters.items()},
+                    kubeconfigs={n: c.provider_kubeconfig for n, c in self.clusters.items()},
                     kueue_releases={**releases, **({manager: manager_ready} if manager else {})},
                     kueue_objects={n: k.objects for n, k in kueues.items()},
                 ),

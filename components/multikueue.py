@@ -11,6 +11,7 @@ import pulumi_kubernetes as k8s
 
 from builders import multikueue as mk
 from components.kube import custom_resource, kube_object, owned
+from components.retire import RetireGuard
 from config.models import FleetConfig
 from config.resolve import dispatch_sets, dispatched_namespaces, enabled_workers, rotation_of
 from constants import (
@@ -154,6 +155,11 @@ class MultiKueueManagerArgs:
     # (name, workers) per MultiKueueConfig (config.resolve.dispatch_sets); default: one,
     # `multikueue`, listing every worker.
     configs: Sequence[tuple[str, Sequence[str]]] | None = None
+    # The manager's kubeconfig: with it, a RetireGuard reads the manager before a worker leaves
+    # the MultiKueueConfigs (components/retire.py). None: no guard.
+    kubeconfig: pulumi.Input[str] | None = None
+    # `multiKueue.forceRetire`: removed workers the guard lets go even with work admitted.
+    force_retire: Sequence[str] = ()
 
 
 class MultiKueueManager(pulumi.ComponentResource):
@@ -173,6 +179,17 @@ class MultiKueueManager(pulumi.ComponentResource):
     ) -> None:
         super().__init__(f"{TYPE_PREFIX}:MultiKueueManager", name, None, opts)
         after_kueue = _options(self, args.provider, args.depends_on)
+        self.guard: RetireGuard | None = None
+        if args.kubeconfig is not None:
+            # Before the configs: a worker leaves them only once the guard found it empty.
+            self.guard = RetireGuard(
+                f"{name}-retire-guard",
+                workers=[w.name for w in args.workers],
+                force_retire=args.force_retire,
+                kubeconfig=args.kubeconfig,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)),
+            )
+            after_kueue = _options(self, args.provider, args.depends_on, self.guard)
         kubeconfigs: dict[str, pulumi.Output[str]] = {}
         self.clusters = {}
         for worker in args.workers:
@@ -253,6 +270,10 @@ class MultiKueueArgs:
     providers: Mapping[str, k8s.Provider]
     api_servers: Mapping[str, pulumi.Input[str]]
     kueue_releases: Mapping[str, pulumi.Resource]
+    # Per cluster, the kubeconfig its provider uses: the manager's feeds the RetireGuard.
+    kubeconfigs: Mapping[str, pulumi.Input[str]] = field(
+        default_factory=dict[str, pulumi.Input[str]]
+    )
     # Per cluster, its Kueue component's objects by key (`Namespace/team-a`): a worker's write
     # RoleBinding in a namespace waits for that Namespace.
     kueue_objects: Mapping[str, Mapping[str, pulumi.Resource]] = field(
@@ -316,6 +337,8 @@ class MultiKueue(pulumi.ComponentResource):
                 connect_timeout=fleet.multi_kueue.connect_timeout_seconds,
                 depends_on=[args.kueue_releases[manager.name]],
                 configs=[(s.name, s.workers) for s in dispatch_sets(fleet)],
+                kubeconfig=args.kubeconfigs.get(manager.name),
+                force_retire=fleet.multi_kueue.force_retire,
             ),
             child,
         )

@@ -50,6 +50,10 @@ class MultiKueueSettings(Model):
     # Its mirrored LocalQueues get `stopPolicy: Hold` instead, which admits nothing new there
     # and lets admitted Workloads run to completion.
     drain: list[str] = Field(default_factory=list[str])
+    # Workers removed from MultiKueue (from the stack, or from `workers`) although the manager
+    # still has Workloads admitted on them: a dead worker whose work is lost anyway. Without it,
+    # `pulumi up` reads the manager first and refuses (docs/operations.md, "Retiring a worker").
+    force_retire: list[str] = Field(default_factory=list[str])
     # Credential generation per worker (default 0): raise it for a new token (docs/operations.md).
     rotation: dict[str, int] = Field(default_factory=dict[str, int])
     # How long `pulumi up` waits for each MultiKueueCluster to be Active (Kueue connected to the

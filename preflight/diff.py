@@ -444,6 +444,31 @@ def _other(base: dict[str, list[str]], head: dict[str, list[str]]) -> list[Chang
     return out
 
 
+def _retire(base: Snapshot, head: Snapshot) -> list[Change]:
+    """Workers that leave every dispatch set: `up` reads the manager first (components/retire.py);
+    this offline diff cannot, and says so."""
+
+    def linked(snap: Snapshot) -> set[str]:
+        return {w for workers in snap["dispatch"].values() for w in workers}
+
+    forced = set(head.get("forceRetire") or [])
+    out: list[Change] = []
+    for worker in sorted(linked(base) - linked(head)):
+        if worker in forced:
+            text = (
+                f"{worker} leaves MultiKueue, forced (multiKueue.forceRetire): Workloads "
+                "admitted there are evicted on the manager and dispatched again"
+            )
+        else:
+            text = (
+                f"{worker} leaves MultiKueue: `pulumi up` first reads the manager and refuses "
+                "while Workloads are admitted there (not read here: drain it and run the "
+                "listing in docs/operations.md)"
+            )
+        out.append(_change("removed", worker, text, "live check at up"))
+    return out
+
+
 def _plan_sections(base: Snapshot, head: Snapshot) -> Iterator[tuple[str, list[Change]]]:
     yield "Clusters", _keyed(base["clusters"], head["clusters"], _cluster_text, _cluster_changed)
     yield "Node pools", _keyed(base["pools"], head["pools"], _pool_text, _pool_changed)
@@ -472,6 +497,7 @@ def _plan_sections(base: Snapshot, head: Snapshot) -> Iterator[tuple[str, list[C
         ),
     )
     yield "MultiKueue drain", _drain(base.get("drain", {}), head.get("drain", {}))
+    yield "MultiKueue retire", _retire(base, head)
     yield (
         "Karmada placement",
         _keyed(base["placement"], head["placement"], _placement_text, _placement_changed),

@@ -42,6 +42,7 @@ def empty(stack: str, *, exists: bool = True) -> Snapshot:
         "managerQuotas": {},
         "dispatch": {},
         "drain": {},
+        "forceRetire": [],
         "placement": {},
         "rbac": {},
         "bindings": {},
@@ -79,6 +80,7 @@ def snapshot(stack: str, root: Path | None = None, *, files: bool = True) -> Sna
     out = empty(stack)
     out["warnings"] = plan["warnings"]
     out["idle"] = {k: plan["idle"][k] for k in ("nodes", "vcpus", "controlPlanes")}
+    out["forceRetire"] = list(fleet.multi_kueue.force_retire) if fleet.multi_kueue else []
     for cluster in plan["clusters"]:
         pools = cluster.pop("pools")
         out["clusters"][cluster["name"]] = cluster

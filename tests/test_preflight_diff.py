@@ -156,8 +156,11 @@ def test_dispatch_set_and_worker_access_shrink(dev: Snapshot, tmp_path: Path) ->
         "worker-2: RoleBinding kueue-system/multikueue-sa-whoami",
         # The token is no longer minted (Credentials).
         "worker-2: MultiKueue worker token",
+        # It leaves MultiKueue (MultiKueue retire): `up` reads the manager first.
+        "worker-2",
     }
-    assert all(c["flag"] is None for c in removed)  # narrowing is not flagged
+    # Narrowing access is not flagged; a worker leaving is, for its live check at `up`.
+    assert {c["key"]: c["flag"] for c in removed if c["flag"]} == {"worker-2": "live check at up"}
 
 
 def test_new_framework_widens_worker_rbac_and_is_flagged(dev: Snapshot, tmp_path: Path) -> None:

@@ -509,3 +509,21 @@ def frameworks_without_worker_rbac(version: str, frameworks: Iterable[str]) -> l
     covered = {fw for fw, _ in _table(tag)}
     adapters = MULTIKUEUE_ADAPTERS[tag]
     return sorted(fw for fw in set(frameworks) if fw in adapters and fw not in covered)
+
+
+def admitted_worker(workload: Mapping[str, Any]) -> str | None:
+    """The worker a manager Workload is admitted on and not finished there, else None.
+
+    Kueue v0.19.2 writes `status.clusterName` once the MultiKueue check is Ready on a worker
+    (pkg/controller/admissionchecks/multikueue/workload.go:1243-1250, `syncAdmittingRemoteState`;
+    immutable while set) and resets it on eviction (pkg/workload/evict/evict.go:215). A Workload
+    with `Finished=True` keeps the name but no longer runs there.
+    """
+    status = workload.get("status") or {}
+    worker = status.get("clusterName")
+    if not isinstance(worker, str) or not worker:
+        return None
+    for c in status.get("conditions") or []:
+        if c.get("type") == "Finished" and c.get("status") == "True":
+            return None
+    return worker

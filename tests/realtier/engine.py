@@ -5,6 +5,9 @@ module proxy serves no `pulumi-language-python`, so the in-process language host
 it), by the cached `pulumi` CLI and `pulumi-resource-kubernetes` (found on PATH: no plugin is
 downloaded), with a file backend and a fixed passphrase in a temporary directory. The workspace
 writes its Pulumi.yaml and Pulumi.<stack>.yaml in that directory, never in the project.
+The program's one dynamic resource (components/retire.py) runs in `pulumi-resource-pulumi-python`,
+which the Pulumi CLI's distribution ships beside `pulumi` and the built CLI lacks: `workspace`
+writes that plugin's two lines (this interpreter, `-m pulumi.dynamic`, the project importable).
 
 Each plane's kubeconfig is a secret stack config key (`kubeconfig_key`), as a user passes one
 (`existing.kubeconfigSecret`): file paths must stay inside the project, and the planes'
@@ -128,12 +131,21 @@ def workspace(name: str, work: Path, engine: Engine) -> EngineRun:
 
     (work / "state").mkdir(parents=True)
     (work / "project").mkdir()
+    plugins = work / "plugins"
+    plugins.mkdir()
+    dynamic = plugins / "pulumi-resource-pulumi-python"
+    dynamic.write_text(
+        f'#!/bin/sh\nPYTHONPATH="{ROOT}" exec "{sys.executable}" -u -m pulumi.dynamic "$@"\n'
+    )
+    dynamic.chmod(0o755)
     env = {
         "PULUMI_HOME": str(work / "home"),
         "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
         "PULUMI_SKIP_UPDATE_CHECK": "1",
         "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-        "PATH": f"{engine.provider.parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PATH": os.pathsep.join(
+            [str(engine.provider.parent), str(plugins), os.environ.get("PATH", "")]
+        ),
     }
     options = auto.LocalWorkspaceOptions(
         work_dir=str(work / "project"),

@@ -249,6 +249,142 @@ def _manager_kubeconfig_secrets(plane: ControlPlane) -> list[str]:
     return _secrets(plane, "-kubeconfig-")
 
 
+# ---- retiring a worker (issue 27 item 2) -------------------------------------------------------
+
+RETIRED: Final = "worker-2"
+PROBE: Final = "retire-probe"
+GUARD_TYPE: Final = "pulumi-python:dynamic:Resource"
+
+
+def _probe_workload(manager: ControlPlane, worker: str) -> str:
+    """A manager Workload with `status.clusterName: worker`, as Kueue records one admitted there.
+
+    These planes have no nodes, so no job is admitted on a worker: the field is set by hand on a
+    Workload whose LocalQueue does not exist (Kueue leaves it pending and the field alone).
+    test_worker_drain.py reads the same field on Workloads real Kueue admitted on a worker."""
+    workload = {
+        "apiVersion": f"{KUEUE_GROUP}/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": PROBE, "namespace": "default"},
+        "spec": {
+            "queueName": "no-such-queue",
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [{"name": "c", "image": "busybox"}],
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    applied = apply(manager, [workload])
+    assert not applied.rejected, applied.stderr
+    manager.kubectl(
+        "patch",
+        "workloads.kueue.x-k8s.io",
+        PROBE,
+        "-n",
+        "default",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": {"clusterName": worker}}),
+    )
+    return f"default/{PROBE}"
+
+
+def _config_clusters(manager: ControlPlane) -> list[str]:
+    status, body = manager.get(f"/apis/{KUEUE_GROUP}/v1beta2/multikueueconfigs/multikueue")
+    assert status == 200, (status, body[:300])
+    return list(json.loads(body)["spec"]["clusters"])
+
+
+def _linked(manager: ControlPlane, worker: str) -> dict[str, bool]:
+    """What links the manager to `worker`: its MultiKueueCluster, its kubeconfig Secret, its
+    place in the MultiKueueConfig."""
+    status, _ = manager.get(f"/apis/{KUEUE_GROUP}/v1beta2/multikueueclusters/{worker}")
+    return {
+        "MultiKueueCluster": status == 200,
+        "kubeconfig Secret": any(worker in s for s in _manager_kubeconfig_secrets(manager)),
+        "in MultiKueueConfig": worker in _config_clusters(manager),
+    }
+
+
+def test_removing_a_worker_with_admitted_work_is_refused_until_it_is_empty(
+    run: EngineRun, engine_planes: dict[str, ControlPlane], report: Report
+) -> None:
+    """Take worker-2 out of `multiKueue.workers` (its credentials, MultiKueueCluster and place
+    in the MultiKueueConfig go) while the manager has a Workload admitted there: `up` fails at
+    the RetireGuard, naming the Workload and the drain step, before anything changes; preview
+    passes (it reads nothing). Once the Workload is gone, `up` removes the link and leaves
+    nothing of it; putting worker-2 back links it again (the later tests start from there)."""
+    if run.created is None:
+        pytest.skip("pulumi up did not pass")
+    manager, retired = engine_planes["manager"], engine_planes[RETIRED]
+    all_linked = {"MultiKueueCluster": True, "kubeconfig Secret": True, "in MultiKueueConfig": True}
+    assert _linked(manager, RETIRED) == all_linked
+    probe = _probe_workload(manager, RETIRED)
+    workload = f"/apis/{KUEUE_GROUP}/v1beta2/namespaces/default/workloads/{PROBE}"
+    assert (get_json(manager, workload) or {}).get("status", {}).get("clusterName") == RETIRED
+
+    raw = stack_raw(STACK)
+    raw["multiKueue"] = {**raw.get("multiKueue", {}), "connectTimeoutSeconds": CONNECT_TIMEOUT}
+    others = [
+        c.name for c in load_stack(STACK).clusters if c.role == "worker" and c.name != RETIRED
+    ]
+    raw["multiKueue"]["workers"] = others
+    configure(run, {n: p.kubeconfig for n, p in engine_planes.items()}, raw)
+    t0 = time.monotonic()
+    preview = run.stack.preview(color="never")
+    t_preview = time.monotonic() - t0
+    planned = op_counts(preview.change_summary)
+    assert planned.get("delete", 0) > 0, planned
+    assert planned.get("update", 0) > 0, planned
+
+    t1 = time.monotonic()
+    with pytest.raises(auto.CommandError) as failed:
+        run.stack.up(on_output=run.add, color="never")
+    t_refused = time.monotonic() - t1
+    message = " ".join(str(failed.value).split())
+    for words in (probe, RETIRED, "multiKueue.drain", "multiKueue.forceRetire", "Nothing was"):
+        assert words in message, f"the refusal does not say {words!r}: {message[-1500:]}"
+    errored = [r for r in _errored(str(failed.value)) if not r.startswith("pulumi:pulumi:Stack")]
+    assert errored == [f"{GUARD_TYPE} ({PROJECT}-multikueue-manager-retire-guard)"], errored
+    assert _linked(manager, RETIRED) == all_linked, "the refused up changed the link"
+    assert _worker_token_secrets(retired) == ["multikueue-sa-token-0"], "refused up deleted"
+    assert _active(manager, RETIRED).get("status") == "True"
+
+    # Empty now: the same up removes the link and nothing of it stays.
+    manager.kubectl("delete", "workloads.kueue.x-k8s.io", PROBE, "-n", "default")
+    t2 = time.monotonic()
+    up = run.stack.up(on_output=run.add, color="never")
+    t_removed = time.monotonic() - t2
+    assert up.summary.result == "succeeded", run.tail()
+    removed = op_counts(up.summary.resource_changes)
+    assert _linked(manager, RETIRED) == dict.fromkeys(all_linked, False), run.tail()
+    assert _worker_token_secrets(retired) == [], "worker-2's MultiKueue token left behind"
+    assert items(manager, f"/apis/{KUEUE_GROUP}/v1beta2/workloads") == []
+
+    # Back as it was, for the tests after this one.
+    set_fleet(run, engine_planes)
+    t3 = time.monotonic()
+    back = run.stack.up(on_output=run.add, color="never")
+    t_back = time.monotonic() - t3
+    assert back.summary.result == "succeeded", run.tail()
+    assert _linked(manager, RETIRED) == all_linked
+    report(
+        f"retire {RETIRED} (out of multiKueue.workers) with a Workload admitted there: preview "
+        f"{t_preview:.1f}s plans {planned} and reads nothing; up refused at the guard in "
+        f"{t_refused:.1f}s, nothing changed; once empty, up {t_removed:.1f}s ({removed}), no "
+        f"MultiKueueCluster, kubeconfig Secret or token left; linked back in {t_back:.1f}s"
+    )
+
+
 def test_rotation_to_a_revoked_token_fails_up_naming_the_worker(
     run: EngineRun,
     engine_planes: dict[str, ControlPlane],

@@ -1,0 +1,152 @@
+"""RetireGuard: `pulumi up` refuses to unlink a MultiKueue worker the manager still runs work on.
+
+Why a resource on the manager, updated before the MultiKueueConfigs, and not a check at the
+workers' deletes: Pulumi runs every create and update of an `up` before any delete of a resource
+the program no longer declares. Removing a worker first updates each MultiKueueConfig that listed
+it, and Kueue v0.19.2 then evicts on the manager every Workload admitted there (docs/operations.md,
+"Draining a worker"), so a check at delete time would find nothing left to protect. The guard's
+inputs are the linked workers; each MultiKueueConfig depends on it, so its update, the live read
+of the manager, comes first, and a refusal fails `up` before any config changes or anything is
+deleted. A preview runs no update: it shows the guard's `workers` change and reads nothing.
+
+The provider runs in Pulumi's dynamic-provider process and imports the Kubernetes client only
+when a worker leaves (the program itself never imports it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pulumi
+from pulumi.dynamic import (
+    CreateResult,
+    DiffResult,
+    ResourceProvider,
+    UpdateResult,
+)
+from pulumi.dynamic import (
+    Resource as DynamicResource,
+)
+
+from upstream.kueue import KUEUE_GROUP, admitted_worker
+
+WORKLOADS_VERSION = "v1beta2"
+# How many Workloads the refusal names per worker (the drain section's listing shows them all).
+SHOWN = 10
+
+
+def blocking(workloads: Sequence[Mapping[str, Any]], gone: Sequence[str]) -> dict[str, list[str]]:
+    """Leaving worker -> `namespace/name` of the manager Workloads admitted and unfinished there."""
+    out: dict[str, list[str]] = {}
+    for wl in workloads:
+        worker = admitted_worker(wl)
+        if worker is not None and worker in gone:
+            meta: Mapping[str, Any] = wl.get("metadata") or {}
+            out.setdefault(worker, []).append(f"{meta.get('namespace')}/{meta.get('name')}")
+    return {w: sorted(out[w]) for w in gone if w in out}
+
+
+def refusal(found: Mapping[str, Sequence[str]]) -> str:
+    """The message `up` fails with: the Workloads, the drain step, the override."""
+    parts: list[str] = []
+    for worker, names in found.items():
+        shown = ", ".join(names[:SHOWN]) + (
+            f" and {len(names) - SHOWN} more" if len(names) > SHOWN else ""
+        )
+        parts.append(f"{worker}: {len(names)} Workload(s) admitted there and not finished: {shown}")
+    workers = ", ".join(found)
+    return (
+        f"refusing to remove MultiKueue worker(s) {workers} while the manager has work admitted "
+        f"on them ({'; '.join(parts)}). Removing a worker takes it out of its MultiKueueConfigs, "
+        "and Kueue then evicts that work on the manager while its copy keeps running on the "
+        "worker. Nothing was changed or deleted. Put the worker back, drain it first "
+        f"(multiKueue.drain: [{workers}], deploy, wait until the Workloads finish: "
+        'docs/operations.md, "Draining a worker"), then remove it; for a dead worker whose '
+        f"work is lost anyway, set multiKueue.forceRetire: [{workers}]"
+    )
+
+
+def read_workloads(kubeconfig: str) -> list[dict[str, Any]]:
+    """Every Workload on the manager (the Kubernetes client is imported here, not at start)."""
+    import yaml  # noqa: PLC0415 (only when a worker leaves)
+    from kubernetes import client, config  # noqa: PLC0415 (not at program start)
+
+    try:
+        api: Any = config.new_client_from_config_dict(yaml.safe_load(kubeconfig))  # pyright: ignore[reportUnknownMemberType]
+        try:
+            listed: Any = client.CustomObjectsApi(api).list_cluster_custom_object(  # pyright: ignore[reportUnknownMemberType]
+                KUEUE_GROUP, WORKLOADS_VERSION, "workloads"
+            )
+        finally:
+            api.close()
+    except Exception as exc:  # the client raises many kinds; all mean "not read"
+        raise RuntimeError(
+            "could not read the manager's Workloads to check that the removed MultiKueue "
+            f"worker(s) run nothing ({type(exc).__name__}: {str(exc)[:300]}); nothing was "
+            "changed or deleted. Retry once the manager answers"
+        ) from None
+    found: list[dict[str, Any]] = list(listed.get("items") or [])
+    return found
+
+
+def _names(props: Mapping[str, Any], key: str) -> list[str]:
+    value: list[Any] = list(props.get(key) or [])
+    return [str(v) for v in value]
+
+
+def leaving(olds: Mapping[str, Any], news: Mapping[str, Any]) -> list[str]:
+    """Workers linked before and not now, forceRetire aside, in their old order."""
+    kept = {*_names(news, "workers"), *_names(news, "forceRetire")}
+    return [w for w in _names(olds, "workers") if w not in kept]
+
+
+class RetireGuardProvider(ResourceProvider):
+    """Refuses an update that unlinks a worker with admitted Workloads; otherwise a no-op."""
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        return CreateResult(id_="retire-guard", outs=props)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        keys = ("workers", "forceRetire", "kubeconfig")
+        changed = [k for k in keys if olds.get(k) != news.get(k)]
+        return DiffResult(
+            changes=bool(changed), replaces=[], stables=[], delete_before_replace=False
+        )
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        gone = leaving(olds, news)
+        if gone:
+            found = blocking(read_workloads(str(news["kubeconfig"])), gone)
+            if found:
+                raise RuntimeError(refusal(found))
+        return UpdateResult(outs=news)
+
+    def delete(self, _id: str, _props: dict[str, Any]) -> None:
+        # `destroy` (or the manager leaving the stack): deleting everything is what was asked.
+        return None
+
+
+class RetireGuard(DynamicResource):
+    """The manager's linked MultiKueue workers; see the module docstring."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        workers: Sequence[str],
+        force_retire: Sequence[str],
+        kubeconfig: pulumi.Input[str],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        secret = pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"])
+        super().__init__(
+            RetireGuardProvider(),
+            name,
+            {
+                "workers": list(workers),
+                "forceRetire": list(force_retire),
+                "kubeconfig": pulumi.Output.secret(kubeconfig),
+            },
+            pulumi.ResourceOptions.merge(opts, secret),
+        )
