@@ -585,9 +585,7 @@ class ControlPlane:
         like to a consumer. Ready when a probe token Secret gets a token from the new process.
         """
         t0 = time.monotonic()
-        for process in [p for p in self._processes if p.name == "kube-controller-manager"]:
-            _terminate(process)
-            self._processes.remove(process)
+        self.stop_component("kube-controller-manager")
         self._launch_controller_manager(signing_key)
         probe = f"realtier-token-probe-{secrets.token_hex(4)}"
         self.kubectl("apply", "-f", "-", stdin=json.dumps(_probe_token_secret(probe)))
@@ -607,6 +605,15 @@ class ControlPlane:
         finally:
             self.kubectl("delete", "secret", probe, "--namespace=default", "--wait=false")
         return time.monotonic() - t0
+
+    def stop_component(self, name: str) -> int:
+        """Stop (SIGTERM, then SIGKILL) every process of this plane named `name`, as a rollout
+        stops a Deployment's pod; the plane's other processes go on. Returns how many stopped."""
+        stopping = [p for p in self._processes if p.name == name]
+        for process in stopping:
+            _terminate(process)
+            self._processes.remove(process)
+        return len(stopping)
 
     def _has_token(self, secret: str) -> bool:
         status, body = self.get(f"/api/v1/namespaces/default/secrets/{secret}")

@@ -424,22 +424,7 @@ class KarmadaPlane:
                 f"--cert-dir={serving}",
             ],
         )
-        gates = feature_gates(self.values)
-        cm_health = free_port()
-        self._health["karmada-controller-manager"] = cm_health
-        plane._spawn(
-            "karmada-controller-manager",
-            [
-                str(b("karmada-controller-manager")),
-                f"--kubeconfig={kubeconfig}",
-                "--cluster-status-update-frequency=10s",
-                f"--leader-elect-resource-namespace={SYSTEM_NAMESPACE}",
-                "--metrics-bind-address=0",
-                f"--health-probe-bind-address=127.0.0.1:{cm_health}",
-                *([f"--feature-gates={gates}"] if gates else []),
-                *extra_args(self.values),
-            ],
-        )
+        self._launch_controller_manager()
         scheduler_health = free_port()
         self._health["karmada-scheduler"] = scheduler_health
         plane._spawn(
@@ -452,6 +437,42 @@ class KarmadaPlane:
                 f"--leader-elect-resource-namespace={SYSTEM_NAMESPACE}",
             ],
         )
+
+    def _launch_controller_manager(self) -> None:
+        b, kubeconfig = self.karmada.binary, str(self.plane.kubeconfig)
+        gates = feature_gates(self.values)
+        cm_health = free_port()
+        self._health["karmada-controller-manager"] = cm_health
+        self.plane._spawn(
+            "karmada-controller-manager",
+            [
+                str(b("karmada-controller-manager")),
+                f"--kubeconfig={kubeconfig}",
+                "--cluster-status-update-frequency=10s",
+                f"--leader-elect-resource-namespace={SYSTEM_NAMESPACE}",
+                "--metrics-bind-address=0",
+                f"--health-probe-bind-address=127.0.0.1:{cm_health}",
+                *([f"--feature-gates={gates}"] if gates else []),
+                *extra_args(self.values),
+            ],
+        )
+
+    def restart_controller_manager(self) -> float:
+        """Stop karmada-controller-manager and start it again, as `kubectl rollout restart
+        deployment/karmada-controller-manager` does on a cluster (docs/security.md: after a
+        member credential rotation). Returns the seconds until every component answers again."""
+        t0 = time.monotonic()
+        if not self.plane.stop_component("karmada-controller-manager"):
+            raise StartError("[karmada] no karmada-controller-manager to restart")
+        self._launch_controller_manager()
+        await_each(
+            [self],
+            "restarted karmada-controller-manager",
+            KarmadaPlane._ready,
+            KarmadaPlane.logs,
+            COMPONENT_TIMEOUT,
+        )
+        return time.monotonic() - t0
 
     def _ready(self) -> bool:
         self.plane._check_alive()

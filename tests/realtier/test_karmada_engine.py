@@ -15,12 +15,20 @@ dev stack's Karmada layer onto those planes:
   scoped`.
 
 `up` creates the layer and the real karmada-scheduler places the application 2/4; a second `up`
-changes nothing; `destroy` leaves no Karmada object, member copy, Cluster or member credential.
+changes nothing; a member credential rotation (`karmada.rotation`) passes `up`, revokes the old
+token, and with the documented restart of karmada-controller-manager (docs/security.md) the
+layer still scales and reports status; `destroy` leaves no Karmada object, member copy, Cluster
+or member credential.
 """
 
 from __future__ import annotations
 
+import base64
+import json
+import ssl
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
@@ -54,6 +62,10 @@ STACK: Final = "karmada-engine"
 KARMADA: Final = "karmada"
 DESTROY_TIMEOUT: Final = 180.0
 GONE_TIMEOUT: Final = 60.0
+# The member whose Karmada credential the rotation test turns, and by how much it then scales.
+ROTATED: Final = "worker-1"
+SCALE_BY: Final = 3
+REVOKED_TIMEOUT: Final = 30.0
 
 
 def engine_raw(members: list[str]) -> dict[str, Any]:
@@ -259,6 +271,107 @@ def test_pulumi_up_places_the_application_and_a_second_up_is_a_noop(
         f"{created} resources created ({reads} reads) in {up_seconds:.1f}s; UnitedDeployment "
         f"placed {dict(placed)} on the members {placed_seconds:.1f}s after up began; second up "
         f"{again_seconds:.1f}s, all {created} same"
+    )
+
+
+def _member_token(member: ControlPlane, generation: int) -> str | None:
+    """The token in the member-side Secret of `ROTATED`'s Karmada credential at `generation`."""
+    name = kb.token_secret_name(kb.member_service_account(ROTATED), generation)
+    status, body = member.get(f"/api/v1/namespaces/{CLUSTER_NAMESPACE}/secrets/{name}")
+    if status != 200:
+        return None
+    token = (json.loads(body).get("data") or {}).get("token")
+    return base64.b64decode(token).decode() if token else None
+
+
+def _authenticated(member: ControlPlane, token: str) -> int:
+    """The HTTP status of a discovery GET with `token` (200 known, 401 refused)."""
+    request = urllib.request.Request(
+        member.url + "/api", headers={"Authorization": f"Bearer {token}"}
+    )
+    context = ssl.create_default_context(cafile=str(member.ca_cert))
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=5) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+
+
+def test_a_member_rotation_and_the_documented_restart_keep_propagation_working(
+    run: EngineRun, planes: Planes, app: ApplicationConfig, report: Report
+) -> None:
+    """`karmada.rotation.worker-1: 1`: `up` mints the new token, points the Cluster at it and
+    revokes the old one; then the step docs/security.md tells the operator to take (restart
+    karmada-controller-manager: its per-member informers hold the token of their start); then a
+    scale through `up` reaches both members and their status comes back to Karmada's template,
+    which needs the rotated member's work-status informer to work with the new token."""
+    if run.created is None:
+        pytest.skip("pulumi up did not pass: nothing to rotate")
+    member = planes.members[ROTATED].plane
+    old = _member_token(member, 0)
+    assert old is not None, "no generation-0 token on the member before the rotation"
+    raw = engine_raw(list(planes.members))
+    raw["karmada"]["rotation"] = {ROTATED: 1}
+    configure(run, {}, raw)
+
+    t0 = time.monotonic()
+    rotated = run.up()
+    rotate_seconds = time.monotonic() - t0
+    changes = op_counts(rotated.summary.resource_changes)
+    changes.pop("read", None)
+    # New token Secrets (created or replacing, by the provider's choice), the Cluster updated.
+    assert set(changes) - {"same"}, f"the rotation up changed nothing: {changes}"
+    new = _member_token(member, 1)
+    assert new is not None, "the rotation up left no generation-1 token on the member"
+    assert new != old
+    assert _authenticated(member, new) == 200
+    deadline = time.monotonic() + REVOKED_TIMEOUT
+    while (seen := _authenticated(member, old)) != 401 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert seen == 401, f"the old member token still answers {seen} {REVOKED_TIMEOUT:.0f}s on"
+
+    restart_seconds = planes.karmada.restart_controller_manager()
+
+    replicas = app.replicas + SCALE_BY
+    raw["karmada"]["applications"][0]["replicas"] = replicas
+    configure(run, {}, raw)
+    t1 = time.monotonic()
+    run.up()
+    karmada = planes.karmada.plane
+    ud = _ud(karmada, app.namespace, app.name)
+    assert ud is not None
+    plan = plan_placement(
+        replicas,
+        app.propagation.weights,
+        subset_specs(app),
+        resource_uid=ud["metadata"]["uid"],
+    )
+    for name, m in planes.members.items():
+        share = plan.members[name]
+        _until(
+            f"[{name}] UnitedDeployment scaled to {share} after the rotation",
+            lambda m=m, s=share: (
+                (u := _ud(m.plane, app.namespace, app.name)) and u["spec"]["replicas"] == s
+            ),
+            lambda m=m: _ud(m.plane, app.namespace, app.name),
+        )
+
+    def reported() -> dict[str, Any] | None:
+        status = (_ud(karmada, app.namespace, app.name) or {}).get("status") or {}
+        return status if int(status.get("readyReplicas", 0)) == replicas else None
+
+    _until(
+        f"Karmada's template reports {replicas} ready (work status from both members)",
+        reported,
+        lambda: (_ud(karmada, app.namespace, app.name) or {}).get("status"),
+    )
+    scaled_seconds = time.monotonic() - t1
+    report(
+        f"karmada member rotation ({ROTATED} generation 0 -> 1, real engine): up "
+        f"{rotate_seconds:.1f}s ({changes}), old token refused, new one accepted; "
+        f"karmada-controller-manager restart {restart_seconds:.1f}s; scale {app.replicas} -> "
+        f"{replicas} through up placed {dict(plan.members)} and reported {replicas} ready "
+        f"{scaled_seconds:.1f}s after that up began"
     )
 
 
