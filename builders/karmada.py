@@ -373,6 +373,42 @@ def member_generation(fleet: FleetConfig, member: str) -> int:
     return credential_schedule(fleet, member, "karmada").generation
 
 
+# The chart's controller manager Deployment (`{{ release }}-controller-manager`, charts/karmada/
+# templates/karmada-controller-manager.yaml at v1.18.2) and the pod template annotation whose
+# change rolls it after a member credential rotation (controller_manager_restart).
+CONTROLLER_MANAGER: Final = f"{RELEASE}-controller-manager"
+MEMBER_GENERATIONS_ANNOTATION: Final = "aks-batch-fleet.io/member-credential-generations"
+
+
+def member_generations(fleet: FleetConfig) -> dict[str, int]:
+    """Each member's credential generation today, by member name."""
+    return {member: member_generation(fleet, member) for member in member_names(fleet)}
+
+
+def controller_manager_restart(fleet: FleetConfig) -> dict[str, Any] | None:
+    """The patch of the chart's controller manager that restarts it once members have rotated.
+
+    Karmada v1.18.2 builds a member's informers once, with the token of that moment, and stops
+    them only when the Cluster is deleted (pkg/controllers/status/cluster_status_controller.go);
+    after a rotation revokes that token, the member's work status freezes until the controller
+    manager restarts. A pod template annotation that names every member's generation changes
+    exactly when a token rotates, so the Deployment rolls, and its new pods build their
+    informers from the Clusters' new `secretRef`. None while every generation is 0 (nothing
+    rotated: a first `up` restarts nothing) and when the stack does not install Karmada.
+    """
+    settings = settings_of(fleet)
+    generations = member_generations(fleet)
+    if settings.source == "existing" or not any(generations.values()):
+        return None
+    stamp = ",".join(f"{m}={g}" for m, g in sorted(generations.items()))
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": CONTROLLER_MANAGER, "namespace": NAMESPACE},
+        "spec": {"template": {"metadata": {"annotations": {MEMBER_GENERATIONS_ANNOTATION: stamp}}}},
+    }
+
+
 def member_service_account(cluster: str) -> str:
     return f"karmada-{cluster}"  # names.GenerateServiceAccountName(cluster)
 

@@ -8,7 +8,8 @@ Order, each step waiting for the one before:
 3. the chart's kubeconfig Secret, read back, server rewritten to the address: the Karmada provider;
 4. Kruise on every member (unless `kruise.install: manifests-only`), the member-side service
    accounts and token Secrets, then on Karmada the credential Secrets and the Cluster objects
-   (Ready, so their API list includes UnitedDeployment);
+   (Ready, so their API list includes UnitedDeployment); once a member token has rotated, a
+   patch that rolls the chart's controller manager after the Clusters;
 5. the Kruise CRDs (the pinned release's, by URL or from `kruise.crdDir`), the UnitedDeployment
    interpreter, and the applications: PropagationPolicy first, UnitedDeployment last.
 """
@@ -126,6 +127,24 @@ class Karmada(pulumi.ComponentResource):
                 region=region,
                 # Computed once per member, so both sides name one generation.
                 generation=kb.member_generation(fleet, member),
+            )
+
+        # After a member credential rotation, roll the chart's controller manager once the
+        # Clusters name the new Secrets: its per-member informers keep the token they started
+        # with (kb.controller_manager_restart). An existing Karmada is restarted by its owner.
+        self.controller_manager_restart: pulumi.Resource | None = None
+        restart = kb.controller_manager_restart(fleet)
+        if restart is not None and self.release is not None:
+            host = args.clusters[kb.host_cluster(fleet).name]
+            self.controller_manager_restart = k8s.apps.v1.DeploymentPatch(
+                f"{name}-controller-manager-restart",
+                metadata=restart["metadata"],
+                spec=restart["spec"],
+                opts=pulumi.ResourceOptions(
+                    parent=self,
+                    provider=host.provider,
+                    depends_on=[self.release, *self.members.values()],
+                ),
             )
 
         # 5. Kruise CRDs only (no controllers, no webhooks), the interpreter, the applications.

@@ -256,6 +256,52 @@ def test_the_component_reads_the_new_token_and_points_the_cluster_at_it() -> Non
     )
 
 
+DEPLOYMENT_PATCH = "kubernetes:apps/v1:DeploymentPatch"
+RESTART = "fleet-karmada-controller-manager-restart"
+
+
+def test_a_member_rotation_rolls_the_chart_controller_manager_after_the_clusters() -> None:
+    """Karmada's per-member informers keep the token they started with: once a member token
+    rotates, a pod template annotation naming every generation rolls karmada-controller-manager,
+    on the host, after the Clusters point at the new Secrets; the next rotation changes it."""
+    raw = copy.deepcopy(BASE)
+    raw["karmada"]["rotation"] = {"worker-2": 3}
+    graph, _ = build(raw)
+    patch = graph.one(DEPLOYMENT_PATCH, RESTART)
+    assert patch.inputs["metadata"] == {
+        "name": "karmada-controller-manager",
+        "namespace": "karmada-system",
+    }
+    annotations = patch.inputs["spec"]["template"]["metadata"]["annotations"]
+    assert annotations == {kb.MEMBER_GENERATIONS_ANNOTATION: "worker-1=0,worker-2=3"}
+    clusters = {
+        graph.one(CLUSTER, f"fleet-karmada-{m}-cluster").urn for m in ("worker-1", "worker-2")
+    }
+    assert clusters <= set(patch.dependencies)
+    # On the host (the manager), where the chart's Deployment is, not on Karmada's API server.
+    assert patch.provider is not None
+    assert "fleet-manager" in patch.provider, patch.provider
+
+    raw["karmada"]["rotation"] = {"worker-2": 4}
+    again, _ = build(raw)
+    moved = again.one(DEPLOYMENT_PATCH, RESTART).inputs["spec"]["template"]["metadata"]
+    assert moved["annotations"] == {kb.MEMBER_GENERATIONS_ANNOTATION: "worker-1=0,worker-2=4"}
+
+
+def test_nothing_is_restarted_before_a_rotation_nor_on_an_existing_karmada() -> None:
+    graph, _ = build(copy.deepcopy(BASE))
+    assert not graph.of_type(DEPLOYMENT_PATCH)  # a first up restarts nothing
+    raw = copy.deepcopy(BASE)
+    raw["karmada"] |= {
+        "source": "existing",
+        "existing": {"kubeconfigSecret": "karmadaKubeconfig"},
+        "rotation": {"worker-1": 1},
+    }
+    raw["karmada"].pop("apiServer")
+    fleet, _ = parse_fleet(raw)
+    assert kb.controller_manager_restart(fleet) is None  # its owner restarts it (docs/security.md)
+
+
 # --- preflight -----------------------------------------------------------------------------------
 
 
