@@ -5,9 +5,11 @@ The fleet is tests/fixtures/fair-share.yaml, the example of docs/kueue-queueing.
 program renders it (its Configuration with `fairSharing` on, its Cohort tree, ClusterQueues and
 LocalQueues), twinned on one plane with the real Kueue, scheduler and kwok nodes. team-a
 (`fairSharing.weight: "3"`) and team-b (`"1"`) share cohort `research`; each owns 8 CPU and the
-root cohort `org` owns 8 more that nobody owns. Both teams submit more 500m Jobs than they can
-run, interleaved, in one go. Asserted: the cohort's quota fills up (24 CPU) with Jobs of both
-teams still pending, and, watched for a while after, the 8 unowned CPUs are borrowed 3:1:
+root cohort `org` owns 8 more that nobody owns. The root's CPU is withheld first (its
+nominalQuota set to 0); both teams submit more 500m Jobs than they can run, interleaved, in one
+go, and each fills its own 8 CPU with Jobs still pending; then the root's 8 CPU come back in one
+write. Asserted: the cohort's quota fills up (24 CPU) with Jobs of both teams still pending,
+and, watched for a while after, the 8 unowned CPUs are borrowed 3:1:
 team-a 6 CPU (12 Jobs) and team-b 2 (4 Jobs), within one Job either way (team-a between 5.5 and
 6.5 CPU: a ratio between 2.2 and 4.3), at every sample.
 
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -52,6 +54,7 @@ JOB_CPU: Final = 500  # millicores per Job (one pod)
 JOBS: Final = {"team-a": 32, "team-b": 24}
 WEIGHTS: Final = {"team-a": 3, "team-b": 1}
 UNOWNED_CPU: Final = 8000  # millicores the root cohort `org` owns (the fixture)
+ROOT_COHORT: Final = "org"
 TOLERANCE: Final = JOB_CPU  # one Job either way
 RUN_FOR: Final = "10m"  # every pod outlives the test: no Job finishes while it is watched
 SATURATED_TIMEOUT: Final = 120.0
@@ -146,6 +149,49 @@ def _usage(plane: ControlPlane) -> dict[str, dict[str, int]]:
     return out
 
 
+def _wait_usage(
+    plane: ControlPlane,
+    done: Callable[[dict[str, dict[str, int]]], bool],
+    what: str,
+    timeout: float,
+) -> dict[str, dict[str, int]]:
+    deadline = time.monotonic() + timeout
+    seen = _usage(plane)
+    while not done(seen):
+        assert time.monotonic() < deadline, f"{what}: not after {timeout:.0f}s; last seen {seen}"
+        time.sleep(POLL)
+        seen = _usage(plane)
+    return seen
+
+
+def _root_cpu(plane: ControlPlane, quota: str) -> str:
+    """Set the root cohort's CPU nominalQuota; returns the one it had."""
+    status, body = plane.get(f"{KUEUE_API}/cohorts/{ROOT_COHORT}")
+    assert status == 200, f"cohort {ROOT_COHORT}: HTTP {status}"
+    groups = json.loads(body)["spec"]["resourceGroups"]
+    paths = [
+        (g, f, r, res["nominalQuota"])
+        for g, group in enumerate(groups)
+        for f, flavor in enumerate(group["flavors"])
+        if flavor["name"] == FLAVOR
+        for r, res in enumerate(flavor["resources"])
+        if res["name"] == "cpu"
+    ]
+    assert len(paths) == 1, f"cohort {ROOT_COHORT}: no single {FLAVOR} cpu quota in {groups}"
+    g, f, r, before = paths[0]
+    patch = [
+        {
+            "op": "replace",
+            "path": f"/spec/resourceGroups/{g}/flavors/{f}/resources/{r}/nominalQuota",
+            "value": quota,
+        }
+    ]
+    plane.kubectl(
+        "patch", "cohorts.kueue.x-k8s.io", ROOT_COHORT, "--type=json", "-p", json.dumps(patch)
+    )
+    return str(before)
+
+
 def test_unowned_quota_is_borrowed_three_to_one_when_both_teams_saturate(
     twin: Twin, report: Report, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -168,24 +214,35 @@ def test_unowned_quota_is_borrowed_three_to_one_when_both_teams_saturate(
         if r.name == "cpu"
     )
     assert capacity == 2 * 8000 + UNOWNED_CPU, f"the fixture's CPU quota changed: {capacity}m"
+    # Phase 1: the root cohort's CPU withheld (nominalQuota 0), every Job submitted: each team
+    # fills its own 8 CPU and keeps Jobs pending. Admission order then no longer depends on
+    # which team's Workloads Kueue happened to create first (on a loaded machine, a team whose
+    # next Workload is not created yet loses its turn): phase 2 makes the unowned CPU appear in
+    # one write, while both teams have heads pending, and the weights alone decide who gets it.
+    original = _root_cpu(plane, "0")
     longest = max(JOBS.values())
     jobs = [_job(team, f"{team}-{i}") for i in range(longest) for team in JOBS if i < JOBS[team]]
     t0 = time.monotonic()
     applied = apply(plane, jobs)
     assert not applied.rejected, applied.stderr
-    deadline = t0 + SATURATED_TIMEOUT
-    seen = _usage(plane)
-    while not (
-        sum(u["total"] for u in seen.values()) == capacity
-        and all(u["pending"] > 0 for u in seen.values())
-    ):
-        assert time.monotonic() < deadline, (
-            f"the cohort's {capacity}m CPU in use with Jobs of both teams pending: not after "
-            f"{SATURATED_TIMEOUT:.0f}s; last seen {seen}"
-        )
-        time.sleep(POLL)
-        seen = _usage(plane)
-    t_full = time.monotonic() - t0
+    owned = capacity - UNOWNED_CPU
+    seen = _wait_usage(
+        plane,
+        lambda u: all(v["total"] == owned // 2 and v["pending"] > 0 for v in u.values()),
+        f"each team at its own {owned // 2}m with Jobs pending (root cohort's CPU withheld)",
+        SATURATED_TIMEOUT,
+    )
+    t_owned = time.monotonic() - t0
+    # Phase 2: the root's 8 CPU back, in one write.
+    _root_cpu(plane, original)
+    t1 = time.monotonic()
+    seen = _wait_usage(
+        plane,
+        lambda u: sum(v["total"] for v in u.values()) == capacity,
+        f"the cohort's {capacity}m CPU in use once the root's {UNOWNED_CPU}m are back",
+        SATURATED_TIMEOUT,
+    )
+    t_full = time.monotonic() - t1
     expected = UNOWNED_CPU * WEIGHTS["team-a"] // sum(WEIGHTS.values())
     samples: list[dict[str, dict[str, int]]] = []
     until = time.monotonic() + WATCH
@@ -200,12 +257,14 @@ def test_unowned_quota_is_borrowed_three_to_one_when_both_teams_saturate(
             f"team-a borrows {borrowed['team-a']}m of {UNOWNED_CPU}m, not {expected}m "
             f"(weights {WEIGHTS}) within {TOLERANCE}m; seen {seen}"
         )
+        assert all(u["pending"] > 0 for u in seen.values()), f"a team stopped saturating: {seen}"
         time.sleep(POLL)
     mean = {t: sum(s[t]["borrowed"] for s in samples) / len(samples) for t in ("team-a", "team-b")}
     ratio = mean["team-a"] / mean["team-b"] if mean["team-b"] else float("inf")
     line = (
         f"fair sharing (tests/fixtures/fair-share.yaml, weights 3:1): {sum(JOBS.values())} Jobs "
-        f"of {JOB_CPU}m, cohort full in {t_full:.1f}s; unowned {UNOWNED_CPU // 1000} CPU "
+        f"of {JOB_CPU}m, each team at its own quota in {t_owned:.1f}s, the cohort full "
+        f"{t_full:.1f}s after the root's CPU came back; unowned {UNOWNED_CPU // 1000} CPU "
         f"borrowed team-a {mean['team-a'] / 1000:.2f} : team-b {mean['team-b'] / 1000:.2f} "
         f"(ratio {ratio:.2f}, {len(samples)} samples over {WATCH:.0f}s); totals "
         f"{ {t: u['total'] for t, u in seen.items()} }, weighted shares "
