@@ -156,6 +156,19 @@ def executable(pid: int) -> Path | None:
         return None
 
 
+def is_plugin(pid: int, provider: Path) -> bool:
+    """A resource provider plugin the CLI starts: the kubernetes provider's binary, or the
+    Python dynamic provider host (`python -m pulumi.dynamic`, the RetireGuard's provider, whose
+    plugin the real-tier engine writes: tests/realtier/engine.py)."""
+    if executable(pid) == provider:
+        return True
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"pulumi.dynamic" in argv and b"-m" in argv
+
+
 def alive(pid: int) -> bool:
     """Running (a zombie, dead but not yet reaped, is not)."""
     try:

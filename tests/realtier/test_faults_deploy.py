@@ -71,6 +71,7 @@ from tests.realtier.pulumi_cli import (
     credential_refs,
     diff_lines,
     executable,
+    is_plugin,
     kubectl_kinds,
     object_refs,
     op_counts,
@@ -230,8 +231,9 @@ def _killed_up(deploy: EngineRun, kill: Kill, provider: Path) -> tuple[float, in
 
     The provider processes the dead CLI started outlive it: Pulumi's plugins check the engine's
     health every 5 minutes (pkg/resource/provider/main.go, rpcutil.Healthcheck) and only then
-    exit. The test waits PLUGIN_GRACE, requires every survivor to be the provider, then kills
-    them (this test started them, through the CLI).
+    exit. The test waits PLUGIN_GRACE, requires every survivor to be a provider plugin (the
+    kubernetes provider, or the Python dynamic provider host of the RetireGuard), then kills them
+    (this test started them, through the CLI).
     """
     outcome: dict[str, BaseException] = {}
 
@@ -253,7 +255,7 @@ def _killed_up(deploy: EngineRun, kill: Kill, provider: Path) -> tuple[float, in
     while any(alive(p) for p in kill.plugins) and time.monotonic() < deadline:
         time.sleep(0.25)
     lingering = [p for p in kill.plugins if alive(p)]
-    strangers = [(p, executable(p)) for p in lingering if executable(p) != provider]
+    strangers = [(p, executable(p)) for p in lingering if not is_plugin(p, provider)]
     for pid in lingering:
         os.kill(pid, signal.SIGKILL)
     assert not strangers, f"processes of the killed CLI other than the provider: {strangers}"
