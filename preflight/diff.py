@@ -16,6 +16,7 @@ from typing import Any
 
 from preflight.access import widens
 from preflight.snapshot import EXPOSURE_RANK, Snapshot, empty, snapshot
+from preflight.sources import CREDENTIAL_NAMES
 from preflight.upgrades import version_steps
 
 Change = dict[str, Any]
@@ -400,6 +401,14 @@ def _azure_quotas(base: dict[str, Any], head: dict[str, Any]) -> list[Change]:
     return _keyed(base, head, describe, changed)
 
 
+KARMADA_MEMBER_TOKEN = CREDENTIAL_NAMES["karmada"]
+# Karmada v1.18.2's per-member informers keep the token they started with (docs/security.md).
+KARMADA_RESTART_NOTE = (
+    "karmada-controller-manager restarts after the Clusters move (`up` rolls the chart's; an "
+    "existing Karmada's owner runs `kubectl rollout restart`, docs/security.md)"
+)
+
+
 def _credentials(base: dict[str, Any], head: dict[str, Any]) -> list[Change]:
     """A token whose generation moves is replaced by the next `up` (the old one revoked)."""
 
@@ -413,6 +422,8 @@ def _credentials(base: dict[str, Any], head: dict[str, Any]) -> list[Change]:
             rest = [p for p in pairs if p]
             if rest:
                 text += f" ({', '.join(rest)})"
+            if key.endswith(KARMADA_MEMBER_TOKEN):
+                text += f"; {KARMADA_RESTART_NOTE}"
             return _change("changed", key, text, "rotates at next up")
         return _fields(key, pairs)
 

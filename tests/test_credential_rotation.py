@@ -372,6 +372,19 @@ def test_the_diff_flags_each_token_the_next_up_rotates(tmp_path: Path) -> None:
     ]
 
 
+def test_the_diff_of_a_member_rotation_says_the_controller_manager_restarts(
+    tmp_path: Path,
+) -> None:
+    base = snapshot("dev")
+    raw = dev_raw()
+    raw["karmada"]["rotation"] = {"worker-1": 1}
+    diff = compare(base, edited(tmp_path, raw))
+    (change,) = [c for s in diff["sections"] for c in s["changes"]]
+    assert change["key"] == "worker-1: Karmada member token"
+    assert change["flag"] == "rotates at next up"
+    assert "karmada-controller-manager restarts after the Clusters move" in change["text"]
+
+
 def test_a_policy_change_that_renumbers_generations_is_flagged(tmp_path: Path) -> None:
     base = snapshot("dev")
     raw = with_credentials(dev_raw(), {"rotateEveryDays": 30, "scheduleStart": "2026-10-01"})
