@@ -22,6 +22,13 @@ nodes.
 
 Without `reclaimWithinCohort` (Kueue's default: Never) step 3 fails: the urgent Job waits for a
 team-b Job to finish like any other.
+
+On a MultiKueue manager (dev's twin: a manager and two workers, the example's priority classes,
+the manager's team-a queue cut to one Job and `withinClusterQueue: LowerPriority`): a batch Job
+dispatched and Running on a worker is preempted on the manager by an urgent one (Preempted
+`InClusterQueue`); its copy (Job and Workload) is removed from that worker before it completes
+there; it is admitted again once the urgent Job is done, and both complete once, each on one
+worker.
 """
 
 from __future__ import annotations
@@ -37,11 +44,24 @@ import pytest
 import yaml
 
 from checks.stack import parse_fleet
+from config.models import FleetConfig
 from tests.realtier.conftest import kueue_crd_paths
 from tests.realtier.faults import COMPLETE_DELAY, KUEUE_API, condition, items, timed_simulation
 from tests.realtier.harness import ControlPlane, Report, Tools, apply
 from tests.realtier.kueue import kueue_binary
-from tests.realtier.test_faults_runtime import until
+from tests.realtier.test_faults_runtime import (
+    MANAGER,
+    completed_once,
+    job,
+    queues_active,
+    running_pods,
+    state,
+    timed_job,
+    until,
+    workloads,
+)
+from tests.realtier.test_twin_jobs import PODS
+from tests.realtier.twin import load_stack, submissions
 from tests.realtier.twin_run import (
     JobWatch,
     SimulationTools,
@@ -204,13 +224,16 @@ class Seen:
 class Workloads:
     """Every Workload of the teams, sampled at each poll: transient conditions are kept."""
 
-    def __init__(self, plane: ControlPlane) -> None:
+    def __init__(
+        self, plane: ControlPlane, namespaces: tuple[str, ...] = (LENDER, BORROWER)
+    ) -> None:
         self.plane = plane
+        self.namespaces = namespaces
         self.by_job: dict[str, Seen] = {}  # "<namespace>/<job>"
 
     def sample(self) -> dict[str, Seen]:
         now = time.monotonic()
-        for team in (LENDER, BORROWER):
+        for team in self.namespaces:
             for wl in items(self.plane, f"{KUEUE_API}/namespaces/{team}/workloads"):
                 owner = next(
                     (
@@ -412,6 +435,165 @@ def test_an_urgent_job_preempts_a_batch_job_borrowing_its_quota_and_the_batch_jo
         f"{readmitted[0] - t_urgent:.1f}s after; all {len(every)} Jobs complete once "
         f"{t_done - t_urgent:.1f}s after (the victim's Job: failed="
         f"{ended[victim].get('failed', 0)}, its eviction count {evictions}); twin {twin.timings}"
+    )
+    report(line)
+    with capsys.disabled():
+        print("\n" + line)
+
+
+# ---- on a MultiKueue manager -------------------------------------------------------------------
+
+MANAGER_CPU: Final = "1"  # the manager's team-a quota: one dispatched Job (PODS x 500m) at a time
+MK_RUN_FOR: Final = "40s"  # the batch Job's pods on its worker: past the preemption
+COPY_GONE_TIMEOUT: Final = 60.0
+
+
+def multikueue_fleet() -> FleetConfig:
+    """dev's fleet with the example's priority classes, its manager's team-a ClusterQueue cut to
+    one Job's quota and preempting lower priority within it (`withinClusterQueue:
+    LowerPriority`), and the workers' provisioning gates off (no autoscaler here: their pools
+    start at maxCount). Everything else, MultiKueue included, is dev's."""
+    raw: dict[str, Any] = load_stack("dev").model_dump(
+        mode="json", by_alias=True, exclude_none=True
+    )
+    example = yaml.safe_load(FIXTURE.read_text())
+    raw["kueue"]["workloadPriorityClasses"] = example["kueue"]["workloadPriorityClasses"]
+    for cluster in raw["clusters"]:
+        queues = cluster["queues"]
+        if cluster["role"] == "manager":
+            [cq] = queues["clusterQueues"]
+            cq["preemption"] = {"withinClusterQueue": "LowerPriority"}
+            for group in cq["resourceGroups"]:
+                for flavor in group["flavors"]:
+                    flavor["resources"] = [
+                        {"name": "cpu", "nominalQuota": MANAGER_CPU},
+                        {"name": "memory", "nominalQuota": "1Gi"},
+                    ]
+        else:
+            queues.pop("provisioningGates", None)
+            for cq in queues["clusterQueues"]:
+                cq.pop("provisioningGate", None)
+    fleet, _ = parse_fleet(raw, source="dev, priority on the manager")
+    return fleet
+
+
+@pytest.fixture
+def mk_twin(tools: Tools, simulation: SimulationTools, tmp_path: Path) -> Iterator[Twin]:
+    binary = kueue_binary()
+    if binary is None:
+        pytest.skip("real tier: kueue not built")
+    fleet = multikueue_fleet()
+    with running_twin(
+        "dev-priority",
+        tools,
+        timed_simulation(simulation, tmp_path / "stages"),
+        kueue_binary=binary,
+        kueue_crds=kueue_crd_paths(fleet),
+        workdir=tmp_path,
+        fleet_value=fleet,
+    ) as started:
+        yield started
+
+
+def _copies(twin: Twin, ns: str, name: str) -> dict[str, list[str]]:
+    """Per worker, what of the Job's MultiKueue copy is there (its Job, its Workload)."""
+    out: dict[str, list[str]] = {}
+    for worker in (w for w in twin.planes if w != MANAGER):
+        plane = twin.planes[worker]
+        found = ["Job"] if job(plane, ns, name) else []
+        found += [
+            "Workload"
+            for w in workloads(plane, ns)
+            if any(o.get("name") == name for o in w["metadata"].get("ownerReferences") or [])
+        ]
+        if found:
+            out[worker] = found
+    return out
+
+
+def test_a_dispatched_job_preempted_on_the_manager_loses_its_worker_copy_and_completes_later(
+    mk_twin: Twin, report: Report, capsys: pytest.CaptureFixture[str]
+) -> None:
+    twin = mk_twin
+    manager = twin.planes[MANAGER]
+    workers = [w for w in twin.planes if w != MANAGER]
+    queues_active(twin)
+    [sub] = [s for s in submissions(twin.fleet) if s.dispatched]
+    ns = sub.namespace
+    victim, urgent = "batch-0", "urgent-0"
+    wls = Workloads(manager, (ns,))
+    watches = {w: JobWatch(twin.planes[w]) for w in workers}
+
+    def labelled(name: str, priority: str, run_for: str) -> dict[str, Any]:
+        obj = timed_job(sub, name, run_for)
+        obj["metadata"]["labels"][PRIORITY_LABEL] = priority
+        return obj
+
+    try:
+        t0 = time.monotonic()
+        _submit(manager, [labelled(victim, "batch", MK_RUN_FOR)])
+        until(
+            f"{victim} dispatched and its {PODS} pods Running on a worker",
+            lambda: any(len(running_pods(twin.planes[w], ns, victim)) == PODS for w in workers),
+            timeout=SATURATED_TIMEOUT,
+            state=lambda: state(twin, ns, workers),
+        )
+        first = next(w for w in workers if running_pods(twin.planes[w], ns, victim))
+        t_running = time.monotonic() - t0
+
+        t_urgent = time.monotonic()
+        _submit(manager, [labelled(urgent, "urgent", URGENT_RUN_FOR)])
+        t_evicted = until(
+            f"{victim} preempted on the manager for {urgent}",
+            wls.probe(
+                lambda s: bool(s.get(f"{ns}/{victim}") and s[f"{ns}/{victim}"].when("Evicted"))
+            ),
+            timeout=PREEMPT_TIMEOUT,
+            state=lambda: wls.describe() + "\n" + state(twin, ns, workers),
+        )
+        preempted = wls.by_job[f"{ns}/{victim}"]
+        assert preempted.when("Evicted", "True", "Preempted"), preempted.changes
+        assert preempted.when("Preempted", "True", "InClusterQueue"), (
+            f"{victim}: no Preempted=True InClusterQueue seen: {preempted.changes}"
+        )
+        t_gone = until(
+            f"{victim}'s copy removed from {first} (its Job and Workload there)",
+            lambda: first not in _copies(twin, ns, victim),
+            timeout=COPY_GONE_TIMEOUT,
+            state=lambda: f"copies {_copies(twin, ns, victim)}\n" + state(twin, ns, workers),
+        )
+        assert not watches[first].completed(ns, victim), f"{victim} completed on {first} first"
+        t_done = until(
+            f"{urgent} and {victim} each completed once on the manager",
+            wls.probe(lambda _: all(completed_once(twin, ns, n) for n in (urgent, victim))),
+            timeout=COMPLETE_TIMEOUT,
+            state=lambda: wls.describe() + "\n" + state(twin, ns, workers),
+        )
+        seen = wls.sample()
+    finally:
+        for watch in watches.values():
+            watch.stop()
+
+    ran_on = {n: [w for w in workers if watches[w].completed(ns, n)] for n in (urgent, victim)}
+    assert all(len(ws) == 1 for ws in ran_on.values()), (
+        f"not completed on one worker each: {ran_on}"
+    )
+    victim_wl = seen[f"{ns}/{victim}"]
+    readmitted = [t for t in victim_wl.when("QuotaReserved") if t > t_evicted]
+    assert readmitted, f"{victim}: not admitted again after its eviction: {victim_wl.changes}"
+    message = victim_wl.messages.get("Preempted", "")
+    assert seen[f"{ns}/{urgent}"].uid in message, f"{victim}: {message}"
+    evictions = (victim_wl.last["status"].get("schedulingStats") or {}).get("evictions") or []
+    assert [(e["reason"], e["count"]) for e in evictions] == [("Preempted", 1)], evictions
+    line = (
+        f"priority preemption on a MultiKueue manager (dev's twin, manager team-a quota "
+        f"{MANAGER_CPU} CPU, withinClusterQueue LowerPriority): {victim} (batch) Running on "
+        f"{first} {t_running:.1f}s after submission; {urgent} submitted, {victim} preempted "
+        f"on the manager {t_evicted - t_urgent:.1f}s later (Preempted InClusterQueue), its copy "
+        f"gone from {first} {t_gone - t_urgent:.1f}s after, admitted again "
+        f"{readmitted[0] - t_urgent:.1f}s after; both complete once {t_done - t_urgent:.1f}s "
+        f"after ({urgent} on {ran_on[urgent][0]}, {victim} on {ran_on[victim][0]}); twin "
+        f"{twin.timings}"
     )
     report(line)
     with capsys.disabled():
