@@ -362,7 +362,7 @@ def test_an_urgent_job_preempts_a_batch_job_borrowing_its_quota_and_the_batch_jo
         t_urgent = time.monotonic()
         _submit(plane, [_job(LENDER, _name(urgent), "urgent", URGENT_RUN_FOR)])
         t_admitted = until(
-            f"{urgent} admitted by preemption",
+            f"{urgent} (urgent) admitted",
             wls.probe(lambda s: _admitted(s.get(urgent))),
             timeout=PREEMPT_TIMEOUT,
             state=wls.describe,
