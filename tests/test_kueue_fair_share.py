@@ -24,6 +24,7 @@ from config.errors import ConfigError
 from tests import crdschema
 
 FIXTURE = Path(__file__).parent / "fixtures" / "fair-share.yaml"
+PRIORITY = Path(__file__).parent / "fixtures" / "priority.yaml"
 Q = "clusters[0].queues"
 
 
@@ -78,8 +79,9 @@ def test_the_example_is_clean_and_renders_what_it_says() -> None:
     assert config["managedJobsNamespaceSelector"] == {"matchLabels": {"kueue-managed": "true"}}
 
 
-def test_the_example_matches_the_pinned_crds() -> None:
-    fleet, _ = parse_fleet(example())
+@pytest.mark.parametrize("fixture", [FIXTURE, PRIORITY], ids=lambda p: p.name)
+def test_the_example_matches_the_pinned_crds(fixture: Path) -> None:
+    fleet, _ = parse_fleet(yaml.safe_load(fixture.read_text()))
     kinds: set[str] = set()
     failures: list[str] = []
     for manifests in kueue_objects(fleet).values():
@@ -90,8 +92,28 @@ def test_the_example_matches_the_pinned_crds() -> None:
             report = crdschema.validate(m.obj, "kueue", f"v{fleet.kueue.version}")
             assert report.crd is not None, m.kind
             failures += [f"{m.kind}/{m.name}: {e}" for e in [*report.errors, *report.warnings]]
-    assert {"Cohort", "WorkloadPriorityClass", "ClusterQueue", "LocalQueue"} <= kinds
+    assert {"WorkloadPriorityClass", "ClusterQueue", "LocalQueue"} <= kinds
+    assert fixture == PRIORITY or "Cohort" in kinds
     assert failures == []
+
+
+def test_the_priority_example_is_classic_preemption_by_priority() -> None:
+    """tests/fixtures/priority.yaml (tests/realtier/test_kueue_preemption.py runs it): no fair
+    sharing, so Kueue's classic preemption decides by these policies and the priority values."""
+    raw = yaml.safe_load(PRIORITY.read_text())
+    fleet, warnings = parse_fleet(raw)
+    assert warnings == []
+    assert "fairSharing" not in manager_config(fleet.kueue, fleet.clusters[0])
+    objs = objects(raw)
+    for team in ("team-a", "team-b"):
+        spec = objs[("ClusterQueue", team)]["spec"]
+        assert spec["cohortName"] == "research"
+        assert spec["preemption"] == {
+            "withinClusterQueue": "LowerPriority",
+            "reclaimWithinCohort": "LowerPriority",
+        }
+    values = {n: objs[("WorkloadPriorityClass", n)]["value"] for n in ("urgent", "batch")}
+    assert values == {"urgent": 1000, "batch": 100}
 
 
 def test_admission_fair_sharing_renders_under_kueues_names() -> None:
