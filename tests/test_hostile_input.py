@@ -11,6 +11,7 @@ import copy
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +45,9 @@ def preflight_json(
 ) -> tuple[int, dict[str, Any]]:
     """`python -m preflight s --json` on the stack file in `root`: exit code and parsed JSON."""
     monkeypatch.setattr(preflight_main, "load_from_file", lambda s: load_from_file(s, root))
-    started = time.perf_counter()
+    started = time.process_time()
     code = preflight_main.main(["s", "--json"])
-    assert time.perf_counter() - started < 2
+    assert time.process_time() - started < 2
     return code, json.loads(capsys.readouterr().out)
 
 
@@ -102,10 +103,10 @@ def test_damaged_file_gives_json_errors(
 
 def test_alias_bomb_outside_the_fleet_key_is_bounded_too(tmp_path: Path) -> None:
     write_stack(tmp_path, "other: &x [1, 1]\n" + with_fleet(BOMB))
-    started = time.perf_counter()
+    started = time.process_time()
     with pytest.raises(ConfigError, match="aliases are expanded"):
         load_from_file("s", tmp_path)
-    assert time.perf_counter() - started < 1
+    assert time.process_time() - started < 1
 
 
 def test_anchors_of_the_committed_stacks_still_load() -> None:
@@ -119,21 +120,30 @@ def test_libyaml_parser_is_used_and_fast() -> None:
     assert yaml.__with_libyaml__
     assert yamlsafe._Parser is yaml.cyaml.CParser  # pyright: ignore[reportPrivateUsage, reportAttributeAccessIssue]
     text = "root:\n" + "".join(f"  key{i}: [value, {i}, true]\n" for i in range(3000))
-    started = time.perf_counter()
     assert len(yamlsafe.load(text, name="big")["root"]) == 3000
-    ours = time.perf_counter() - started
-    started = time.perf_counter()
-    yaml.load(text, Loader=yaml.SafeLoader)  # the pure-Python parser it replaces
-    assert ours < (time.perf_counter() - started) / 2
+
+    def cpu(parse: Callable[[], object]) -> float:
+        """Best of three, in this process's CPU time: the real tier runs beside this test in
+        the other pytest process, and wall time would measure that machine load."""
+        times: list[float] = []
+        for _ in range(3):
+            started = time.process_time()
+            parse()
+            times.append(time.process_time() - started)
+        return min(times)
+
+    ours = cpu(lambda: yamlsafe.load(text, name="big"))
+    pure = cpu(lambda: yaml.load(text, Loader=yaml.SafeLoader))  # the parser it replaces
+    assert ours < pure / 2, (ours, pure)
 
 
 def test_limits_refuse_before_building() -> None:
     """A flat file of the largest size allowed, and one value over the value limit."""
     flat = "".join(f"- {i}\n" for i in range(yamlsafe.MAX_NODES))
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: machine load does not count
     with pytest.raises(yamlsafe.YamlError, match="more than 20000 values"):
         yamlsafe.load(flat, name="flat")
-    assert time.perf_counter() - started < 0.5
+    assert time.process_time() - started < 0.5
 
 
 @pytest.mark.parametrize(
@@ -203,10 +213,10 @@ def test_quantity_overflow_is_a_config_error() -> None:
 def test_azure_tag_limits() -> None:
     raw = base_raw()
     raw["tags"] = {f"t{i}": "v" for i in range(120_000)}
-    started = time.perf_counter()
+    started = time.process_time()
     with pytest.raises(ConfigError, match="tags: Dictionary should have at most 50 items"):
         parse_fleet(raw)
-    assert time.perf_counter() - started < 2
+    assert time.process_time() - started < 2
     raw["tags"] = {"a/b": "v", "ok": "v" * 257, "Azure-x": "v"}
     with pytest.raises(ConfigError) as err:
         parse_fleet(raw)
@@ -290,10 +300,10 @@ PATH_CASES: dict[str, str] = {
 @pytest.mark.parametrize("relative", list(PATH_CASES))
 def test_kubeconfig_path_stays_in_the_project(project: Path, relative: str) -> None:
     fleet, _ = parse_fleet(existing_fleet(relative))
-    started = time.perf_counter()
+    started = time.process_time()
     with pytest.raises(ConfigError) as err:
         read_files(fleet, project)
-    assert time.perf_counter() - started < 1
+    assert time.process_time() - started < 1
     (issue,) = err.value.errors
     assert issue.path == "clusters[0].existing.kubeconfigPath"
     assert PATH_CASES[relative] in issue.message
