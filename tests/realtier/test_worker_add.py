@@ -261,7 +261,7 @@ def test_a_worker_added_under_load_takes_the_waiting_jobs(
     queues_active(twin)
     # worker-3 exists before `up` (on AKS, `up` creates the cluster first): its Kueue runs.
     t_start = time.monotonic()
-    add_cluster(
+    added = add_cluster(
         twin,
         stack_after,
         NEW_WORKER,
@@ -273,9 +273,6 @@ def test_a_worker_added_under_load_takes_the_waiting_jobs(
         nodes=nodes_at_min,
     )
     t_added = time.monotonic() - t_start
-    start_autoscalers(
-        {w: twin.planes[w] for w in (*OLD_WORKERS, NEW_WORKER)}, twin.fleet, autoscaler
-    )
     [sub] = [s for s in submissions(twin.fleet) if s.dispatched]
     ns = sub.namespace
     first = [f"load-{i}" for i in range(RUNNING)]
@@ -286,18 +283,24 @@ def test_a_worker_added_under_load_takes_the_waiting_jobs(
         return state(twin, ns, [*OLD_WORKERS, NEW_WORKER])
 
     try:
-        applied = apply(manager, [sized_job(sub, n, RUN_FOR) for n in first])
-        assert not applied.rejected, applied.stderr
-        until(
-            "the first jobs Running, 4 on each of worker-1 and worker-2",
-            lambda: all(
-                any(len(running_pods(twin.planes[w], ns, n)) == PODS for w in OLD_WORKERS)
-                for n in first
-            ),
-            timeout=180.0,
-            state=seen,
-        )
+        # One worker after the other, each by its autoscaler answering its gate: with AllAtOnce
+        # both would race for the same jobs. A full worker's copies of the next ones wait for
+        # quota there, so the second batch runs on the second worker.
+        for i, worker in enumerate(OLD_WORKERS):
+            start_autoscalers({worker: twin.planes[worker]}, twin.fleet, autoscaler)
+            batch = first[i * PER_WORKER : (i + 1) * PER_WORKER]
+            applied = apply(manager, [sized_job(sub, n, RUN_FOR) for n in batch])
+            assert not applied.rejected, applied.stderr
+            until(
+                f"{PER_WORKER} jobs Running on {worker}",
+                lambda batch=batch, worker=worker: all(
+                    len(running_pods(twin.planes[worker], ns, n)) == PODS for n in batch
+                ),
+                timeout=180.0,
+                state=seen,
+            )
         t_full = time.monotonic()
+        start_autoscalers({NEW_WORKER: added}, twin.fleet, autoscaler)
         on = {w["metadata"]["name"]: where(w) for w in workloads(manager, ns)}
         split = {w: sum(1 for c in on.values() if c == w) for w in OLD_WORKERS}
         assert split == dict.fromkeys(OLD_WORKERS, PER_WORKER), f"{split}\n{seen()}"
