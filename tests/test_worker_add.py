@@ -134,7 +134,7 @@ def test_the_pages_commands_are_there_and_parse() -> None:
     lines = documented_commands()
     assert len(lines) == 4, lines
     for containing in (
-        'QuotaReserved")].status}|',
+        'Admitted")].status}|',
         "multikueuecluster worker-3",
         "multikueueconfig",
         'clusterName=="worker-3"',
