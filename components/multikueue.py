@@ -74,6 +74,7 @@ class MultiKueueWorkerAccess(pulumi.ComponentResource):
     ca_data: pulumi.Output[str]
     token_secret: k8s.core.v1.Secret
     proof_binding: pulumi.Resource
+    write_bindings: list[pulumi.Resource]
 
     def __init__(
         self,
@@ -100,12 +101,14 @@ class MultiKueueWorkerAccess(pulumi.ComponentResource):
             mk.write_role(args.kueue_version, args.frameworks, args.feature_gates),
             after_kueue,
         )
-        for team_ns, team_ns_after in args.write_namespaces.items():
+        self.write_bindings = [
             kube_object(
                 f"{name}-write-{team_ns}",
                 mk.write_role_binding(team_ns, ns),
                 _options(self, args.provider, args.depends_on, account, write_role, *team_ns_after),
             )
+            for team_ns, team_ns_after in args.write_namespaces.items()
+        ]
         proof_role = kube_object(f"{name}-proof-role", mk.proof_role(ns), after_kueue)
         self.proof_binding = kube_object(
             f"{name}-proof-binding",
@@ -139,6 +142,9 @@ class WorkerLink:
     rotation: int = 0
     # What a read with the token needs on the worker first (MultiKueueWorkerAccess.proof_binding).
     proof_after: Sequence[pulumi.Resource] = ()
+    # What the worker needs before the manager sends it work: its queue objects and the account's
+    # write access in the dispatched namespaces. The MultiKueueConfigs that list it wait for them.
+    ready: Sequence[pulumi.Resource] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -178,8 +184,8 @@ class MultiKueueManager(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__(f"{TYPE_PREFIX}:MultiKueueManager", name, None, opts)
-        after_kueue = _options(self, args.provider, args.depends_on)
         self.guard: RetireGuard | None = None
+        guarded: list[pulumi.Resource] = []
         if args.kubeconfig is not None:
             # Before the configs: a worker leaves them only once the guard found it empty.
             self.guard = RetireGuard(
@@ -189,7 +195,7 @@ class MultiKueueManager(pulumi.ComponentResource):
                 kubeconfig=args.kubeconfig,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)),
             )
-            after_kueue = _options(self, args.provider, args.depends_on, self.guard)
+            guarded.append(self.guard)
         kubeconfigs: dict[str, pulumi.Output[str]] = {}
         self.clusters = {}
         for worker in args.workers:
@@ -216,12 +222,15 @@ class MultiKueueManager(pulumi.ComponentResource):
         configs = args.configs
         if configs is None:
             configs = [(MULTIKUEUE_CONFIG, [w.name for w in args.workers])]
+        links = {w.name: w for w in args.workers}
         self.configs = {
             # The default set keeps the resource name (so the URN) stacks already have.
             set_name: custom_resource(
                 f"{name}-config" if set_name == MULTIKUEUE_CONFIG else f"{name}-config-{set_name}",
                 mk.multikueue_config(members, set_name),
-                after_kueue,
+                _options(
+                    self, args.provider, args.depends_on, *guarded, *self._joined(members, links)
+                ),
             )
             for set_name, members in configs
         }
@@ -232,6 +241,28 @@ class MultiKueueManager(pulumi.ComponentResource):
         self.admission_check_name = MULTIKUEUE_ADMISSION_CHECK
         self.kubeconfigs = pulumi.Output.secret(pulumi.Output.all(**kubeconfigs))
         self.register_outputs({"kubeconfigs": self.kubeconfigs})
+
+    def _joined(
+        self, members: Sequence[str], links: Mapping[str, WorkerLink]
+    ) -> list[pulumi.Resource]:
+        """What a MultiKueueConfig waits for: each member's MultiKueueCluster (Active: Kueue is
+        connected to it) and what the worker needs to take work (`WorkerLink.ready`).
+
+        A worker added to a running fleet joins the config only then. Kueue v0.19.2 dispatches
+        a Workload to the config's connected clusters alone and requeues every Workload of the
+        config when its cluster list changes; a cluster that connects later requeues only the
+        Workloads with a copy there (pkg/controller/admissionchecks/multikueue/workload.go,
+        remoteClientsForAC and configHandler.Update; multikueuecluster.go, Reconcile). A config
+        listing the worker before Kueue is connected to it would leave the queued Workloads
+        without a copy there until something else touches them (docs/operations.md, "Adding a
+        worker")."""
+        out: list[pulumi.Resource] = []
+        for member in members:
+            if member in self.clusters:
+                out.append(self.clusters[member])
+            if member in links:
+                out += links[member].ready
+        return out
 
     def _proof(
         self, name: str, worker: WorkerLink, kubeconfig: pulumi.Output[str], namespace: str
@@ -327,6 +358,7 @@ class MultiKueue(pulumi.ComponentResource):
                     token=access.token,
                     rotation=rotation,
                     proof_after=[access.proof_binding],
+                    ready=[*access.write_bindings, *objects.values()],
                 )
             )
         self.manager = MultiKueueManager(

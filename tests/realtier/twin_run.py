@@ -223,6 +223,8 @@ class JobWatch:
         kubectl = plane.tools.kubectl if plane.tools is not None else "kubectl"
         self.plane = plane
         self.lines: list[str] = []
+        # `namespace/name` -> when a line of that Job was first read (time.monotonic)
+        self.first_seen: dict[str, float] = {}
         args, preexec = spawn_args(
             [
                 str(kubectl),
@@ -254,6 +256,8 @@ class JobWatch:
             return
         for line in stdout:
             self.lines.append(line.strip())
+            if line.split():
+                self.first_seen.setdefault(line.split()[0], time.monotonic())
 
     def completed(self, namespace: str, name: str) -> bool:
         """The Job was seen with condition Complete=True."""
@@ -334,6 +338,82 @@ def wire_kueue(twin: Twin) -> None:
         _apply_all(twin.planes[target], [m.obj for m in manifests if m.target == target])
 
 
+def make_twin_clusters(
+    planes: Sequence[ControlPlane],
+    nodes: Mapping[str, Sequence[PoolNodes]],
+    sim: SimulationTools,
+    kueue_crds: Sequence[Path],
+) -> None:
+    """Make started planes twin clusters, ready for their Kueue: the Kueue and
+    ProvisioningRequest CRDs, `kueue-system`, kube-scheduler and kwok, their nodes, all Ready."""
+    from tests.realtier.conftest import install_crds  # noqa: PLC0415 - the tier's one CRD path
+
+    for plane in planes:
+        install_crds(plane, [*kueue_crds, sim.provisioning_crd])
+        _apply_all(plane, [namespace(KUEUE_NAMESPACE)])
+        launch_simulation(plane, sim)
+        register_nodes(plane, nodes[plane.name])
+    await_nodes_ready(
+        list(planes),
+        {p.name: {n["metadata"]["name"] for g in nodes[p.name] for n in g.nodes} for p in planes},
+    )
+
+
+def _kueue_for(
+    fleet: FleetConfig, plane: ControlPlane, binary: Path, workdir: Path, worker_lost_timeout: str
+) -> KueueManager:
+    """The Kueue manager of one twin cluster, configured as the program configures it."""
+    cluster = fleet.cluster(plane.name)
+    if cluster is None:
+        raise StartError(f"{plane.name}: not a cluster of the twin's fleet")
+    return KueueManager(
+        plane,
+        binary,
+        workdir / "kueue" / plane.name,
+        frameworks=tuple(fleet.kueue.frameworks),
+        worker_lost_timeout=worker_lost_timeout,
+        program_config=manager_config(fleet.kueue, cluster),
+        feature_gates=feature_gates(fleet.kueue, cluster),
+    )
+
+
+def add_cluster(
+    twin: Twin,
+    stack_fleet: FleetConfig,
+    name: str,
+    tools: Tools,
+    sim: SimulationTools,
+    *,
+    kueue_binary: Path,
+    kueue_crds: Sequence[Path],
+    workdir: Path,
+    nodes: Callable[[FleetConfig], dict[str, list[PoolNodes]]] = fleet_nodes,
+    worker_lost_timeout: str = "2m",
+) -> ControlPlane:
+    """One more cluster in a running twin: `stack_fleet` is the stack with it added (the
+    cluster `name` among its clusters). Its plane, nodes, scheduler, kwok and Kueue start as
+    `running_twin` starts the others, with no Kueue objects yet (on AKS, the cluster exists
+    before its objects too; here `pulumi up` of `stack_fleet` makes them). The plane and its
+    Kueue join `twin.planes` and `twin.kueues`, which `running_twin` stops; `twin.fleet`
+    becomes `stack_fleet`'s twin. Nothing already running is touched."""
+    if name in twin.planes:
+        raise StartError(f"{name}: already a cluster of the twin")
+    plane = ControlPlane(name, workdir / name, tools, controllers=TWIN_CONTROLLERS)
+    # Registered first, so the twin stops whatever of it started even if a step fails.
+    twin.planes[name] = plane
+    t0 = time.monotonic()
+    start_all([plane])
+    fleet = twin_fleet(stack_fleet, {n: p.kubeconfig for n, p in twin.planes.items()})
+    twin.nodes[name] = nodes(fleet)[name]
+    make_twin_clusters([plane], twin.nodes, sim, kueue_crds)
+    kueue = _kueue_for(fleet, plane, kueue_binary, workdir, worker_lost_timeout)
+    twin.kueues[name] = kueue
+    start_kueues([kueue], tools.openssl)
+    twin.fleet = fleet
+    twin.timings[f"added {name}"] = time.monotonic() - t0
+    return plane
+
+
 @contextlib.contextmanager
 def running_twin(
     stack: str,
@@ -358,8 +438,6 @@ def running_twin(
     The objects are the program's rendered ones applied with kubectl (`wire_kueue`), or with
     `by_engine` what `pulumi up` of the twin's stack makes (tests/realtier/twin_engine.py).
     """
-    from tests.realtier.conftest import install_crds  # noqa: PLC0415 - the tier's one CRD path
-
     if fleet_value is not None and by_engine:
         raise ValueError("by_engine deploys Pulumi.<stack>.yaml: no `fleet_value` with it")
     t0 = time.monotonic()
@@ -375,31 +453,11 @@ def running_twin(
             fleet = twin_fleet(stack_fleet, {n: p.kubeconfig for n, p in planes.items()})
             twin = Twin(stack, fleet, planes, nodes(fleet), kueues)
             twin.timings["planes"] = time.monotonic() - t0
-            for plane in planes.values():
-                install_crds(plane, [*kueue_crds, sim.provisioning_crd])
-                _apply_all(plane, [namespace(KUEUE_NAMESPACE)])
-                launch_simulation(plane, sim)
-                register_nodes(plane, twin.nodes[plane.name])
-            await_nodes_ready(
-                list(planes.values()),
-                {
-                    name: {n["metadata"]["name"] for g in groups for n in g.nodes}
-                    for name, groups in twin.nodes.items()
-                },
-            )
+            make_twin_clusters(list(planes.values()), twin.nodes, sim, kueue_crds)
             twin.timings["nodes"] = time.monotonic() - t0
-            clusters = {c.name: c for c in fleet.clusters}
             kueues.update(
                 {
-                    name: KueueManager(
-                        plane,
-                        kueue_binary,
-                        workdir / "kueue" / name,
-                        frameworks=tuple(fleet.kueue.frameworks),
-                        worker_lost_timeout=worker_lost_timeout,
-                        program_config=manager_config(fleet.kueue, clusters[name]),
-                        feature_gates=feature_gates(fleet.kueue, clusters[name]),
-                    )
+                    name: _kueue_for(fleet, plane, kueue_binary, workdir, worker_lost_timeout)
                     for name, plane in planes.items()
                 }
             )
