@@ -31,6 +31,21 @@ def errors(raw: dict[str, Any]) -> list[str]:
     return [str(i) for i in info.value.issues if i.severity == "error"]
 
 
+def test_a_sets_order_is_the_config_order_the_incremental_dispatchers_preference() -> None:
+    """Kueue v0.19.2's Incremental dispatcher nominates in the MultiKueueConfig's order
+    (docs/kueue-queueing.md, "Worker preference"): the program keeps the config's order and
+    never sorts it."""
+    raw = fleet(3, split=False)
+    for order in (
+        [worker_name(3), worker_name(1), worker_name(2)],
+        [worker_name(2), worker_name(3), worker_name(1)],
+    ):
+        raw["multiKueue"] = {**raw.get("multiKueue", {}), "workers": order}
+        value, _ = parse_fleet(raw)
+        (config,) = objects(value, "MultiKueueConfig")
+        assert config["spec"]["clusters"] == order
+
+
 @pytest.mark.parametrize("n", [2, 20])
 def test_one_set_renders_the_objects_stacks_have_today(n: int) -> None:
     """<= 20 workers in one set: exactly the `multikueue` config and check of before."""

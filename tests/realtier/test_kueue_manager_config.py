@@ -35,6 +35,7 @@ from typing import Any, Final
 import pytest
 
 from builders.kueue import feature_gates, manager_config
+from builders.multikueue import multikueue_config
 from config.resolve import dispatch_sets, with_mirrored_queues
 from tests.realtier.conftest import kueue_crd_paths
 from tests.realtier.faults import cluster_active, restart_kueue
@@ -328,6 +329,42 @@ def test_one_job_opens_one_provisioning_request_with_prods_dispatcher(
         state,
     )
     opened_inc = state()["requests"]
+    first = [w for w, prs in opened_inc.items() if prs]
+    assert first == gated[:1], f"Incremental nominated {first}, not the set's first {gated[:1]}"
+    home.kubectl("delete", "job", "-n", NAMESPACE, "incremental", "--wait=false")
+
+    # Worker preference: the set's order is the order Incremental nominates in (Kueue v0.19.2,
+    # gate MultiKueueIncrementalDispatcherRespectConfigOrder, beta and on): the program renders
+    # the MultiKueueConfig in the config's order, so listing the workers the other way round
+    # (clusterQueueWorkers.team-a: [worker-2, worker-1]) makes worker-2 the first choice.
+    (config_name,) = [d.name for d in dispatch_sets(twin.fleet) if QUEUE in d.queues]
+    preferred = list(reversed(gated))
+    reordered = apply(home, [multikueue_config(preferred, config_name)])
+    assert not reordered.rejected, reordered.stderr
+    t_pref, wl_pref = _one_job(twin, "preferred", gated, enough=1)
+
+    def preferred_only() -> bool:
+        seen = {w: _requests_for(twin.planes[w], wl_pref) for w in gated}
+        nominated = ((_workload(home, "preferred") or {}).get("status") or {}).get(
+            "nominatedClusterNames"
+        )
+        return [w for w, prs in seen.items() if prs] == preferred[:1] == nominated
+
+    _holds(
+        f"the reordered set {preferred}: only {preferred[0]} nominated for {wl_pref}",
+        preferred_only,
+        HELD,
+        lambda: {
+            "requests": {w: _requests_for(twin.planes[w], wl_pref) for w in gated},
+            "nominated": ((_workload(home, "preferred") or {}).get("status") or {}).get(
+                "nominatedClusterNames"
+            ),
+        },
+    )
+    home.kubectl("delete", "job", "-n", NAMESPACE, "preferred", "--wait=false")
+    restored = apply(home, [multikueue_config(gated, config_name)])
+    assert not restored.rejected, restored.stderr
+
     count_all = sum(len(prs) for prs in opened_all.values())
     count_inc = sum(len(prs) for prs in opened_inc.values())
     line = (
@@ -335,7 +372,8 @@ def test_one_job_opens_one_provisioning_request_with_prods_dispatcher(
         f"ProvisioningRequests ({opened_all}) in {t_all:.1f}s; prod's Incremental "
         f"(stepSize {rendered.get('incrementalDispatcherConfig', {}).get('stepSize')}, manager "
         f"restarted in {restart:.1f}s) opened {count_inc} ({opened_inc}) in {t_inc:.1f}s, "
-        f"still {count_inc} {HELD:.0f}s later"
+        f"still {count_inc} {HELD:.0f}s later; with the set reordered {preferred}, the next "
+        f"job's only request was on {preferred[0]} ({t_pref:.1f}s)"
     )
     report(line)
     with capsys.disabled():
