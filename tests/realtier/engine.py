@@ -20,6 +20,8 @@ import json
 import os
 import runpy
 import sys
+import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,6 +82,7 @@ class EngineRun:
 
     def up(self) -> auto.UpResult:
         """`pulumi up`; a failure raises AssertionError with the engine's error lines first."""
+        settle_inline_runs()
         try:
             return self.stack.up(on_output=self.add, color="never")
         except auto.CommandError as exc:
@@ -118,6 +121,43 @@ class EngineRun:
         path = self.work / "engine-output.log"
         path.write_text("\n".join(self.log) + "\n")
         return path
+
+
+INLINE_RUN_TIMEOUT: Final = 120.0
+_SERVER_FILE: Final = os.path.join("pulumi", "automation", "_server.py")
+
+
+def inline_runs() -> int:
+    """Threads (other than this one) still inside an inline program's run: the Automation API's
+    language server (pulumi/automation/_server.py, `LanguageServer.Run`)."""
+    me = threading.get_ident()
+    running = 0
+    for ident, frame in sys._current_frames().items():  # pyright: ignore[reportPrivateUsage]
+        if ident == me:
+            continue
+        current = frame
+        while current is not None:
+            code = current.f_code
+            if code.co_name == "Run" and code.co_filename.endswith(_SERVER_FILE):
+                running += 1
+                break
+            current = current.f_back
+    return running
+
+
+def settle_inline_runs(timeout: float = INLINE_RUN_TIMEOUT) -> float:
+    """Wait until no inline program of an earlier operation still runs in this process.
+
+    The Python SDK keeps its settings (the monitor's address among them) in process globals,
+    and each run resets them. A run whose CLI was killed keeps going until its next call to the
+    dead monitor fails; started meanwhile, the next run's settings would be taken by its
+    leftover registrations (seen on the real tier: the killed-`up` test's reference run failed
+    with "Resource monitor has terminated"). Returns the seconds waited."""
+    t0 = time.monotonic()
+    while (left := inline_runs()) and time.monotonic() - t0 < timeout:
+        time.sleep(0.2)
+    assert not left, f"{left} inline program run(s) still going after {timeout:.0f}s"
+    return time.monotonic() - t0
 
 
 def workspace(name: str, work: Path, engine: Engine) -> EngineRun:

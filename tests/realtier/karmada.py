@@ -462,6 +462,7 @@ class KarmadaPlane:
         deployment/karmada-controller-manager` does on a cluster (docs/security.md: after a
         member credential rotation). Returns the seconds until every component answers again."""
         t0 = time.monotonic()
+        before = self._leader()
         if not self.plane.stop_component("karmada-controller-manager"):
             raise StartError("[karmada] no karmada-controller-manager to restart")
         self._launch_controller_manager()
@@ -472,7 +473,26 @@ class KarmadaPlane:
             KarmadaPlane.logs,
             COMPONENT_TIMEOUT,
         )
+        # Healthy is not working: its controllers start once it holds the lease, which the
+        # stopped process did not release (it expires: 15 s). Until then nothing reconciles.
+        await_each(
+            [self],
+            f"restarted karmada-controller-manager leading (lease held by {before} before)",
+            lambda k: (held := k._leader()) is not None and held != before,
+            KarmadaPlane.logs,
+            COMPONENT_TIMEOUT,
+        )
         return time.monotonic() - t0
+
+    def _leader(self) -> str | None:
+        status, body = self.plane.get(
+            f"/apis/coordination.k8s.io/v1/namespaces/{SYSTEM_NAMESPACE}/leases/"
+            "karmada-controller-manager"
+        )
+        if status != 200:
+            return None
+        holder = (json.loads(body).get("spec") or {}).get("holderIdentity")
+        return str(holder) if holder else None
 
     def _ready(self) -> bool:
         self.plane._check_alive()

@@ -41,7 +41,7 @@ from builders.fleet import kueue_objects
 from checks.stack import parse_fleet
 from tests.realtier.conftest import install_crds, kueue_crd_paths
 from tests.realtier.e2e import TEAM, e2e_raw
-from tests.realtier.engine import EngineRun, configure, find_engine, workspace
+from tests.realtier.engine import EngineRun, configure, find_engine, settle_inline_runs, workspace
 from tests.realtier.harness import (
     CONTROLLERS,
     PLANES,
@@ -255,6 +255,7 @@ def _killed_up(deploy: EngineRun, kill: Kill, provider: Path) -> tuple[float, in
     while any(alive(p) for p in kill.plugins) and time.monotonic() < deadline:
         time.sleep(0.25)
     lingering = [p for p in kill.plugins if alive(p)]
+    settle_inline_runs()  # the killed run's program, before anything runs another
     strangers = [(p, executable(p)) for p in lingering if not is_plugin(p, provider)]
     for pid in lingering:
         os.kill(pid, signal.SIGKILL)
