@@ -11,7 +11,8 @@ go, and each fills its own 8 CPU with Jobs still pending; then the root's 8 CPU 
 write. Asserted: the cohort's quota fills up (24 CPU) with Jobs of both teams still pending,
 and, watched for a while after, the 8 unowned CPUs are borrowed 3:1:
 team-a 6 CPU (12 Jobs) and team-b 2 (4 Jobs), within one Job either way (team-a between 5.5 and
-6.5 CPU: a ratio between 2.2 and 4.3), at every sample.
+6.5 CPU: a ratio between 2.2 and 4.3), at every sample once Kueue has settled on that
+split (its fair-sharing preemption first; a split seen on three polls in a row).
 
 What it does not show: a ratio of admissions over time with Jobs finishing (each team's
 nominal 8 CPU counts equally there, so admissions go about 14:10, not 3:1); the pods run for
@@ -59,6 +60,7 @@ TOLERANCE: Final = JOB_CPU  # one Job either way
 RUN_FOR: Final = "10m"  # every pod outlives the test: no Job finishes while it is watched
 SATURATED_TIMEOUT: Final = 120.0
 WATCH: Final = 10.0
+SETTLE_SAMPLES: Final = 3
 POLL: Final = 0.5
 
 
@@ -244,6 +246,35 @@ def test_unowned_quota_is_borrowed_three_to_one_when_both_teams_saturate(
     )
     t_full = time.monotonic() - t1
     expected = UNOWNED_CPU * WEIGHTS["team-a"] // sum(WEIGHTS.values())
+
+    def shared_by_weight(u: dict[str, dict[str, int]]) -> bool:
+        borrowed = {t: v["borrowed"] for t, v in u.items()}
+        return (
+            sum(borrowed.values()) == UNOWNED_CPU
+            and abs(borrowed["team-a"] - expected) <= TOLERANCE
+        )
+
+    # The cohort fills before fair sharing has converged: Kueue admits whoever's head comes
+    # first, then preempts toward the weights, and while it does the two ClusterQueues'
+    # statuses (read one after the other) can add up to more than the cohort has (gate run
+    # of 2026-12-04: 8500m borrowed of 8000m). Settled means the weights' split seen on
+    # SETTLE_SAMPLES polls in a row; only then does the watch start, and from there on every
+    # sample must hold it.
+    settled_run = 0
+
+    def settled(u: dict[str, dict[str, int]]) -> bool:
+        nonlocal settled_run
+        settled_run = settled_run + 1 if shared_by_weight(u) else 0
+        return settled_run >= SETTLE_SAMPLES
+
+    seen = _wait_usage(
+        plane,
+        settled,
+        f"the {UNOWNED_CPU}m unowned CPU borrowed team-a {expected}m +- {TOLERANCE}m, "
+        f"{SETTLE_SAMPLES} polls in a row",
+        SATURATED_TIMEOUT,
+    )
+    t_settled = time.monotonic() - t1
     samples: list[dict[str, dict[str, int]]] = []
     until = time.monotonic() + WATCH
     while time.monotonic() < until:
@@ -264,7 +295,8 @@ def test_unowned_quota_is_borrowed_three_to_one_when_both_teams_saturate(
     line = (
         f"fair sharing (tests/fixtures/fair-share.yaml, weights 3:1): {sum(JOBS.values())} Jobs "
         f"of {JOB_CPU}m, each team at its own quota in {t_owned:.1f}s, the cohort full "
-        f"{t_full:.1f}s after the root's CPU came back; unowned {UNOWNED_CPU // 1000} CPU "
+        f"{t_full:.1f}s after the root's CPU came back and split by weight after "
+        f"{t_settled:.1f}s; unowned {UNOWNED_CPU // 1000} CPU "
         f"borrowed team-a {mean['team-a'] / 1000:.2f} : team-b {mean['team-b'] / 1000:.2f} "
         f"(ratio {ratio:.2f}, {len(samples)} samples over {WATCH:.0f}s); totals "
         f"{ {t: u['total'] for t, u in seen.items()} }, weighted shares "
