@@ -12,7 +12,9 @@ SCRIPT = ROOT / "scripts" / "test-times"
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest" tests="5">
-<testcase classname="tests.realtier.test_pulumi_engine" name="test_up" time="120.5"/>
+<testcase classname="tests.realtier.test_pulumi_engine" name="test_up" time="120.5">
+  <properties><property name="phases" value="{&quot;engine&quot;: 80.25, &quot;twins&quot;: 30.0}"/>
+  </properties></testcase>
 <testcase classname="tests.realtier.test_faults_deploy" name="test_killed_up" time="311.2"/>
 <testcase classname="tests.realtier.test_kruise" name="test_skipped" time="0.01">
   <skipped message="no tools"/></testcase>
@@ -36,14 +38,14 @@ def test_the_table_lists_real_tier_tests_slowest_first(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     rows = [line for line in result.stdout.splitlines() if line.startswith("| `")]
     assert rows == [
-        "| `test_faults_deploy::test_killed_up` | 311.2 | passed |",
-        "| `test_pulumi_engine::test_up` | 120.5 | passed |",
+        "| `test_faults_deploy::test_killed_up` | 311.2 | - | - | - | passed |",
+        "| `test_pulumi_engine::test_up` | 120.5 | 80.2 | 30.0 | 10.2 | passed |",
     ]
     # skipped tests are listed but not counted; the offline test is not real-tier
     assert result.stdout.startswith("3 real-tier tests ran, 474 s in tests")
     every = run("--xml", str(xml), "--all")
-    assert "| `test_config::test_offline` | 999.0 | passed |" in every.stdout
-    assert "| `test_karmada::test_broken` | 42.0 | failed |" in every.stdout
+    assert "| `test_config::test_offline` | 999.0 | - | - | - | passed |" in every.stdout
+    assert "| `test_karmada::test_broken` | 42.0 | - | - | - | failed |" in every.stdout
 
 
 def test_write_replaces_only_the_marked_block(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ with the command that builds them, so the default `pytest` run stays fast and gr
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +21,7 @@ from checks.stack import load_from_file
 from config.loader import kueue_crd_files
 from config.models import FleetConfig
 from tests.conftest_report import REPORT_KEY
+from tests.realtier import phases
 from tests.realtier.e2e import KUEUE_VERSION
 from tests.realtier.harness import (
     AGGREGATED_KINDS,
@@ -47,6 +49,40 @@ from tests.realtier.kueue import (
 
 # The measured lines' stash and their summary (tests/conftest_report.py, xdist-aware).
 _REPORT = REPORT_KEY
+
+
+# The Automation API's stack operations, counted as the engine's time (tests/realtier/phases.py).
+ENGINE_CALLS = ("up", "preview", "refresh", "destroy")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _engine_timed() -> Iterator[None]:
+    """Count `Stack.up/preview/refresh/destroy` as `engine` time (imported here, not at
+    collection: an offline run never loads the Automation API for this)."""
+    from pulumi import automation as auto  # noqa: PLC0415 - only when a real test runs
+
+    originals = {name: getattr(auto.Stack, name) for name in ENGINE_CALLS}
+    for name, call in originals.items():
+        setattr(auto.Stack, name, phases.timed(phases.ENGINE)(call))
+    yield
+    for name, call in originals.items():
+        setattr(auto.Stack, name, call)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup() -> Iterator[None]:
+    phases.take()  # what ran before this test (collection, another test's leftovers) is not its
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Before the teardown's report (the one JUnit XML takes properties from): the split of
+    this test's setup, call and teardown into engine, twins and the rest."""
+    if call.when == "teardown":
+        split = {name: round(seconds, 1) for name, seconds in phases.take().items()}
+        item.user_properties.append(("phases", json.dumps(split, sort_keys=True)))
+    yield
 
 
 @pytest.fixture

@@ -39,6 +39,8 @@ from typing import IO, Any, Final, Protocol, TypeVar
 
 import yaml
 
+from tests.realtier import phases
+
 ROOT: Final = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT: Final = ROOT / "scripts" / "build-real-tier-tools"
 # The cache tools a control plane runs (names as `build-real-tier-tools --list` prints them).
@@ -552,10 +554,12 @@ class ControlPlane:
         except (urllib.error.URLError, OSError):
             return 0, b""
 
+    @phases.timed(phases.TWINS)
     def start(self) -> None:
         """Start this plane alone (see `start_all` for several at once)."""
         start_all([self])
 
+    @phases.timed(phases.TWINS)
     def stop(self) -> None:
         """Stop every process this plane started (by process group id), newest first. Idempotent.
 
@@ -913,6 +917,7 @@ def _await(
     await_each(planes, what, timed, ControlPlane._logs, timeout)
 
 
+@phases.timed(phases.TWINS)
 def start_all(planes: Iterable[ControlPlane]) -> None:
     """Start several planes concurrently: each step is launched on all, then awaited on all.
 
@@ -953,6 +958,7 @@ def stop_each(things: Iterable[Stoppable], what: str) -> None:
         raise RuntimeError(f"stopping {what} failed: {errors}")
 
 
+@phases.timed(phases.TWINS)
 def stop_all(planes: Iterable[ControlPlane]) -> None:
     """Stop every plane, even when stopping one of them fails."""
     stop_each(planes, "control planes")

@@ -52,6 +52,7 @@ import yaml
 
 from builders import karmada as kb
 from config.karmada import KarmadaSettings
+from tests.realtier import phases
 from tests.realtier.harness import (
     CONTROLLERS,
     ControlPlane,
@@ -287,6 +288,7 @@ class KarmadaPlane:
     def webhook_url(self) -> str:
         return f"https://127.0.0.1:{self.webhook_port}"
 
+    @phases.timed(phases.TWINS)
     def start(self) -> None:
         """Plane, seed, components; returns once the Cluster API is served and webhooks answer.
         On failure everything started is stopped."""
@@ -326,6 +328,7 @@ class KarmadaPlane:
             raise
         self.started_after = time.monotonic() - t0
 
+    @phases.timed(phases.TWINS)
     def stop(self) -> None:
         self.plane.stop()
 

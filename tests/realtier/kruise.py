@@ -52,6 +52,7 @@ from typing import Any, Final
 import yaml
 
 from config.models import ClusterConfig, FleetConfig
+from tests.realtier import phases
 from tests.realtier.harness import (
     ControlPlane,
     StartError,
@@ -411,6 +412,7 @@ class KruiseManager:
     def tail(self, lines: int = 40) -> str:
         return self._process.tail(lines) if self._process is not None else ""
 
+    @phases.timed(phases.TWINS)
     def stop(self) -> None:
         """SIGTERM its group, SIGKILL if it lingers. Idempotent."""
         process, self._process = self._process, None
@@ -441,6 +443,7 @@ def install_chart_objects(
     return names
 
 
+@phases.timed(phases.TWINS)
 def start_kruise(
     plane: ControlPlane,
     tools: KruiseTools,
@@ -460,6 +463,7 @@ def start_kruise(
     ]
 
 
+@phases.timed(phases.TWINS)
 def start_kruises(
     planes: Mapping[str, tuple[ControlPlane, Path]],
     tools: KruiseTools,

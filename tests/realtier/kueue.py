@@ -26,6 +26,7 @@ from typing import Any, Final
 
 import yaml
 
+from tests.realtier import phases
 from tests.realtier.harness import (
     ControlPlane,
     StartError,
@@ -306,6 +307,7 @@ class KueueManager:
     def tail(self, lines: int = 40) -> str:
         return self._process.tail(lines) if self._process is not None else ""
 
+    @phases.timed(phases.TWINS)
     def stop(self) -> None:
         """SIGTERM its group, SIGKILL if it lingers. Idempotent."""
         process, self._process = self._process, None
@@ -313,6 +315,7 @@ class KueueManager:
             _terminate(process)
 
 
+@phases.timed(phases.TWINS)
 def start_kueues(managers: Sequence[KueueManager], openssl: Path) -> None:
     """Launch all, then wait for all (round robin); the caller stops them on failure."""
     for manager in managers:
@@ -326,6 +329,7 @@ def start_kueues(managers: Sequence[KueueManager], openssl: Path) -> None:
     )
 
 
+@phases.timed(phases.TWINS)
 def stop_kueues(managers: Sequence[KueueManager]) -> None:
     """Stop every manager, even when stopping one of them fails."""
     stop_each(managers, "kueue")

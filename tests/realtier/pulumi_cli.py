@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from tests.realtier import phases
+
 CLI_TIMEOUT: Final = 300.0
 # The page whose "When things go wrong" steps the fault tests run as written.
 OPERATIONS: Final = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
@@ -190,6 +192,7 @@ class PulumiCli:
     work_dir: Path
     env: Mapping[str, str]
 
+    @phases.timed(phases.ENGINE)
     def run(
         self, argv: Sequence[str], timeout: float = CLI_TIMEOUT
     ) -> subprocess.CompletedProcess[str]:

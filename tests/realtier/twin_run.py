@@ -48,6 +48,7 @@ from builders.multikueue import (
 )
 from config.models import FleetConfig
 from config.resolve import dispatch_sets, enabled_workers, rotation_of
+from tests.realtier import phases
 from tests.realtier.harness import (
     CONTROLLERS,
     ControlPlane,
@@ -338,6 +339,7 @@ def wire_kueue(twin: Twin) -> None:
         _apply_all(twin.planes[target], [m.obj for m in manifests if m.target == target])
 
 
+@phases.timed(phases.TWINS)
 def make_twin_clusters(
     planes: Sequence[ControlPlane],
     nodes: Mapping[str, Sequence[PoolNodes]],
