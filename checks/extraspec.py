@@ -180,12 +180,15 @@ def _object_issues(
         yield Issue(hatch, f"cannot be checked: {schema}")
         return
     merged = with_defaults(dict(spec), schema)
-    for where, message in schema_errors(merged, schema):
+    errors = schema_errors(merged, schema)
+    for where, message in errors:
         if _in_extra(where, extra):
             yield Issue(_at(hatch, where), message)
         else:  # a value the typed keys rendered, made wrong by the merge
             yield Issue(hatch, f"the merged spec.{key_path(*where)}: {message}")
     for where, twin, fix in CEL_TWINS.get(kind, {}).values():
+        if any(at[: len(where)] == where for at, _ in errors):
+            continue  # one error per mistake: the schema's, on the value the rule reads
         node: Any = merged
         for part in where:
             node = cast("Mapping[str, Any]", node).get(part) if isinstance(node, Mapping) else None

@@ -38,7 +38,7 @@ from config.kueue import ClusterQueueConfig, CohortConfig, FlavorConfig, LocalQu
 from tests import crdschema
 from tests.conftest import ROOT, Graph, run_program, set_stack_config
 from upstream.kueue import KUEUE_VERSIONS
-from upstream.structural import crd_version_schema
+from upstream.structural import crd_version_schema, schema_errors, with_defaults
 
 FIXTURE = Path(__file__).parent / "fixtures" / "staging-extra-spec.yaml"
 FAIR_SHARE = Path(__file__).parent / "fixtures" / "fair-share.yaml"
@@ -332,6 +332,15 @@ def test_every_mistake_shows_at_once() -> None:
     assert any(t.startswith(f"{CQ_B}.stopPolicy: 'Paused' is not allowed") for t in found), found
 
 
+def test_one_mistake_gives_one_error() -> None:
+    """A taint without an effect breaks the schema's `required`; the CEL rule on effects, which
+    reads the same value, adds nothing."""
+    found = issues(_with_extra(("flavors", 0), {"nodeTaints": [{"key": "gpu"}]}))
+    assert [t for t in found if t.startswith(FLAVOR)] == [
+        f"{FLAVOR}.nodeTaints[0].effect: required field missing"
+    ]
+
+
 def test_the_builder_refuses_an_owned_field_on_its_own() -> None:
     with pytest.raises(ValueError, match="ClusterQueue extraSpec sets fields the program owns"):
         with_extra_spec("ClusterQueue", {}, {"cohortName": "x"})
@@ -523,3 +532,60 @@ def test_a_topology_on_a_flavor_without_node_labels_is_refused_like_the_crd_does
     ):
         obj = resource_flavor(FlavorConfig.model_validate(flavor), cluster)
         assert (crdschema.validate(obj, "kueue", "v0.19.2").errors != []) is refused
+
+
+def test_the_schema_walker_on_the_rules_the_queue_crds_use() -> None:
+    """upstream.structural alone, on a schema with each construct (written here, not read)."""
+    schema = {
+        "type": "object",
+        "required": ["name"],
+        "properties": {
+            "name": {"type": "string", "maxLength": 3},
+            "weight": {"x-kubernetes-int-or-string": True, "pattern": "^[0-9]+$"},
+            "count": {"type": "integer", "format": "int32", "minimum": 0, "default": 1},
+            "on": {"type": "boolean"},
+            "tags": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"},
+            "checks": {
+                "type": "array",
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["name"],
+                "items": {"type": "object", "properties": {"name": {"type": "string"}}},
+            },
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+            "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            "maybe": {"type": "string", "nullable": True},
+        },
+    }
+    good = {
+        "name": "abc",
+        "weight": 3,
+        "on": True,
+        "tags": ["a", "b"],
+        "checks": [{"name": "a"}, {"name": "b"}],
+        "labels": {"x": "y"},
+        "free": {"anything": [1]},
+        "maybe": None,
+    }
+    assert with_defaults(good, schema)["count"] == 1
+    assert schema_errors(with_defaults(good, schema), schema) == []
+    bad = {
+        "weight": "3x",
+        "count": 2**31,
+        "on": 1,
+        "tags": ["a", "a"],
+        "checks": [{"name": "a"}, {"name": "a"}],
+        "labels": {"x": 1},
+        "nmae": "abcd",
+    }
+    assert sorted(schema_errors(bad, schema)) == sorted(
+        [
+            (("weight",), "'3x' does not match ^[0-9]+$"),
+            (("count",), "2147483648 is out of range for int32"),
+            (("on",), "must be true or false, not an integer"),
+            (("tags", 1), "duplicate entry 'a' in a set"),
+            (("checks", 1), "duplicate entry for key name ('a',)"),
+            (("labels", "x"), "must be a string, not an integer"),
+            (("nmae",), "unknown field (did you mean 'name'?)"),
+            (("name",), "required field missing"),
+        ]
+    )
