@@ -9,8 +9,9 @@ order. The chart and per-version facts live in `upstream.kueue`.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any, cast
+from typing import Any, Final, cast
 
 import yaml
 
@@ -263,6 +264,92 @@ def kueue_releases(fleet: FleetConfig) -> list[HelmRelease]:
 # Objects
 
 
+# ------------------------------------------------------------------------------------------------
+# extraSpec: the escape hatch for queue-object fields that have no typed key
+
+# Per kind, the spec fields the builders below write from typed keys or decide themselves: the
+# position in `spec` -> who owns it (a typed key's name, or "program: why"). `extraSpec` may set
+# any other field of the pinned CRD (deep-merged into the rendered spec, checked against the CRD
+# by checks.extraspec); never one of these, not even while its typed key is unset (a typed key
+# set later would silently take over). A mapping that holds owned fields (`flavorFungibility`)
+# is open below them: its other fields (`flavorFungibility.preference`) may come from extraSpec.
+OWNED_SPEC: Final[Mapping[str, Mapping[tuple[str, ...], str]]] = {
+    "ClusterQueue": {
+        ("cohortName",): "cohortName",
+        ("namespaceSelector",): "namespaceSelector",
+        ("queueingStrategy",): "queueingStrategy",
+        ("preemption", "withinClusterQueue"): "preemption.withinClusterQueue",
+        ("preemption", "reclaimWithinCohort"): "preemption.reclaimWithinCohort",
+        ("preemption", "borrowWithinCohort"): "preemption.borrowWithinCohort",
+        ("flavorFungibility", "whenCanBorrow"): "flavorFungibility.whenCanBorrow",
+        ("flavorFungibility", "whenCanPreempt"): "flavorFungibility.whenCanPreempt",
+        ("resourceGroups",): "resourceGroups",
+        ("fairSharing", "weight"): "fairSharing.weight",
+        ("admissionScope", "admissionMode"): "admissionScope.admissionMode",
+        ("admissionChecksStrategy",): (
+            "program: provisioningGate names the gate and MultiKueue adds its check"
+        ),
+    },
+    "Cohort": {
+        ("parentName",): "parentName",
+        ("resourceGroups",): "resourceGroups",
+        ("fairSharing", "weight"): "fairSharing.weight",
+    },
+    "LocalQueue": {
+        ("clusterQueue",): "clusterQueue",
+        ("fairSharing", "weight"): "fairSharing.weight",
+        ("stopPolicy",): "program: multiKueue.drain holds a drained worker's queues with it",
+    },
+    "ResourceFlavor": {
+        ("nodeLabels",): "nodeLabels",
+        ("tolerations",): "tolerations",
+    },
+}
+PROGRAM_OWNED: Final = "program: "
+
+
+def owned_in_extra_spec(
+    kind: str, extra: Mapping[str, Any]
+) -> list[tuple[tuple[str, ...], list[str]]]:
+    """Where `extra` (an extraSpec) sets a field the program owns, and the owners (OWNED_SPEC).
+
+    A non-mapping value on the way to owned fields (`preemption: null`) would replace them: it is
+    reported at its own position, with the owners of every field under it.
+    """
+    owned = OWNED_SPEC[kind]
+    out: list[tuple[tuple[str, ...], list[str]]] = []
+
+    def walk(node: Mapping[str, Any], at: tuple[str, ...]) -> None:
+        for key, value in node.items():
+            here = (*at, key)
+            if here in owned:
+                out.append((here, [owned[here]]))
+                continue
+            below = [use for path, use in owned.items() if path[: len(here)] == here]
+            if not below:
+                continue
+            if isinstance(value, Mapping):
+                walk(cast("Mapping[str, Any]", value), here)
+            else:
+                out.append((here, below))
+
+    walk(extra, ())
+    return out
+
+
+def with_extra_spec(kind: str, spec: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """`spec` with an extraSpec deep-merged in: mappings key by key, anything else replaced.
+
+    Raises ValueError if `extra` sets an owned field (checks.extraspec refuses that first, with
+    the key path).
+    """
+    owned = owned_in_extra_spec(kind, extra)
+    if owned:
+        fields = ", ".join(".".join(path) for path, _ in owned)
+        raise ValueError(f"{kind} extraSpec sets fields the program owns: {fields}")
+    return _merge(spec, copy.deepcopy(dict(extra)))
+
+
 def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
     return {"name": name} if namespace is None else {"name": name, "namespace": namespace}
 
@@ -305,7 +392,7 @@ def resource_flavor(flavor: FlavorConfig, cluster: ClusterConfig) -> dict[str, A
         "apiVersion": KUEUE_API,
         "kind": "ResourceFlavor",
         "metadata": _meta(flavor.name),
-        "spec": spec,
+        "spec": with_extra_spec("ResourceFlavor", spec, flavor.extra_spec),
     }
 
 
@@ -433,7 +520,7 @@ def cluster_queue(
         "apiVersion": KUEUE_API,
         "kind": "ClusterQueue",
         "metadata": _meta(cq.name),
-        "spec": spec,
+        "spec": with_extra_spec("ClusterQueue", spec, cq.extra_spec),
     }
 
 
@@ -465,7 +552,12 @@ def cohort(c: CohortConfig) -> dict[str, Any]:
         spec["resourceGroups"] = _resource_groups(c.resource_groups)
     if c.fair_sharing is not None:
         spec["fairSharing"] = {"weight": str(c.fair_sharing.weight)}
-    return {"apiVersion": KUEUE_API, "kind": "Cohort", "metadata": _meta(c.name), "spec": spec}
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "Cohort",
+        "metadata": _meta(c.name),
+        "spec": with_extra_spec("Cohort", spec, c.extra_spec),
+    }
 
 
 def workload_priority_class(w: WorkloadPriorityClassConfig) -> dict[str, Any]:
@@ -508,7 +600,7 @@ def local_queue(lq: LocalQueueConfig, *, hold: bool = False) -> dict[str, Any]:
         "apiVersion": KUEUE_API,
         "kind": "LocalQueue",
         "metadata": _meta(lq.name, lq.namespace),
-        "spec": spec,
+        "spec": with_extra_spec("LocalQueue", spec, lq.extra_spec),
     }
 
 

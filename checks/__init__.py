@@ -12,6 +12,7 @@ from checks.aks import AKS_CHECKS
 from checks.capacity import check_capacity, check_manager_quota
 from checks.common import Check
 from checks.credentials import CREDENTIAL_CHECKS
+from checks.extraspec import EXTRA_SPEC_CHECKS
 from checks.fleet import FLEET_CHECKS
 from checks.karmada import KARMADA_CHECKS
 from checks.kueue import KUEUE_CHECKS
@@ -30,6 +31,7 @@ CHECKS: tuple[Check, ...] = (
     check_open_ranges,
     *CREDENTIAL_CHECKS,
     *KUEUE_CHECKS,
+    *EXTRA_SPEC_CHECKS,
     check_capacity,
     *MULTIKUEUE_CHECKS,
     check_manager_quota,

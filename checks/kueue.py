@@ -295,7 +295,8 @@ def check_flavors(fleet: FleetConfig) -> Iterator[Issue]:
                             "flavor would never schedule",
                             "warning",
                         )
-            spec = resource_flavor(f, c)["spec"]
+            # The typed part only: extraSpec is checked against the CRD by checks.extraspec.
+            spec = resource_flavor(f.model_copy(update={"extra_spec": {}}), c)["spec"]
             for field, limit in (("nodeLabels", 8), ("tolerations", 8)):
                 if len(spec.get(field, ())) > limit:
                     yield Issue(

@@ -28,6 +28,11 @@ from upstream.kueue import BATCH_JOB, BEST_EFFORT_ATOMIC, DEFAULT_KUEUE_VERSION,
 from upstream.podsecurity import LABEL_PREFIX as POD_SECURITY_LABEL_PREFIX
 from upstream.podsecurity import PodSecurityLevel
 
+# `extraSpec` of a queue object: fields of its pinned CRD's `spec` that have no typed key,
+# deep-merged into the rendered spec. Checked in preflight against the CRD schema, and refused
+# where a typed key (or the program) owns the field: checks.extraspec, builders.kueue.OWNED_SPEC.
+ExtraSpec = dict[str, Any]
+
 
 class SelectorRequirement(Model):
     """One `matchExpressions` entry of a namespace selector."""
@@ -283,6 +288,7 @@ class FlavorConfig(Model):
     pool: str | None = None
     node_labels: dict[LabelKey, LabelValue] = Field(default_factory=dict[str, str])
     tolerations: list[Toleration] = Field(default_factory=list[Toleration])
+    extra_spec: ExtraSpec = Field(default_factory=dict[str, Any])
 
 
 class ResourceQuota(Model):
@@ -416,6 +422,7 @@ class ClusterQueueConfig(Model):
     # Used only when `kueue.configuration.fairSharing` is set (that turns fair sharing on).
     fair_sharing: FairShare | None = None
     admission_scope: AdmissionScope | None = None
+    extra_spec: ExtraSpec = Field(default_factory=dict[str, Any])
 
     @property
     def flavor_names(self) -> list[str]:
@@ -434,6 +441,7 @@ class CohortConfig(Model):
     parent_name: DnsSubdomain | None = None
     resource_groups: list[ResourceGroup] = Field(default_factory=list[ResourceGroup], max_length=16)
     fair_sharing: FairShare | None = None
+    extra_spec: ExtraSpec = Field(default_factory=dict[str, Any])
 
 
 class LocalQueueConfig(Model):
@@ -444,6 +452,7 @@ class LocalQueueConfig(Model):
     cluster_queue: DnsSubdomain
     # Its weight in admission fair sharing (`admissionScope` of its ClusterQueue).
     fair_sharing: FairShare | None = None
+    extra_spec: ExtraSpec = Field(default_factory=dict[str, Any])
 
 
 class KueueObjects(Model):
