@@ -481,9 +481,11 @@ def status_evidence(planes: Planes, app: ApplicationConfig) -> str:
     """What a missing status is made of, member by member, then Karmada's side."""
     karmada = planes.karmada.plane
     ud = _ud(karmada, app.namespace, app.name) or {}
+    st = ud.get("status") or {}
     lines = [
-        f"[karmada] template generation {ud.get('metadata', {}).get('generation')}, status "
-        f"{ud.get('status')}"
+        f"[karmada] template generation {ud.get('metadata', {}).get('generation')} (observed "
+        f"{st.get('observedGeneration')}), status replicas {st.get('replicas')} ready "
+        f"{st.get('readyReplicas')} updated {st.get('updatedReplicas')}"
     ]
     for name, member in planes.members.items():
         lines += _member_evidence(name, member.plane, app)
