@@ -497,8 +497,8 @@ def test_a_weight_change_moves_replicas(
     applied = apply(karmada, [apps.propagation_policy(changed, settings.failover)])
     assert not applied.rejected, applied.stderr
     # Judged on the workloads, not on pods: the subsets are StatefulSets (OrderedReady), whose
-    # pods come and go only while every pod is Ready, and a twin under load can lose its kwok
-    # node heartbeats for a moment, after which the node controller leaves pods NotReady.
+    # pods come and go only while every pod is Ready (before kwok held node leases, the node
+    # controller marked them NotReady every ~55 s: twin_run.KWOK_NODE_LEASE_SECONDS).
     plan = plan_placement(app.replicas, weights, subset_specs(app), resource_uid=layer.uid)
     for name, member in layer.members.items():
         share = expected.get(name, 0)

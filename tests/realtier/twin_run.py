@@ -84,6 +84,15 @@ SIMULATION_TOOLS: Final = ("kube-scheduler", "kwok")
 TWIN_CONTROLLERS: Final = (*CONTROLLERS, "job-controller", "node-lifecycle-controller")
 # Bounded waits, measured on 2 shared cores; margins for a busier machine.
 NODES_READY_TIMEOUT: Final = 120.0
+# kwok's node lease, as kwokctl runs it (pkg/kwokctl/components/kwok_controller.go passes
+# `--node-lease-duration-seconds`, 40 by default: a kubelet's nodeLeaseDurationSeconds). The kwok
+# binary's own default is 0, no lease; then the only heartbeat is the Stage
+# node-heartbeat-with-lease, every 10-20 min, and the node lifecycle controller (grace 50 s) found
+# every node unknown ~55 s after its last status write, kwok's node-initialize Stage set it Ready
+# again, and in between the controller marked every pod on it Ready=False for good (kwok's
+# pod-ready Stage only takes Pending pods). A StatefulSet (OrderedReady) then stopped scaling and
+# reported 0 ready. With the lease kwok renews it every 10 s (a quarter of it), as a kubelet does.
+KWOK_NODE_LEASE_SECONDS: Final = 40
 TOKEN_TIMEOUT: Final = 60.0
 PROVISIONING_CRD: Final = "autoscaling.x-k8s.io_provisioningrequests.yaml"
 PROVISIONING_API: Final = "/apis/autoscaling.x-k8s.io/v1"
@@ -150,6 +159,20 @@ def find_simulation_tools() -> tuple[SimulationTools | None, list[str]]:
 # ---- processes beside a plane ------------------------------------------------------------------
 
 
+def kwok_argv(plane: ControlPlane, kwok: Path, stages: Sequence[Path]) -> list[str]:
+    """kwok managing the plane's twin nodes (those with KWOK_ANNOTATION), with `stages`."""
+    return [
+        str(kwok),
+        f"--kubeconfig={plane.kubeconfig}",
+        *(f"--config={stage}" for stage in stages),
+        f"--manage-nodes-with-annotation-selector={'='.join(KWOK_ANNOTATION)}",
+        f"--node-lease-duration-seconds={KWOK_NODE_LEASE_SECONDS}",
+        # health endpoint only, on loopback; the node IP is a status field, never dialled
+        f"--server-address=127.0.0.1:{free_port()}",
+        "--node-ip=127.0.0.1",
+    ]
+
+
 def launch_simulation(plane: ControlPlane, sim: SimulationTools) -> None:
     """The real kube-scheduler and kwok, as processes of the plane (stopped with it)."""
     plane._spawn(
@@ -162,18 +185,7 @@ def launch_simulation(plane: ControlPlane, sim: SimulationTools) -> None:
             "--secure-port=0",
         ],
     )
-    plane._spawn(
-        "kwok",
-        [
-            str(sim.kwok),
-            f"--kubeconfig={plane.kubeconfig}",
-            *(f"--config={stage}" for stage in sim.kwok_stages),
-            f"--manage-nodes-with-annotation-selector={'='.join(KWOK_ANNOTATION)}",
-            # health endpoint only, on loopback; the node IP is a status field, never dialled
-            f"--server-address=127.0.0.1:{free_port()}",
-            "--node-ip=127.0.0.1",
-        ],
-    )
+    plane._spawn("kwok", kwok_argv(plane, sim.kwok, sim.kwok_stages))
 
 
 def register_nodes(plane: ControlPlane, groups: Sequence[PoolNodes]) -> int:
