@@ -48,15 +48,31 @@ def test_critical_path_is_the_longest_weighted_chain() -> None:
 def test_judge_flags_a_time_ratio_above_the_resource_ratio() -> None:
     b = bench()
     one, big = b.Row(1, resources=61), b.Row(100, resources=3625)
-    big.ratios = {"preflight": [2.7], "render": [3.5], "eval": [30.0]}
+    big.pairs = {"preflight": [(2.7, 1.0)], "render": [(3.5, 1.0)], "eval": [(60.0, 2.0)]}
     assert b.judge({1: one, 100: big}, b.TIMED) == []
-    big.ratios["render"] = [70.0, 80.0, 60.0]
+    big.pairs["render"] = [(70.0, 1.0), (80.0, 1.0), (60.0, 0.9)]
     (problem,) = b.judge({1: one, 100: big}, b.TIMED)
-    assert problem.startswith("N=100: render ratio 70.00 > resource ratio 59.43")
+    assert problem.startswith("N=100: render ratio 66.67 > resource ratio 59.43")
+
+
+def test_a_ratio_is_the_best_of_its_pairs() -> None:
+    """The failure seen under load (2026-12-04): one N=2 run slowed by a neighbour made the
+    single pair's eval ratio 1.80 against 1.61 resources. Best of the pairs, one slowed run
+    (on either side) moves nothing; a cost in every run still counts."""
+    b = bench()
+    one, two = b.Row(1, resources=70), b.Row(2, resources=113)
+    two.pairs = {"eval": [(3.10, 1.73), (2.30, 1.80), (2.35, 2.60)]}
+    assert two.ratio("eval") == 2.30 / 1.73
+    assert b.judge({1: one, 2: two}, b.TIMED) == []
+    two.pairs = {"eval": [(3.10, 1.73), (3.00, 1.80), (2.90, 1.75)]}
+    (problem,) = b.judge({1: one, 2: two}, b.TIMED)
+    assert problem == "N=2: eval ratio 1.68 > resource ratio 1.61"
 
 
 def test_a_tiny_run_prints_the_table_and_passes() -> None:
-    result = run("--mock-runs", "1")
+    # Two pairs a phase: a ratio is the best of them (scripts/bench.py), so one run slowed by
+    # the machine's other work (the whole suite beside it) cannot fail a linear cost.
+    result = run("--runs", "2", "--mock-runs", "2")
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("| N | resources |")

@@ -46,6 +46,7 @@ from tests.realtier.kueue import (
     start_kueues,
     stop_kueues,
 )
+from tests.realtier.twin_run import SimulationTools, find_simulation_tools
 
 # The measured lines' stash and their summary (tests/conftest_report.py, xdist-aware).
 _REPORT = REPORT_KEY
@@ -96,6 +97,16 @@ def tools() -> Tools:
     found, missing = find_tools()
     if found is None:
         pytest.skip("real tier: " + "; ".join(missing))
+    return found
+
+
+@pytest.fixture(scope="session")
+def simulation() -> SimulationTools:
+    """kube-scheduler, kwok and the ProvisioningRequest CRD a twin needs; the tests that ask
+    for them skip, naming what is missing and how to build it, without them."""
+    found, missing = find_simulation_tools()
+    if found is None:
+        pytest.skip("real tier (twin): " + "; ".join(missing))
     return found
 
 

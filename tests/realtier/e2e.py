@@ -9,7 +9,9 @@ become Active). The manager side is dev's as is: team-a, 32 CPU / 96Gi on flavor
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Final
 
 from checks.stack import parse_fleet
@@ -20,6 +22,7 @@ from tests.realtier.harness import ControlPlane
 KUEUE_VERSION: Final = "0.19.2"
 TEAM: Final = "team-a"
 CONNECT_TIMEOUT: Final = 30
+DOCUMENTED_LINE_TIMEOUT: Final = 60
 
 
 def _queues(cpu: str, memory: str) -> dict[str, Any]:
@@ -90,3 +93,25 @@ def e2e_fleet(planes: Mapping[str, ControlPlane]) -> FleetConfig:
     del planes  # the fleet names its planes' kubeconfigs by config key (set_fleet sets them)
     fleet, _ = parse_fleet(e2e_raw(), source="e2e")
     return fleet
+
+
+def run_documented(plane: ControlPlane, line: str) -> str:
+    """One shell line of the docs, run as written against `plane` (its admin kubeconfig as
+    KUBECONFIG, the tier's kubectl first on a minimal PATH, `bash -o pipefail` so a failing
+    kubectl before a pipe fails the line); asserts it exits 0 and returns its stdout."""
+    kubectl = plane.tools.kubectl if plane.tools is not None else Path("kubectl")
+    env = {
+        "PATH": f"{Path(kubectl).parent}:/usr/bin:/bin",
+        "KUBECONFIG": str(plane.kubeconfig),
+        "HOME": str(plane.workdir),
+    }
+    done = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {line}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=DOCUMENTED_LINE_TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, f"{line}\n{done.stderr}"
+    return done.stdout

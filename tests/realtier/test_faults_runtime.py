@@ -27,9 +27,8 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -40,6 +39,7 @@ from config.models import FleetConfig
 from config.resolve import with_mirrored_queues
 from tests.realtier.autoscaler import find_autoscaler, nodes_at_min, start_autoscalers
 from tests.realtier.conftest import kueue_crd_paths
+from tests.realtier.e2e import run_documented
 from tests.realtier.faults import (
     COMPLETE_DELAY,
     KUEUE_API,
@@ -54,7 +54,6 @@ from tests.realtier.faults import (
     restore_plane,
     thaw_all,
     timed_simulation,
-    wait_for,
 )
 from tests.realtier.harness import ControlPlane, Report, Tools, apply
 from tests.realtier.kueue import kueue_binary
@@ -65,9 +64,9 @@ from tests.realtier.twin_run import (
     JobWatch,
     SimulationTools,
     Twin,
-    find_simulation_tools,
     running_twin,
 )
+from tests.realtier.wait import until
 from upstream.kueue import DISPATCHERS
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
@@ -80,16 +79,7 @@ WORKER_LOST_TIMEOUT: Final = 20.0  # seconds; Kueue's default is 15m (kueue.mult
 RUN_FOR: Final = "30s"  # how long each pod stays Running (kwok): well past the loss
 JOBS: Final = 3
 GC_INTERVAL: Final = 30.0  # the tier's multiKueue.gcInterval (tests/realtier/kueue.py)
-POLL: Final = 0.25
 JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
-
-
-@pytest.fixture(scope="module")
-def simulation() -> SimulationTools:
-    found, missing = find_simulation_tools()
-    if found is None:
-        pytest.skip("real tier (twin): " + "; ".join(missing))
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -165,29 +155,15 @@ def timed_job(sub: Submission, name: str, run_for: str) -> dict[str, Any]:
     return job
 
 
-def until(
-    what: str,
-    probe: Callable[[], object],
-    *,
-    timeout: float,
-    state: Callable[[], str] | None = None,
-) -> float:
-    """Poll `probe`; returns when it was first truthy, or fails with `state()`."""
-    try:
-        return wait_for(what, probe, timeout, POLL)
-    except AssertionError as err:
-        raise AssertionError(f"{err}; seen: {state() if state else ''}") from None
-
-
 def queues_active(twin: Twin) -> None:
     for cluster in with_mirrored_queues(twin.fleet).clusters:
         plane = twin.planes[cluster.name]
         for cq in cluster.queues.cluster_queues:
             path = f"{KUEUE_API}/clusterqueues/{cq.name}"
             until(
-                f"[{cluster.name}] ClusterQueue {cq.name} Active",
                 lambda plane=plane, path=path: condition(get_json(plane, path), "Active") == "True",
-                timeout=90.0,
+                90.0,
+                f"[{cluster.name}] ClusterQueue {cq.name} Active",
             )
 
 
@@ -303,10 +279,10 @@ def test_worker_lost_mid_job_is_readmitted_on_the_other_worker(
         t0 = time.monotonic()
         submit(twin, sub, names, RUN_FOR)
         until(
-            f"every job Running on {LOST}",
             lambda: all(len(running_pods(lost, ns, n)) == PODS for n in names),
-            timeout=120.0,
-            state=lambda: state(twin, ns, [LOST, SURVIVOR]),
+            120.0,
+            f"every job Running on {LOST}",
+            seen=lambda: state(twin, ns, [LOST, SURVIVOR]),
         )
         assert not any(running_pods(survivor, ns, n) for n in names)
         t_running = time.monotonic() - t0
@@ -315,11 +291,12 @@ def test_worker_lost_mid_job_is_readmitted_on_the_other_worker(
         lose_plane(lost, twin.kueues[LOST])
         # worker-2's autoscaler from now on: the re-dispatched copies scale its pool up.
         autoscale(twin, autoscaler, SURVIVOR)
-        t_inactive = until(
-            f"MultiKueueCluster {LOST} inactive",
+        until(
             lambda: cluster_active(manager, LOST) == "False",
-            timeout=60.0,
+            60.0,
+            f"MultiKueueCluster {LOST} inactive",
         )
+        t_inactive = time.monotonic()
 
         # Not before workerLostTimeout: the manager waits for the worker to come back.
         def readmitted() -> bool:
@@ -327,29 +304,32 @@ def test_worker_lost_mid_job_is_readmitted_on_the_other_worker(
 
         stranded: list[str] = []
         try:
-            t_readmitted = until(
-                f"every workload admitted again on {SURVIVOR}",
+            until(
                 readmitted,
-                timeout=WORKER_LOST_TIMEOUT + STRANDED_AFTER,
+                WORKER_LOST_TIMEOUT + STRANDED_AFTER,
+                f"every workload admitted again on {SURVIVOR}",
             )
+            t_readmitted = time.monotonic()
         except AssertionError:
             # Kueue 0.19.2: an evicted Workload keeps its quota until its Job has no active
             # pods, and the manager's Job still counts those the lost worker last reported
             # (docs/operations.md, "When things go wrong"). The operator step, as documented:
             stranded = release_stranded(manager, ns)
-            t_readmitted = until(
-                f"every workload admitted again on {SURVIVOR} after the operator step",
+            until(
                 readmitted,
-                timeout=120.0,
-                state=lambda: f"stranded {stranded}; " + state(twin, ns, [SURVIVOR]),
+                120.0,
+                f"every workload admitted again on {SURVIVOR} after the operator step",
+                seen=lambda: f"stranded {stranded}; " + state(twin, ns, [SURVIVOR]),
             )
+            t_readmitted = time.monotonic()
         assert t_readmitted - t_loss >= WORKER_LOST_TIMEOUT, "re-admitted before the timeout"
-        t_complete = until(
-            f"every job completed once on {SURVIVOR}",
+        until(
             lambda: all(completed_once(twin, ns, n) for n in names),
-            timeout=180.0,
-            state=lambda: state(twin, ns, [SURVIVOR]),
+            180.0,
+            f"every job completed once on {SURVIVOR}",
+            seen=lambda: state(twin, ns, [SURVIVOR]),
         )
+        t_complete = time.monotonic()
         for name in names:
             assert watch.completed(ns, name), f"{name} was not seen completing on {SURVIVOR}"
         finished = {
@@ -363,11 +343,12 @@ def test_worker_lost_mid_job_is_readmitted_on_the_other_worker(
         # worker-1 comes back: nothing of the jobs may run there again.
         t_back = time.monotonic()
         restore_plane(lost, twin.kueues[LOST])
-        t_active = until(
-            f"MultiKueueCluster {LOST} Active again",
+        until(
             lambda: cluster_active(manager, LOST) == "True",
-            timeout=120.0,
+            120.0,
+            f"MultiKueueCluster {LOST} Active again",
         )
+        t_active = time.monotonic()
         before = {w["metadata"]["name"]: where(w) for w in workloads(manager, ns)}
         settle_until = time.monotonic() + GC_INTERVAL + 10.0
         while time.monotonic() < settle_until:
@@ -414,9 +395,9 @@ def test_manager_kueue_killed_mid_dispatch_loses_and_repeats_nothing(
         submit(twin, sub, names, "5s")
         # Mid-dispatch: the first copy reached a worker, not all jobs are admitted yet.
         until(
-            "a first job copied to a worker",
             lambda: any(job(p, ns, n) for p in workers.values() for n in names),
-            timeout=60.0,
+            60.0,
+            "a first job copied to a worker",
         )
         admitted = sum(1 for w in workloads(manager, ns) if condition(w, "Admitted") == "True")
         t_kill = time.monotonic()
@@ -424,11 +405,12 @@ def test_manager_kueue_killed_mid_dispatch_loses_and_repeats_nothing(
         restart = restart_kueue(twin.kueues[MANAGER], tools.openssl)
         stranded: list[str] = []
         try:
-            t_done = until(
-                "every job completed once after the restart",
+            until(
                 lambda: all(completed_once(twin, ns, n) for n in names),
-                timeout=STRANDED_AFTER,
+                STRANDED_AFTER,
+                "every job completed once after the restart",
             )
+            t_done = time.monotonic()
         except AssertionError:
             # A Workload the restarted Kueue reconciled before it had connected to any worker
             # is never dispatched (the test below makes it happen every time;
@@ -438,12 +420,13 @@ def test_manager_kueue_killed_mid_dispatch_loses_and_repeats_nothing(
             assert listed == [(ns, n) for n in stranded], (
                 f"the documented listing found {listed}, not {stranded}"
             )
-            t_done = until(
-                "every job completed once after the restart and the operator step",
+            until(
                 lambda: all(completed_once(twin, ns, n) for n in names),
-                timeout=120.0,
-                state=lambda: f"stranded {stranded}; " + state(twin, ns, list(workers)),
+                120.0,
+                "every job completed once after the restart and the operator step",
+                seen=lambda: f"stranded {stranded}; " + state(twin, ns, list(workers)),
             )
+            t_done = time.monotonic()
         ran_on = {n: [w for w, watch in watches.items() if watch.completed(ns, n)] for n in names}
         twice = {n: ws for n, ws in ran_on.items() if len(ws) != 1}
         assert not twice, f"jobs not completed on exactly one worker: {twice}"
@@ -507,30 +490,17 @@ def redispatch(manager: ControlPlane) -> list[tuple[str, str]]:
         f"docs/operations.md, {KILLED_SECTION}: expected a listing and an annotate line"
     )
     listing, annotate = lines
-    kubectl = manager.tools.kubectl if manager.tools is not None else Path("kubectl")
-    env = {
-        "PATH": f"{Path(kubectl).parent}:/usr/bin:/bin",
-        "KUBECONFIG": str(manager.kubeconfig),
-        "HOME": str(manager.workdir),
-    }
-
-    def sh(line: str) -> str:
-        done = subprocess.run(
-            ["bash", "-c", f"set -o pipefail; {line}"],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=60,
-            check=False,
-        )
-        assert done.returncode == 0, f"{line}\n{done.stderr}"
-        return done.stdout
-
     listed = [
-        (ns, name) for ns, name in (row.split() for row in sh(listing).splitlines() if row.strip())
+        (ns, name)
+        for ns, name in (
+            row.split() for row in run_documented(manager, listing).splitlines() if row.strip()
+        )
     ]
     for ns, name in listed:
-        sh(annotate.replace("NAMESPACE", shlex.quote(ns)).replace("NAME", shlex.quote(name)))
+        run_documented(
+            manager,
+            annotate.replace("NAMESPACE", shlex.quote(ns)).replace("NAME", shlex.quote(name)),
+        )
     assert REDISPATCH in annotate, annotate
     return listed
 
@@ -553,12 +523,12 @@ def _strand(twin: Twin, autoscaler: Path, tools: Tools, name: str) -> Stranded:
     for worker, plane in workers.items():
         freeze_plane(plane, twin.kueues[worker])
     submit(twin, sub, [name], "5s")
-    wait_for(
-        "the Job's Workload holds quota on the manager",
+    until(
         lambda: any(
             condition(w, "QuotaReserved") == "True" for w in workloads(manager, sub.namespace)
         ),
-        timeout=60.0,
+        60.0,
+        "the Job's Workload holds quota on the manager",
     )
     kueue = twin.kueues[MANAGER]
     kill_kueue(kueue)
@@ -590,11 +560,12 @@ def test_a_workload_reserved_while_no_worker_answers_is_dispatched_after_the_ope
     t_thawed = time.monotonic()
     watches = {n: JobWatch(p) for n, p in workers.items()}
     try:
-        t_active = wait_for(
-            "every MultiKueueCluster Active again",
+        until(
             lambda: all(cluster_active(manager, w) == "True" for w in workers),
-            timeout=180.0,
+            180.0,
+            "every MultiKueueCluster Active again",
         )
+        t_active = time.monotonic()
         # The control: a Job submitted now is dispatched and completes (the workers are
         # connected, not just marked Active), while the first stays undispatched.
         submit(twin, sub, [control], "5s")
@@ -617,12 +588,13 @@ def test_a_workload_reserved_while_no_worker_answers_is_dispatched_after_the_ope
         assert listed == [(ns, n) for n in stranded], (
             f"the documented listing found {listed}, not {stranded}"
         )
-        t_done = until(
-            "the Job completed once after the operator step",
+        until(
             lambda: completed_once(twin, ns, name),
-            timeout=120.0,
-            state=lambda: state(twin, ns, list(workers)),
+            120.0,
+            "the Job completed once after the operator step",
+            seen=lambda: state(twin, ns, list(workers)),
         )
+        t_done = time.monotonic()
         ran_on = [w for w, watch in watches.items() if watch.completed(ns, name)]
         assert len(ran_on) == 1, f"{name} completed on {ran_on}, not on exactly one worker"
     finally:
@@ -680,11 +652,11 @@ def test_prods_incremental_dispatcher_dispatches_a_workload_reserved_while_no_wo
     ns = sub.namespace
     log_path, offset = kueue.workdir / "kueue.log", stranded_case.log_offset
     until(
+        lambda: _log_from(log_path, offset).count(NOT_CONNECTED) >= RETRIES_WHILE_FROZEN,
+        60.0,
         f"the restarted Kueue retries the Workload {RETRIES_WHILE_FROZEN}x while no worker "
         f"answers ('{NOT_CONNECTED}' in its log)",
-        lambda: _log_from(log_path, offset).count(NOT_CONNECTED) >= RETRIES_WHILE_FROZEN,
-        timeout=60.0,
-        state=lambda: _log_from(log_path, offset)[-3000:],
+        seen=lambda: _log_from(log_path, offset)[-3000:],
     )
     nominated = [
         (w["metadata"]["name"], (w.get("status") or {}).get("nominatedClusterNames"))
@@ -694,18 +666,20 @@ def test_prods_incremental_dispatcher_dispatches_a_workload_reserved_while_no_wo
     t_thawed = time.monotonic()
     watches = {n: JobWatch(p) for n, p in workers.items()}
     try:
-        t_active = wait_for(
-            "every MultiKueueCluster Active again",
+        until(
             lambda: all(cluster_active(manager, w) == "True" for w in workers),
-            timeout=180.0,
+            180.0,
+            "every MultiKueueCluster Active again",
         )
-        t_done = until(
+        t_active = time.monotonic()
+        until(
+            lambda: completed_once(twin, ns, name),
+            HEALS_WITHIN,
             f"the Job completed once with no operator step, {HEALS_WITHIN:.0f}s after the "
             "workers returned",
-            lambda: completed_once(twin, ns, name),
-            timeout=HEALS_WITHIN,
-            state=lambda: state(twin, ns, list(workers)),
+            seen=lambda: state(twin, ns, list(workers)),
         )
+        t_done = time.monotonic()
         ran_on = [w for w, watch in watches.items() if watch.completed(ns, name)]
         assert len(ran_on) == 1, f"{name} completed on {ran_on}, not on exactly one worker"
     finally:

@@ -17,7 +17,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -29,6 +29,7 @@ from tests.realtier.faults import cluster_active, lose_plane, restore_plane
 from tests.realtier.harness import ROOT, ControlPlane, Report, apply
 from tests.realtier.kueue import KueueManager
 from tests.realtier.test_kueue_dispatch import KUEUE_API, MULTIKUEUE_CONTROLLER, QUEUE_LABEL, Wired
+from tests.realtier.wait import until
 from upstream.podsecurity import (
     RESTRICTED_CONTAINER_SECURITY_CONTEXT,
     RESTRICTED_POD_SECURITY_CONTEXT,
@@ -114,15 +115,6 @@ def _workload(manager: ControlPlane, job: str) -> dict[str, Any] | None:
     return None
 
 
-def _until(what: str, probe: Callable[[], Any], last: Callable[[], str]) -> Any:
-    deadline = time.monotonic() + WAIT
-    while not (result := probe()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not after {WAIT:.0f}s; last seen: {last()}")
-        time.sleep(0.25)
-    return result
-
-
 def _cond(wl: dict[str, Any] | None, kind: str) -> dict[str, Any]:
     conditions = ((wl or {}).get("status") or {}).get("conditions") or []
     return next((c for c in conditions if c.get("type") == kind), {})
@@ -137,29 +129,32 @@ def jobs(
     del kueues, wired
     manager = planes["manager"]
     for w in WORKERS:
-        _until(
-            f"[manager] MultiKueueCluster {w} Active",
+        until(
             lambda w=w: cluster_active(manager, w) == "True",
-            lambda w=w: str(cluster_active(manager, w)),
+            WAIT,
+            f"[manager] MultiKueueCluster {w} Active",
+            seen=lambda w=w: str(cluster_active(manager, w)),
         )
     try:
         applied = apply(manager, [_job(DISPATCHED, "12")])
         assert not applied.rejected, applied.stderr
-        wl = _until(
-            f"[manager] Workload of {DISPATCHED} with status.clusterName",
+        wl = until(
             lambda: (
                 (w := _workload(manager, DISPATCHED))
                 and (w.get("status") or {}).get("clusterName")
                 and w
             ),
-            lambda: json.dumps((_workload(manager, DISPATCHED) or {}).get("status")),
+            WAIT,
+            f"[manager] Workload of {DISPATCHED} with status.clusterName",
+            seen=lambda: json.dumps((_workload(manager, DISPATCHED) or {}).get("status")),
         )
         applied = apply(manager, [_job(PENDING, "24")])
         assert not applied.rejected, applied.stderr
-        _until(
-            f"[manager] Workload of {PENDING} QuotaReserved=False with Kueue's reason",
+        until(
             lambda: _cond(_workload(manager, PENDING), "QuotaReserved").get("message"),
-            lambda: json.dumps((_workload(manager, PENDING) or {}).get("status")),
+            WAIT,
+            f"[manager] Workload of {PENDING} QuotaReserved=False with Kueue's reason",
+            seen=lambda: json.dumps((_workload(manager, PENDING) or {}).get("status")),
         )
         yield str(wl["status"]["clusterName"])
     finally:
@@ -223,10 +218,11 @@ def test_a_lost_worker_is_named_within_the_bound(
     lose_plane(planes[lost], kueues[lost])
     try:
         t0 = time.monotonic()
-        _until(
-            f"[manager] MultiKueueCluster {lost} Active=False",
+        until(
             lambda: cluster_active(manager, lost) == "False",
-            lambda: str(cluster_active(manager, lost)),
+            WAIT,
+            f"[manager] MultiKueueCluster {lost} Active=False",
+            seen=lambda: str(cluster_active(manager, lost)),
         )
         inactive = time.monotonic() - t0
         status, took = _json(planes, "status", "--timeout", f"{BOUND:.0f}")
@@ -246,10 +242,11 @@ def test_a_lost_worker_is_named_within_the_bound(
             assert "Traceback" not in done.stderr, done.stderr
     finally:
         restore_plane(planes[lost], kueues[lost])
-    back = _until(
-        f"[manager] MultiKueueCluster {lost} Active again after restore",
+    back = until(
         lambda: cluster_active(manager, lost) == "True",
-        lambda: str(cluster_active(manager, lost)),
+        WAIT,
+        f"[manager] MultiKueueCluster {lost} Active again after restore",
+        seen=lambda: str(cluster_active(manager, lost)),
     )
     del back
     report(

@@ -25,7 +25,7 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -50,7 +50,8 @@ from tests.realtier.karmada import (
 )
 from tests.realtier.kruise import KruiseTools, Member, find_kruise, running_members
 from tests.realtier.twin import is_virtual_node
-from tests.realtier.twin_run import SimulationTools, find_simulation_tools
+from tests.realtier.twin_run import SimulationTools
+from tests.realtier.wait import until
 from upstream.placement import divide_static_weights, plan_placement
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
@@ -96,17 +97,6 @@ def _json(plane: ControlPlane, path: str) -> dict[str, Any] | None:
     return json.loads(body) if status == 200 else None
 
 
-def _until(what: str, probe: Callable[[], Any], state: Callable[[], Any]) -> Any:
-    deadline = time.monotonic() + TIMEOUT
-    while True:
-        result = probe()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not after {TIMEOUT:.0f}s; last seen: {state()}")
-        time.sleep(POLL)
-
-
 # ---- fixtures: one Karmada plane, two members, the dev layer applied -----------------------------
 
 
@@ -123,14 +113,6 @@ def kruise_tools() -> KruiseTools:
     found, missing = find_kruise()
     if found is None:
         pytest.skip("real tier (kruise): " + "; ".join(missing))
-    return found
-
-
-@pytest.fixture(scope="module")
-def simulation() -> SimulationTools:
-    found, missing = find_simulation_tools()
-    if found is None:
-        pytest.skip("real tier (twin): " + "; ".join(missing))
     return found
 
 
@@ -284,21 +266,25 @@ def test_scheduler_divides_the_dev_application_as_preflight_predicts(
     )
     t0 = time.monotonic()
     karmada = layer.karmada.plane
-    placed = _until(
-        "the dev application scheduled",
+    placed = until(
         lambda: _scheduled(_binding(karmada, app.namespace, app.name)),
-        lambda: _binding(karmada, app.namespace, app.name),
+        TIMEOUT,
+        "the dev application scheduled",
+        seen=lambda: _binding(karmada, app.namespace, app.name),
+        poll=POLL,
     )
     assert placed == dict(plan.members)
     # Each member's copy gets its share; Kruise splits it; pods land as the preview says.
     for name, member in layer.members.items():
         share = plan.members[name]
-        ud = _until(
-            f"[{name}] UnitedDeployment with {share} replicas",
+        ud = until(
             lambda m=member, s=share: (
                 (u := _ud(m.plane, app.namespace, app.name)) and u["spec"]["replicas"] == s and u
             ),
-            lambda m=member: _ud(m.plane, app.namespace, app.name),
+            TIMEOUT,
+            f"[{name}] UnitedDeployment with {share} replicas",
+            seen=lambda m=member: _ud(m.plane, app.namespace, app.name),
+            poll=POLL,
         )
         assert ud["spec"]["replicas"] == share
         wanted = dict(plan.member_subsets[name])
@@ -311,10 +297,12 @@ def test_scheduler_divides_the_dev_application_as_preflight_predicts(
                 return {}
             return where
 
-        where = _until(
-            f"[{name}] pods of {wanted}",
+        where = until(
             landed,
-            lambda m=member: _placement(m, app.namespace, app.name),
+            TIMEOUT,
+            f"[{name}] pods of {wanted}",
+            seen=lambda m=member: _placement(m, app.namespace, app.name),
+            poll=POLL,
         )
         assert where.get("subset-a", []) == [False] * wanted.get("subset-a", 0)
         assert where.get("subset-b", []) == [True] * wanted.get("subset-b", 0)
@@ -345,10 +333,12 @@ def test_aggregated_status_is_the_members_sum_and_healthy(
             return None
         return status, sums
 
-    status, sums = _until(
-        "aggregated status = sum of the members'",
+    status, sums = until(
         agreed,
-        lambda: (_ud(karmada, app.namespace, app.name) or {}).get("status"),
+        TIMEOUT,
+        "aggregated status = sum of the members'",
+        seen=lambda: (_ud(karmada, app.namespace, app.name) or {}).get("status"),
+        poll=POLL,
     )
     assert sums["replicas"] == app.replicas
     subsets = {s["name"]: s["replicas"] for s in status.get("subsetStatuses") or []}
@@ -361,7 +351,7 @@ def test_aggregated_status_is_the_members_sum_and_healthy(
             return items
         return None
 
-    items = _until("InterpretHealth Healthy on every member", healthy, lambda: None)
+    items = until(healthy, TIMEOUT, "InterpretHealth Healthy on every member", poll=POLL)
     assert {i["clusterName"] for i in items} == set(layer.members)
 
 
@@ -390,10 +380,11 @@ def test_a_configmap_the_pod_template_uses_follows_it(
     assert not applied.rejected, applied.stderr
     path = f"/api/v1/namespaces/{app.namespace}/configmaps/{CONFIG_MAP}"
     for name, member in layer.members.items():
-        got = _until(
-            f"[{name}] ConfigMap {CONFIG_MAP}",
+        got = until(
             lambda m=member: _json(m.plane, path),
-            lambda: None,
+            TIMEOUT,
+            f"[{name}] ConfigMap {CONFIG_MAP}",
+            poll=POLL,
         )
         assert got["data"] == {"GREETING": "hello"}
     karmada.kubectl(
@@ -448,10 +439,12 @@ def test_scheduler_matches_preflight_placement_over_a_table(
         weights = dict(zip(names, (w1, w2), strict=True))
         predicted = divide_static_weights(replicas, weights, resource_uid=ud["metadata"]["uid"])
         placed = (
-            _until(
-                f"{name} scheduled",
+            until(
                 lambda n=name: _scheduled(_binding(karmada, TABLE_NAMESPACE, n)),
-                lambda n=name: _binding(karmada, TABLE_NAMESPACE, n),
+                TIMEOUT,
+                f"{name} scheduled",
+                seen=lambda n=name: _binding(karmada, TABLE_NAMESPACE, n),
+                poll=POLL,
             )
             if replicas
             else _scheduled_or_empty(karmada, name)
@@ -470,10 +463,16 @@ def test_scheduler_matches_preflight_placement_over_a_table(
 def _scheduled_or_empty(karmada: ControlPlane, name: str) -> dict[str, int]:
     """0 replicas: the scheduler still schedules (a workload with replica requirements), and
     every member gets 0, which removeZeroReplicasCluster drops."""
-    return _until(
+    return until(
+        lambda: (
+            (s,)
+            if (s := _scheduled(_binding(karmada, TABLE_NAMESPACE, name))) is not None
+            else None
+        ),
+        TIMEOUT,
         f"{name} scheduled",
-        lambda: (s := _scheduled(_binding(karmada, TABLE_NAMESPACE, name))) is not None and (s,),
-        lambda: _binding(karmada, TABLE_NAMESPACE, name),
+        seen=lambda: _binding(karmada, TABLE_NAMESPACE, name),
+        poll=POLL,
     )[0]
 
 
@@ -502,13 +501,15 @@ def test_a_weight_change_moves_replicas(
     plan = plan_placement(app.replicas, weights, subset_specs(app), resource_uid=layer.uid)
     for name, member in layer.members.items():
         share = expected.get(name, 0)
-        _until(
-            f"[{name}] UnitedDeployment and subsets at {share} after the weight change",
+        until(
             lambda m=member, n=name, s=share: (
                 (_ud(m.plane, app.namespace, app.name) or {}).get("spec", {}).get("replicas") == s
                 and _subset_replicas(m, app) == dict(plan.member_subsets.get(n, {}))
             ),
-            lambda m=member: _subset_replicas(m, app),
+            TIMEOUT,
+            f"[{name}] UnitedDeployment and subsets at {share} after the weight change",
+            seen=lambda m=member: _subset_replicas(m, app),
+            poll=POLL,
         )
     report(
         f"weight change {dict(app.propagation.weights)} -> {weights}: members' "
@@ -614,17 +615,18 @@ def test_deleting_the_layer_leaves_nothing_on_any_plane(
         "delete", "propagationpolicies.policy.karmada.io", app.name, "-n", app.namespace
     )
     for name, member in layer.members.items():
-        _until(
-            f"[{name}] {app.name} and its pods gone",
+        until(
             lambda m=member: (
                 _ud(m.plane, app.namespace, app.name) is None
                 and not _pods(m.plane, app.namespace, app.name)
             ),
-            lambda m=member: len(_pods(m.plane, app.namespace, app.name)),
+            TIMEOUT,
+            f"[{name}] {app.name} and its pods gone",
+            seen=lambda m=member: len(_pods(m.plane, app.namespace, app.name)),
+            poll=POLL,
         )
     karmada.kubectl("delete", "clusters.cluster.karmada.io", *sorted(layer.members))
-    _until(
-        "no Cluster, Work or execution namespace left on Karmada",
+    until(
         lambda: (
             not karmada.kubectl(
                 "get", "clusters.cluster.karmada.io,works.work.karmada.io", "-A", "-o", "name"
@@ -635,7 +637,9 @@ def test_deleting_the_layer_leaves_nothing_on_any_plane(
                 if n.startswith("namespace/karmada-es-")
             ]
         ),
-        lambda: (
+        TIMEOUT,
+        "no Cluster, Work or execution namespace left on Karmada",
+        seen=lambda: (
             karmada.kubectl(
                 "get",
                 "clusters.cluster.karmada.io,works.work.karmada.io,namespaces",
@@ -644,6 +648,7 @@ def test_deleting_the_layer_leaves_nothing_on_any_plane(
                 "name",
             ).stdout
         ),
+        poll=POLL,
     )
     report(
         f"deleting the layer: nothing left on Karmada or the members in "

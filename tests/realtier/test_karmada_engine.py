@@ -47,13 +47,15 @@ from tests.realtier.karmada import CLUSTER_NAMESPACE, KarmadaPlane, KarmadaTools
 from tests.realtier.kruise import KruiseTools, Member, find_kruise, running_members
 from tests.realtier.pulumi_cli import op_counts
 from tests.realtier.test_karmada import (
+    POLL,
+    TIMEOUT,
     _binding,  # pyright: ignore[reportPrivateUsage]
     _kruise_values,  # pyright: ignore[reportPrivateUsage]
     _scheduled,  # pyright: ignore[reportPrivateUsage]
     _ud,  # pyright: ignore[reportPrivateUsage]
-    _until,  # pyright: ignore[reportPrivateUsage]
 )
-from tests.realtier.twin_run import SimulationTools, find_simulation_tools
+from tests.realtier.twin_run import SimulationTools
+from tests.realtier.wait import until
 from upstream.placement import plan_placement
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
@@ -111,14 +113,6 @@ def kruise_tools() -> KruiseTools:
     found, missing = find_kruise()
     if found is None:
         pytest.skip("real tier (kruise): " + "; ".join(missing))
-    return found
-
-
-@pytest.fixture(scope="module")
-def simulation() -> SimulationTools:
-    found, missing = find_simulation_tools()
-    if found is None:
-        pytest.skip("real tier (twin): " + "; ".join(missing))
     return found
 
 
@@ -243,20 +237,24 @@ def test_pulumi_up_places_the_application_and_a_second_up_is_a_noop(
         resource_uid=ud["metadata"]["uid"],
     )
     assert dict(plan.members) == {"worker-1": 2, "worker-2": 4}
-    placed = _until(
-        "the dev application scheduled",
+    placed = until(
         lambda: _scheduled(_binding(karmada, app.namespace, app.name)),
-        lambda: _binding(karmada, app.namespace, app.name),
+        TIMEOUT,
+        "the dev application scheduled",
+        seen=lambda: _binding(karmada, app.namespace, app.name),
+        poll=POLL,
     )
     assert placed == dict(plan.members)
     for name, member in planes.members.items():
         share = plan.members[name]
-        _until(
-            f"[{name}] UnitedDeployment with {share} replicas",
+        until(
             lambda m=member, s=share: (
                 (u := _ud(m.plane, app.namespace, app.name)) and u["spec"]["replicas"] == s
             ),
-            lambda m=member: _ud(m.plane, app.namespace, app.name),
+            TIMEOUT,
+            f"[{name}] UnitedDeployment with {share} replicas",
+            seen=lambda m=member: _ud(m.plane, app.namespace, app.name),
+            poll=POLL,
         )
     placed_seconds = time.monotonic() - t0
 
@@ -327,10 +325,13 @@ def test_a_member_rotation_and_the_documented_restart_keep_propagation_working(
     assert new is not None, "the rotation up left no generation-1 token on the member"
     assert new != old
     assert _authenticated(member, new) == 200
-    deadline = time.monotonic() + REVOKED_TIMEOUT
-    while (seen := _authenticated(member, old)) != 401 and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert seen == 401, f"the old member token still answers {seen} {REVOKED_TIMEOUT:.0f}s on"
+    until(
+        lambda: _authenticated(member, old) == 401,
+        REVOKED_TIMEOUT,
+        "the old member token refused (401)",
+        seen=lambda: f"it answers {_authenticated(member, old)}",
+        poll=0.5,
+    )
 
     restart_seconds = planes.karmada.restart_controller_manager()
 
@@ -350,12 +351,14 @@ def test_a_member_rotation_and_the_documented_restart_keep_propagation_working(
     )
     for name, m in planes.members.items():
         share = plan.members[name]
-        _until(
-            f"[{name}] UnitedDeployment scaled to {share} after the rotation",
+        until(
             lambda m=m, s=share: (
                 (u := _ud(m.plane, app.namespace, app.name)) and u["spec"]["replicas"] == s
             ),
-            lambda m=m: _ud(m.plane, app.namespace, app.name),
+            TIMEOUT,
+            f"[{name}] UnitedDeployment scaled to {share} after the rotation",
+            seen=lambda m=m: _ud(m.plane, app.namespace, app.name),
+            poll=POLL,
         )
 
     placed_seconds = time.monotonic() - t1
@@ -517,12 +520,13 @@ def test_pulumi_destroy_leaves_nothing_on_any_plane(
         return {k: v for k, v in found.items() if v}
 
     # Karmada removes the members' copies (and their namespace) after their Works go: async.
-    deadline = time.monotonic() + GONE_TIMEOUT
-    left = leftovers()
-    while left and time.monotonic() < deadline:
-        time.sleep(0.5)
-        left = leftovers()
-    assert not left, f"left behind after destroy: {left}"
+    until(
+        lambda: not leftovers(),
+        GONE_TIMEOUT,
+        "nothing left behind after destroy",
+        seen=leftovers,
+        poll=0.5,
+    )
     report(
         f"pulumi destroy: {gone['delete']} deleted in {seconds:.1f}s; no Karmada object, member "
         f"copy, Cluster or member credential left {time.monotonic() - t0:.1f}s after it began"

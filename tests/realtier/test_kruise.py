@@ -65,7 +65,8 @@ from tests.realtier.kruise import (
     start_kruise,
 )
 from tests.realtier.twin import VIRTUAL_NODE_NAME, is_virtual_node
-from tests.realtier.twin_run import SimulationTools, find_simulation_tools
+from tests.realtier.twin_run import SimulationTools
+from tests.realtier.wait import until
 from upstream.karmada import DEFAULT_KRUISE_CHART_VERSION
 from upstream.placement import PlacementPlan, plan_placement
 
@@ -146,14 +147,6 @@ def kruise_tools() -> KruiseTools:
     return found
 
 
-@pytest.fixture(scope="module")
-def simulation() -> SimulationTools:
-    found, missing = find_simulation_tools()
-    if found is None:
-        pytest.skip("real tier (twin): " + "; ".join(missing))
-    return found
-
-
 def kruise_values(fleet: FleetConfig) -> dict[str, dict[str, Any]]:
     """Member -> the values of the kruise HelmRelease the program renders for it."""
     _, releases = collect(fleet)
@@ -229,17 +222,6 @@ def _apply_ud(plane: ControlPlane, obj: dict[str, Any], *, dry_run: bool = False
     return plane.kubectl(*args, stdin=json.dumps(obj), check=False)
 
 
-def _until(what: str, probe: Callable[[], Any], state: Callable[[], Any]) -> Any:
-    deadline = time.monotonic() + ROLLOUT_TIMEOUT
-    while True:
-        result = probe()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not after {ROLLOUT_TIMEOUT:.0f}s; last seen: {state()}")
-        time.sleep(POLL)
-
-
 def _ud(plane: ControlPlane, app: ApplicationConfig) -> dict[str, Any] | None:
     return _json(plane, f"{UD_API}/namespaces/{app.namespace}/uniteddeployments/{app.name}")
 
@@ -296,10 +278,12 @@ def deployed(
         result = _apply_ud(member.plane, member_copy(dev_app, plan.members[name]))
         assert result.returncode == 0, result.stderr
     live = {
-        name: _until(
-            f"[{name}] {dev_app.name} rolled out with {plan.members[name]} pods",
+        name: until(
             lambda m=member, n=name: _rolled_out(m.plane, dev_app, plan.members[n]),
-            lambda m=member: (_ud(m.plane, dev_app) or {}).get("status"),
+            ROLLOUT_TIMEOUT,
+            f"[{name}] {dev_app.name} rolled out with {plan.members[name]} pods",
+            seen=lambda m=member: (_ud(m.plane, dev_app) or {}).get("status"),
+            poll=POLL,
         )
         for name, member in members.items()
     }
@@ -579,17 +563,21 @@ def test_a_replacement_moves_the_pods(
     member.plane.kubectl(
         "delete", "uniteddeployment", dev_app.name, f"--namespace={dev_app.namespace}", "--wait"
     )
-    _until(
-        f"[{name}] pods of the deleted UnitedDeployment gone",
+    until(
         lambda: not _pods(member.plane, dev_app),
-        lambda: [p["metadata"]["name"] for p in _pods(member.plane, dev_app)],
+        ROLLOUT_TIMEOUT,
+        f"[{name}] pods of the deleted UnitedDeployment gone",
+        seen=lambda: [p["metadata"]["name"] for p in _pods(member.plane, dev_app)],
+        poll=POLL,
     )
     result = _apply_ud(member.plane, member_copy(moved, share))
     assert result.returncode == 0, result.stderr
-    _until(
-        f"[{name}] replaced {dev_app.name} rolled out",
+    until(
         lambda: _rolled_out(member.plane, moved, share),
-        lambda: (_ud(member.plane, moved) or {}).get("status"),
+        ROLLOUT_TIMEOUT,
+        f"[{name}] replaced {dev_app.name} rolled out",
+        seen=lambda: (_ud(member.plane, moved) or {}).get("status"),
+        poll=POLL,
     )
     placement = _placement(member, moved)
     assert all(on_virtual for pods in placement.values() for _, on_virtual in pods), placement

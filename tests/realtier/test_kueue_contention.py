@@ -30,14 +30,11 @@ from pathlib import Path
 from typing import Any, Final
 
 import pytest
-import yaml
 
-from checks.stack import parse_fleet
-from tests.realtier.conftest import kueue_crd_paths
-from tests.realtier.faults import COMPLETE_DELAY, timed_simulation
+from tests.realtier.faults import COMPLETE_DELAY
 from tests.realtier.harness import ControlPlane, Report, Tools, apply
-from tests.realtier.kueue import kueue_binary
-from tests.realtier.twin_run import SimulationTools, Twin, find_simulation_tools, running_twin
+from tests.realtier.twin_run import SimulationTools, Twin, fixture_twin
+from tests.realtier.wait import until
 from upstream.podsecurity import (
     RESTRICTED_CONTAINER_SECURITY_CONTEXT,
     RESTRICTED_POD_SECURITY_CONTEXT,
@@ -64,29 +61,9 @@ SETTLE_SAMPLES: Final = 3
 POLL: Final = 0.5
 
 
-@pytest.fixture(scope="module")
-def simulation() -> SimulationTools:
-    found, missing = find_simulation_tools()
-    if found is None:
-        pytest.skip("real tier (twin): " + "; ".join(missing))
-    return found
-
-
 @pytest.fixture
 def twin(tools: Tools, simulation: SimulationTools, tmp_path: Path) -> Iterator[Twin]:
-    binary = kueue_binary()
-    if binary is None:
-        pytest.skip("real tier: kueue not built")
-    fleet, _ = parse_fleet(yaml.safe_load(FIXTURE.read_text()), source=str(FIXTURE))
-    with running_twin(
-        "fair-share",
-        tools,
-        timed_simulation(simulation, tmp_path / "stages"),
-        kueue_binary=binary,
-        kueue_crds=kueue_crd_paths(fleet),
-        workdir=tmp_path,
-        fleet_value=fleet,
-    ) as started:
+    with fixture_twin("fair-share", FIXTURE, tools, simulation, tmp_path) as started:
         yield started
 
 
@@ -157,13 +134,14 @@ def _wait_usage(
     what: str,
     timeout: float,
 ) -> dict[str, dict[str, int]]:
-    deadline = time.monotonic() + timeout
-    seen = _usage(plane)
-    while not done(seen):
-        assert time.monotonic() < deadline, f"{what}: not after {timeout:.0f}s; last seen {seen}"
-        time.sleep(POLL)
-        seen = _usage(plane)
-    return seen
+    """The teams' usage once `done` holds for it (polled)."""
+    last: list[dict[str, dict[str, int]]] = [{}]
+
+    def reached() -> list[dict[str, dict[str, int]]] | None:
+        last[0] = _usage(plane)
+        return [last[0]] if done(last[0]) else None  # a list: truthy even for an empty usage
+
+    return until(reached, timeout, what, seen=lambda: last[0], poll=POLL)[0]
 
 
 def _root_cpu(plane: ControlPlane, quota: str) -> str:
@@ -276,8 +254,8 @@ def test_unowned_quota_is_borrowed_three_to_one_when_both_teams_saturate(
     )
     t_settled = time.monotonic() - t1
     samples: list[dict[str, dict[str, int]]] = []
-    until = time.monotonic() + WATCH
-    while time.monotonic() < until:
+    watch_until = time.monotonic() + WATCH
+    while time.monotonic() < watch_until:
         seen = _usage(plane)
         samples.append(seen)
         borrowed = {t: u["borrowed"] for t, u in seen.items()}

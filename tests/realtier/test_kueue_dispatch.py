@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -34,6 +33,7 @@ from constants import MULTIKUEUE_ADMISSION_CHECK
 from tests.realtier.e2e import TEAM, e2e_fleet
 from tests.realtier.harness import ControlPlane, Report, apply, namespace
 from tests.realtier.kueue import KUEUE_NAMESPACE, KueueManager, wait_for_token
+from tests.realtier.wait import until
 from upstream.podsecurity import (
     RESTRICTED_CONTAINER_SECURITY_CONTEXT,
     RESTRICTED_POD_SECURITY_CONTEXT,
@@ -68,23 +68,13 @@ def _condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
     return next((c for c in conditions if c.get("type") == kind), None)
 
 
-def _wait(what: str, probe: Callable[[], Any], timeout: float, last: Callable[[], str]) -> Any:
-    """Poll `probe` until it returns something truthy; fail naming `what` and the last state."""
-    deadline = time.monotonic() + timeout
-    while not (result := probe()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not after {timeout:.0f}s; last seen: {last()}")
-        time.sleep(0.25)
-    return result
-
-
 def wait_active(plane: ControlPlane, path: str, what: str) -> dict[str, Any]:
     """The object's condition Active=True; the failure message shows its conditions."""
-    return _wait(
-        f"[{plane.name}] {what} Active=True",
+    return until(
         lambda: (c := _condition(_json(plane, path), "Active")) and c["status"] == "True" and c,
         ACTIVE_TIMEOUT,
-        lambda: json.dumps((_json(plane, path) or {}).get("status", "absent")),
+        f"[{plane.name}] {what} Active=True",
+        seen=lambda: json.dumps((_json(plane, path) or {}).get("status", "absent")),
     )
 
 
@@ -257,11 +247,11 @@ def test_a_suspended_job_is_admitted_on_the_manager_and_dispatched_to_a_worker(
         (_json(manager, f"/apis/batch/v1/namespaces/{TEAM}/jobs/{JOB}") or {})["metadata"]["uid"]
     )
 
-    workload: dict[str, Any] = _wait(
-        "[manager] Workload of the Job",
+    workload: dict[str, Any] = until(
         lambda: _workload_of(manager, uid),
         DISPATCH_TIMEOUT,
-        lambda: "no Workload owned by the Job (is Kueue's batch/job integration running?)",
+        "[manager] Workload of the Job",
+        seen=lambda: "no Workload owned by the Job (is Kueue's batch/job integration running?)",
     )
     name = str(workload["metadata"]["name"])
     path = f"{KUEUE_API}/namespaces/{TEAM}/workloads/{name}"
@@ -270,13 +260,13 @@ def test_a_suspended_job_is_admitted_on_the_manager_and_dispatched_to_a_worker(
         return json.dumps((_json(manager, path) or {}).get("status", "absent"))
 
     for kind in ("QuotaReserved", "Admitted"):
-        _wait(
-            f"[manager] Workload {name} {kind}=True",
+        until(
             lambda kind=kind: (
                 (c := _condition(_json(manager, path), kind)) and c["status"] == "True"
             ),
             DISPATCH_TIMEOUT,
-            state,
+            f"[manager] Workload {name} {kind}=True",
+            seen=state,
         )
     admitted = time.monotonic() - t0
 
@@ -288,11 +278,11 @@ def test_a_suspended_job_is_admitted_on_the_manager_and_dispatched_to_a_worker(
             for w in workers
         )
 
-    copies: dict[str, dict[str, Any]] = _wait(
-        f"a copy of Job {TEAM}/{JOB} on {' or '.join(workers)}",
+    copies: dict[str, dict[str, Any]] = until(
         lambda: _copies(planes, workers),
         DISPATCH_TIMEOUT,
-        remote_state,
+        f"a copy of Job {TEAM}/{JOB} on {' or '.join(workers)}",
+        seen=remote_state,
     )
     dispatched = time.monotonic() - t0
     assert len(copies) == 1, f"the Job was copied to more than one worker: {sorted(copies)}"

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any, Final
 
 import pytest
@@ -46,9 +46,9 @@ from tests.realtier.twin_run import (
     PROVISIONING_API,
     SimulationTools,
     Twin,
-    find_simulation_tools,
     running_twin,
 )
+from tests.realtier.wait import holds, until
 from upstream.kueue import DISPATCHERS
 
 pytestmark = [pytest.mark.real]
@@ -62,14 +62,6 @@ POLL: Final = 0.25
 # After Incremental's one ProvisioningRequest exists, how long the count is watched to stay one
 # (Kueue 0.19.2's next round starts only after 5 minutes).
 HELD: Final = 5.0
-
-
-@pytest.fixture(scope="module")
-def simulation() -> SimulationTools:
-    found, missing = find_simulation_tools()
-    if found is None:
-        pytest.skip("real tier (twin): " + "; ".join(missing))
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -141,26 +133,6 @@ def _condition(wl: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
     return next((c for c in conditions if c.get("type") == kind), None)
 
 
-def _until(what: str, probe: Callable[[], Any], state: Callable[[], Any]) -> Any:
-    deadline = time.monotonic() + TIMEOUT
-    while True:
-        found = probe()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not after {TIMEOUT:.0f}s; last seen: {state()}")
-        time.sleep(POLL)
-
-
-def _holds(what: str, probe: Callable[[], Any], window: float, state: Callable[[], Any]) -> None:
-    """`probe()` stays truthy for `window` seconds (polled: fails the moment it is not)."""
-    until = time.monotonic() + window
-    while time.monotonic() < until:
-        if not probe():
-            raise AssertionError(f"{what}: broke within {window:.0f}s; seen: {state()}")
-        time.sleep(POLL)
-
-
 def test_manager_runs_without_wait_for_pods_ready_and_a_worker_with_it(twin: Twin) -> None:
     manager = twin.fleet.manager
     assert manager is not None, "dev has a MultiKueue manager"
@@ -177,26 +149,31 @@ def test_manager_runs_without_wait_for_pods_ready_and_a_worker_with_it(twin: Twi
         applied = apply(plane, [_job(name, dispatched)])
         assert not applied.rejected, f"[{plane.name}] {applied.stderr}"
     # Both Workloads exist and the manager's reserved quota: its job reconciler has run.
-    _until(
-        f"[{manager.name}] Workload of mgr-job reserves quota",
+    until(
         lambda: (
             (_condition(_workload(home, "mgr-job"), "QuotaReserved") or {}).get("status") == "True"
         ),
-        lambda: _workload(home, "mgr-job"),
+        TIMEOUT,
+        f"[{manager.name}] Workload of mgr-job reserves quota",
+        seen=lambda: _workload(home, "mgr-job"),
+        poll=POLL,
     )
-    control = _until(
+    control = until(
+        lambda: _condition(_workload(remote, "wkr-job"), "PodsReady"),
+        TIMEOUT,
         f"[{worker}] Workload of wkr-job gets a PodsReady condition (waitForPodsReady on "
         "there, Kueue's default)",
-        lambda: _condition(_workload(remote, "wkr-job"), "PodsReady"),
-        lambda: _workload(remote, "wkr-job"),
+        seen=lambda: _workload(remote, "wkr-job"),
+        poll=POLL,
     )
     # Watch the manager at least as long again as the worker took (polled: fails at once).
-    _holds(
-        f"[{manager.name}] the dispatched job's Workload has no PodsReady condition "
-        f"(waitForPodsReady off there; worker control: {control})",
+    holds(
         lambda: _condition(_workload(home, "mgr-job"), "PodsReady") is None,
         max(2.0, time.monotonic() - t0),
-        lambda: _workload(home, "mgr-job"),
+        f"[{manager.name}] the dispatched job's Workload has no PodsReady condition "
+        f"(waitForPodsReady off there; worker control: {control})",
+        seen=lambda: _workload(home, "mgr-job"),
+        poll=POLL,
     )
 
 
@@ -243,24 +220,28 @@ def _one_job(twin: Twin, job: str, gated: list[str], enough: int) -> tuple[float
     t0 = time.monotonic()
     applied = apply(home, [_job(job, dispatched=True)])
     assert not applied.rejected, f"[{manager.name}] {applied.stderr}"
-    wl_name: str = _until(
-        f"[{manager.name}] a Workload for {job}",
+    wl_name: str = until(
         lambda: (_workload(home, job) or {}).get("metadata", {}).get("name"),
-        lambda: _workload(home, job),
+        TIMEOUT,
+        f"[{manager.name}] a Workload for {job}",
+        seen=lambda: _workload(home, job),
+        poll=POLL,
     )
 
     def opened() -> dict[str, list[str]]:
         return {w: _requests_for(twin.planes[w], wl_name) for w in gated}
 
-    _until(
-        f"ProvisioningRequests for {wl_name} on {enough} of the gated workers {gated}",
+    until(
         lambda: sum(1 for prs in opened().values() if prs) >= enough,
-        lambda: {
+        TIMEOUT,
+        f"ProvisioningRequests for {wl_name} on {enough} of the gated workers {gated}",
+        seen=lambda: {
             "requests": opened(),
             "nominated": ((_workload(home, job) or {}).get("status") or {}).get(
                 "nominatedClusterNames"
             ),
         },
+        poll=POLL,
     )
     return time.monotonic() - t0, wl_name
 
@@ -274,10 +255,12 @@ def test_one_job_opens_one_provisioning_request_with_prods_dispatcher(
     kueue = twin.kueues[manager.name]
     gated = _gated_workers(twin, QUEUE)
     assert len(gated) >= 2, f"dev's {QUEUE} reaches {gated} gated workers; the test needs 2+"
-    _until(
-        f"[{manager.name}] MultiKueueClusters {gated} Active",
+    until(
         lambda: all(cluster_active(home, w) == "True" for w in gated),
-        lambda: {w: cluster_active(home, w) for w in gated},
+        TIMEOUT,
+        f"[{manager.name}] MultiKueueClusters {gated} Active",
+        seen=lambda: {w: cluster_active(home, w) for w in gated},
+        poll=POLL,
     )
 
     # Before: dev's dispatcher, Kueue's default AllAtOnce (dev states it on purpose).
@@ -321,12 +304,13 @@ def test_one_job_opens_one_provisioning_request_with_prods_dispatcher(
             and seen["nominated"] == with_request
         )
 
-    _holds(
-        f"prod's dispatcher: one worker nominated, holding the only copy of {wl_inc} and its "
-        f"only ProvisioningRequest (of the gated {gated})",
+    holds(
         one_worker,
         HELD,
-        state,
+        f"prod's dispatcher: one worker nominated, holding the only copy of {wl_inc} and its "
+        f"only ProvisioningRequest (of the gated {gated})",
+        seen=state,
+        poll=POLL,
     )
     opened_inc = state()["requests"]
     first = [w for w, prs in opened_inc.items() if prs]
@@ -350,16 +334,17 @@ def test_one_job_opens_one_provisioning_request_with_prods_dispatcher(
         )
         return [w for w, prs in seen.items() if prs] == preferred[:1] == nominated
 
-    _holds(
-        f"the reordered set {preferred}: only {preferred[0]} nominated for {wl_pref}",
+    holds(
         preferred_only,
         HELD,
-        lambda: {
+        f"the reordered set {preferred}: only {preferred[0]} nominated for {wl_pref}",
+        seen=lambda: {
             "requests": {w: _requests_for(twin.planes[w], wl_pref) for w in gated},
             "nominated": ((_workload(home, "preferred") or {}).get("status") or {}).get(
                 "nominatedClusterNames"
             ),
         },
+        poll=POLL,
     )
     home.kubectl("delete", "job", "-n", NAMESPACE, "preferred", "--wait=false")
     restored = apply(home, [multikueue_config(gated, config_name)])

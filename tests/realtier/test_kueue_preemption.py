@@ -45,10 +45,8 @@ import yaml
 
 from checks.stack import parse_fleet
 from config.models import FleetConfig
-from tests.realtier.conftest import kueue_crd_paths
-from tests.realtier.faults import COMPLETE_DELAY, KUEUE_API, condition, items, timed_simulation
+from tests.realtier.faults import COMPLETE_DELAY, KUEUE_API, condition, items
 from tests.realtier.harness import ControlPlane, Report, Tools, apply
-from tests.realtier.kueue import kueue_binary
 from tests.realtier.test_faults_runtime import (
     MANAGER,
     completed_once,
@@ -57,7 +55,6 @@ from tests.realtier.test_faults_runtime import (
     running_pods,
     state,
     timed_job,
-    until,
     workloads,
 )
 from tests.realtier.test_twin_jobs import PODS
@@ -66,9 +63,9 @@ from tests.realtier.twin_run import (
     JobWatch,
     SimulationTools,
     Twin,
-    find_simulation_tools,
-    running_twin,
+    fixture_twin,
 )
+from tests.realtier.wait import until
 from upstream.podsecurity import (
     RESTRICTED_CONTAINER_SECURITY_CONTEXT,
     RESTRICTED_POD_SECURITY_CONTEXT,
@@ -98,29 +95,9 @@ PREEMPT_TIMEOUT: Final = 60.0
 COMPLETE_TIMEOUT: Final = 240.0
 
 
-@pytest.fixture(scope="module")
-def simulation() -> SimulationTools:
-    found, missing = find_simulation_tools()
-    if found is None:
-        pytest.skip("real tier (twin): " + "; ".join(missing))
-    return found
-
-
 @pytest.fixture
 def twin(tools: Tools, simulation: SimulationTools, tmp_path: Path) -> Iterator[Twin]:
-    binary = kueue_binary()
-    if binary is None:
-        pytest.skip("real tier: kueue not built")
-    fleet, _ = parse_fleet(yaml.safe_load(FIXTURE.read_text()), source=str(FIXTURE))
-    with running_twin(
-        "priority",
-        tools,
-        timed_simulation(simulation, tmp_path / "stages"),
-        kueue_binary=binary,
-        kueue_crds=kueue_crd_paths(fleet),
-        workdir=tmp_path,
-        fleet_value=fleet,
-    ) as started:
+    with fixture_twin("priority", FIXTURE, tools, simulation, tmp_path) as started:
         yield started
 
 
@@ -326,26 +303,26 @@ def test_an_urgent_job_preempts_a_batch_job_borrowing_its_quota_and_the_batch_jo
         t0 = time.monotonic()
         _submit(plane, [_job(BORROWER, _name(k), "batch", RUN_FOR) for k in low])
         until(
-            f"all {LOW_JOBS} batch Jobs of {BORROWER} admitted: {COHORT_CPU}m in use, "
-            f"{COHORT_CPU // 2}m of it borrowed from {LENDER}",
             wls.probe(
                 lambda s: (
                     all(_admitted(s.get(k)) for k in low)
                     and _cpu(plane, BORROWER)[:2] == (COHORT_CPU, COHORT_CPU // 2)
                 )
             ),
-            timeout=SATURATED_TIMEOUT,
-            state=lambda: f"{BORROWER} {_cpu(plane, BORROWER)}\n{wls.describe()}",
+            SATURATED_TIMEOUT,
+            f"all {LOW_JOBS} batch Jobs of {BORROWER} admitted: {COHORT_CPU}m in use, "
+            f"{COHORT_CPU // 2}m of it borrowed from {LENDER}",
+            seen=lambda: f"{BORROWER} {_cpu(plane, BORROWER)}\n{wls.describe()}",
         )
         t_full = time.monotonic() - t0
 
         # 2. Control: team-a's own batch Job does not take its quota back from equal priority.
         _submit(plane, [_job(LENDER, _name(control), "batch", URGENT_RUN_FOR)])
         until(
-            f"{control} (batch) pending for want of quota",
             wls.probe(lambda s: control in s and NO_QUOTA in s[control].message("QuotaReserved")),
-            timeout=PREEMPT_TIMEOUT,
-            state=wls.describe,
+            PREEMPT_TIMEOUT,
+            f"{control} (batch) pending for want of quota",
+            seen=wls.describe,
         )
         pending_message = wls.by_job[control].message("QuotaReserved")
         held_until = time.monotonic() + CONTROL_HELD
@@ -361,12 +338,13 @@ def test_an_urgent_job_preempts_a_batch_job_borrowing_its_quota_and_the_batch_jo
         # 3. The urgent Job: admitted by preempting one batch Job of team-b.
         t_urgent = time.monotonic()
         _submit(plane, [_job(LENDER, _name(urgent), "urgent", URGENT_RUN_FOR)])
-        t_admitted = until(
-            f"{urgent} (urgent) admitted",
+        until(
             wls.probe(lambda s: _admitted(s.get(urgent))),
-            timeout=PREEMPT_TIMEOUT,
-            state=wls.describe,
+            PREEMPT_TIMEOUT,
+            f"{urgent} (urgent) admitted",
+            seen=wls.describe,
         )
+        t_admitted = time.monotonic()
         seen = wls.sample()
         evicted = _evicted(seen)
         assert len(evicted) == 1, (
@@ -389,15 +367,16 @@ def test_an_urgent_job_preempts_a_batch_job_borrowing_its_quota_and_the_batch_jo
         t_evicted = min(preempted.when("Evicted"))
 
         # 4. Everything completes once; the victim after it was admitted again.
-        t_done = until(
-            f"all {len(every)} Jobs complete, each once",
+        until(
             wls.probe(lambda _: all(_completed_once(plane, k) for k in every)),
-            timeout=COMPLETE_TIMEOUT,
-            state=lambda: (
+            COMPLETE_TIMEOUT,
+            f"all {len(every)} Jobs complete, each once",
+            seen=lambda: (
                 f"incomplete: {[k for k in every if not _completed_once(plane, k)]}\n"
                 + wls.describe()
             ),
         )
+        t_done = time.monotonic()
         seen = wls.sample()
     finally:
         watch.stop()
@@ -479,19 +458,7 @@ def multikueue_fleet() -> FleetConfig:
 
 @pytest.fixture
 def mk_twin(tools: Tools, simulation: SimulationTools, tmp_path: Path) -> Iterator[Twin]:
-    binary = kueue_binary()
-    if binary is None:
-        pytest.skip("real tier: kueue not built")
-    fleet = multikueue_fleet()
-    with running_twin(
-        "dev-priority",
-        tools,
-        timed_simulation(simulation, tmp_path / "stages"),
-        kueue_binary=binary,
-        kueue_crds=kueue_crd_paths(fleet),
-        workdir=tmp_path,
-        fleet_value=fleet,
-    ) as started:
+    with fixture_twin("dev-priority", multikueue_fleet(), tools, simulation, tmp_path) as started:
         yield started
 
 
@@ -533,42 +500,45 @@ def test_a_dispatched_job_preempted_on_the_manager_loses_its_worker_copy_and_com
         t0 = time.monotonic()
         _submit(manager, [labelled(victim, "batch", MK_RUN_FOR)])
         until(
-            f"{victim} dispatched and its {PODS} pods Running on a worker",
             lambda: any(len(running_pods(twin.planes[w], ns, victim)) == PODS for w in workers),
-            timeout=SATURATED_TIMEOUT,
-            state=lambda: state(twin, ns, workers),
+            SATURATED_TIMEOUT,
+            f"{victim} dispatched and its {PODS} pods Running on a worker",
+            seen=lambda: state(twin, ns, workers),
         )
         first = next(w for w in workers if running_pods(twin.planes[w], ns, victim))
         t_running = time.monotonic() - t0
 
         t_urgent = time.monotonic()
         _submit(manager, [labelled(urgent, "urgent", URGENT_RUN_FOR)])
-        t_evicted = until(
-            f"{victim} preempted on the manager for {urgent}",
+        until(
             wls.probe(
                 lambda s: bool(s.get(f"{ns}/{victim}") and s[f"{ns}/{victim}"].when("Evicted"))
             ),
-            timeout=PREEMPT_TIMEOUT,
-            state=lambda: wls.describe() + "\n" + state(twin, ns, workers),
+            PREEMPT_TIMEOUT,
+            f"{victim} preempted on the manager for {urgent}",
+            seen=lambda: wls.describe() + "\n" + state(twin, ns, workers),
         )
+        t_evicted = time.monotonic()
         preempted = wls.by_job[f"{ns}/{victim}"]
         assert preempted.when("Evicted", "True", "Preempted"), preempted.changes
         assert preempted.when("Preempted", "True", "InClusterQueue"), (
             f"{victim}: no Preempted=True InClusterQueue seen: {preempted.changes}"
         )
-        t_gone = until(
-            f"{victim}'s copy removed from {first} (its Job and Workload there)",
+        until(
             lambda: first not in _copies(twin, ns, victim),
-            timeout=COPY_GONE_TIMEOUT,
-            state=lambda: f"copies {_copies(twin, ns, victim)}\n" + state(twin, ns, workers),
+            COPY_GONE_TIMEOUT,
+            f"{victim}'s copy removed from {first} (its Job and Workload there)",
+            seen=lambda: f"copies {_copies(twin, ns, victim)}\n" + state(twin, ns, workers),
         )
+        t_gone = time.monotonic()
         assert not watches[first].completed(ns, victim), f"{victim} completed on {first} first"
-        t_done = until(
-            f"{urgent} and {victim} each completed once on the manager",
+        until(
             wls.probe(lambda _: all(completed_once(twin, ns, n) for n in (urgent, victim))),
-            timeout=COMPLETE_TIMEOUT,
-            state=lambda: wls.describe() + "\n" + state(twin, ns, workers),
+            COMPLETE_TIMEOUT,
+            f"{urgent} and {victim} each completed once on the manager",
+            seen=lambda: wls.describe() + "\n" + state(twin, ns, workers),
         )
+        t_done = time.monotonic()
         seen = wls.sample()
     finally:
         for watch in watches.values():

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -50,6 +49,7 @@ from tests.realtier.twin_run import (
     find_simulation_tools,
     running_twin,
 )
+from tests.realtier.wait import until
 from upstream.podsecurity import (
     RESTRICTED_CONTAINER_SECURITY_CONTEXT,
     RESTRICTED_POD_SECURITY_CONTEXT,
@@ -197,17 +197,6 @@ def _create(plane: ControlPlane, obj: dict[str, Any]) -> str:
     )
 
 
-def _until(what: str, probe: Callable[[], Any], timeout: float, state: Callable[[], str]) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = probe()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not after {timeout:.0f}s; last seen: {state()}")
-        time.sleep(POLL)
-
-
 # ---- one gated Job --------------------------------------------------------------------------
 
 
@@ -306,13 +295,14 @@ def test_autoscaler_answers_the_gate(
         plane = twin.planes[gated.cluster]
         started = start_autoscalers(twin.planes, twin.fleet, autoscaler)
         t_started = time.monotonic() - t0
-        _until(
-            f"ClusterQueue {gated.cluster_queue} Active",
+        until(
             lambda: _true(
                 _json(plane, f"{KUEUE_API}/clusterqueues/{gated.cluster_queue}"), "Active"
             ),
             ACTIVE_TIMEOUT,
-            lambda: _state(plane),
+            f"ClusterQueue {gated.cluster_queue} Active",
+            seen=lambda: _state(plane),
+            poll=POLL,
         )
         before = set(_pool_nodes(plane, gated.pool.name))
         assert len(before) == gated.pool.min_count, f"pool starts at minCount: {sorted(before)}"
@@ -325,7 +315,7 @@ def test_autoscaler_answers_the_gate(
             observe(plane, gated, uid, seen, before)
             return _true(_job_state(plane, gated.namespace, "gated"), "Complete")
 
-        _until("gated Job Complete", completed, JOB_TIMEOUT, lambda: _state(plane))
+        until(completed, JOB_TIMEOUT, "gated Job Complete", seen=lambda: _state(plane), poll=POLL)
         seen.completed = time.monotonic()
         assert seen.reserved_not_admitted is not None, "the gate never held the Workload"
         assert seen.provisioned is not None
@@ -347,11 +337,12 @@ def test_autoscaler_answers_the_gate(
         assert set(ran_on.values()) == set(new), ran_on
 
         # -- the new nodes go once unneeded
-        _until(
-            f"pool {gated.pool.name} back at minCount",
+        until(
             lambda: not set(_pool_nodes(plane, gated.pool.name)) - before,
             SCALE_DOWN_TIMEOUT,
-            lambda: _state(plane),
+            f"pool {gated.pool.name} back at minCount",
+            seen=lambda: _state(plane),
+            poll=POLL,
         )
         scaled_down = time.monotonic() - seen.completed
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -55,9 +54,9 @@ from tests.realtier.twin_run import (
     JobWatch,
     SimulationTools,
     Twin,
-    find_simulation_tools,
     running_twin,
 )
+from tests.realtier.wait import until
 from upstream.podsecurity import (
     RESTRICTED_CONTAINER_SECURITY_CONTEXT,
     RESTRICTED_POD_SECURITY_CONTEXT,
@@ -102,14 +101,6 @@ def _params() -> list[Any]:
     ]
 
 
-@pytest.fixture(scope="session")
-def simulation() -> SimulationTools:
-    found, missing = find_simulation_tools()
-    if found is None:
-        pytest.skip("real tier (twin): " + "; ".join(missing))
-    return found
-
-
 def _json(plane: ControlPlane, path: str) -> dict[str, Any] | None:
     status, body = plane.get(path)
     return json.loads(body) if status == 200 else None
@@ -118,22 +109,6 @@ def _json(plane: ControlPlane, path: str) -> dict[str, Any] | None:
 def _true(obj: dict[str, Any] | None, kind: str) -> bool:
     conditions: list[dict[str, Any]] = ((obj or {}).get("status") or {}).get("conditions") or []
     return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
-
-
-def _until(
-    twin: Twin, what: str, probe: Callable[[], Any], timeout: float, state: Callable[[], str]
-) -> Any:
-    """Poll `probe` until truthy (the planes' processes must stay alive meanwhile)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        for plane in twin.planes.values():
-            plane._check_alive()
-        result = probe()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not after {timeout:.0f}s; last seen: {state()}")
-        time.sleep(POLL)
 
 
 def job_for(sub: Submission, name: str) -> dict[str, Any]:
@@ -289,12 +264,13 @@ def run_job(twin: Twin, watches: dict[str, JobWatch], sub: Submission) -> Run:
     def home_state() -> str:
         return json.dumps((_owned_workload(home, sub.namespace, uid) or {}).get("status", "absent"))
 
-    _until(
-        twin,
-        f"{where}: Workload admitted",
+    until(
         lambda: _true(_owned_workload(home, sub.namespace, uid), "Admitted"),
         JOB_TIMEOUT,
-        home_state,
+        f"{where}: Workload admitted",
+        seen=home_state,
+        poll=POLL,
+        alive=twin.check_alive,
     )
 
     def progress() -> bool:
@@ -313,7 +289,14 @@ def run_job(twin: Twin, watches: dict[str, JobWatch], sub: Submission) -> Run:
             for w in workers
         )
 
-    _until(twin, f"{where}: Job {name} ran to completion", progress, JOB_TIMEOUT, observed)
+    until(
+        progress,
+        JOB_TIMEOUT,
+        f"{where}: Job {name} ran to completion",
+        seen=observed,
+        poll=POLL,
+        alive=twin.check_alive,
+    )
     if sub.dispatched:
         others = [
             w
@@ -398,15 +381,16 @@ def _wait_queues_active(twin: Twin) -> dict[tuple[str, str], str]:
                     defects[key] = f"[{key[0]}] ClusterQueue {key[1]} inactive: {missing}"
                 return missing is not None
 
-            _until(
-                twin,
-                f"[{cluster.name}] ClusterQueue {cq.name} Active",
+            until(
                 settled,
                 ACTIVE_TIMEOUT,
-                lambda plane=plane, path=path: (
+                f"[{cluster.name}] ClusterQueue {cq.name} Active",
+                seen=lambda plane=plane, path=path: (
                     json.dumps(((_json(plane, path) or {}).get("status") or {}).get("conditions"))
                     + _checks_state(plane)
                 ),
+                poll=POLL,
+                alive=twin.check_alive,
             )
     return defects
 

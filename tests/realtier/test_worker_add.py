@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -50,6 +49,7 @@ from tests.realtier.add_worker import NEW_WORKER, added_stack, command
 from tests.realtier.autoscaler import TOOL as AUTOSCALER
 from tests.realtier.autoscaler import find_autoscaler, nodes_at_min, start_autoscalers
 from tests.realtier.conftest import kueue_crd_paths
+from tests.realtier.e2e import run_documented
 from tests.realtier.engine import configure, find_engine, kubeconfig_key
 from tests.realtier.faults import (
     KUEUE_API,
@@ -59,7 +59,7 @@ from tests.realtier.faults import (
     thaw_all,
     timed_simulation,
 )
-from tests.realtier.harness import ControlPlane, Report, Tools, apply
+from tests.realtier.harness import Report, Tools, apply
 from tests.realtier.kueue import kueue_binary
 from tests.realtier.pulumi_cli import op_counts
 from tests.realtier.test_faults_runtime import (
@@ -69,7 +69,6 @@ from tests.realtier.test_faults_runtime import (
     running_pods,
     state,
     timed_job,
-    until,
     where,
     workloads,
 )
@@ -80,9 +79,9 @@ from tests.realtier.twin_run import (
     SimulationTools,
     Twin,
     add_cluster,
-    find_simulation_tools,
     running_twin,
 )
+from tests.realtier.wait import until
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
@@ -93,14 +92,6 @@ QUEUED: Final = 6  # then waiting: the manager reserved them, no worker admits t
 RUN_FOR: Final = "60s"  # how long the first jobs' pods stay Running (kwok)
 QUEUED_RUN_FOR: Final = "5s"
 FIRST_JOB_TIMEOUT: Final = 120.0  # from the end of `up` to worker-3's first job
-
-
-@pytest.fixture(scope="module")
-def simulation() -> SimulationTools:
-    found, missing = find_simulation_tools()
-    if found is None:
-        pytest.skip("real tier (twin): " + "; ".join(missing))
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -162,26 +153,6 @@ def freeze_autoscalers(twin: Twin, *clusters: str) -> list[int]:
                 frozen.append(process.popen.pid)
     assert frozen, f"no cluster-autoscaler running on {clusters}"
     return frozen
-
-
-def run_documented(manager: ControlPlane, line: str) -> str:
-    """One line of docs/operations.md, run as written on the manager; its stdout."""
-    kubectl = manager.tools.kubectl if manager.tools is not None else Path("kubectl")
-    env = {
-        "PATH": f"{Path(kubectl).parent}:/usr/bin:/bin",
-        "KUBECONFIG": str(manager.kubeconfig),
-        "HOME": str(manager.workdir),
-    }
-    done = subprocess.run(
-        ["bash", "-c", f"set -o pipefail; {line}"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, f"{line}\n{done.stderr}"
-    return done.stdout
 
 
 def _rows(out: str) -> set[tuple[str, str]]:
@@ -292,13 +263,13 @@ def test_a_worker_added_under_load_takes_the_waiting_jobs(
         applied = apply(manager, [timed_job(sub, n, RUN_FOR) for n in first])
         assert not applied.rejected, applied.stderr
         until(
-            "the first jobs Running on worker-1 and worker-2",
             lambda: all(
                 any(len(running_pods(twin.planes[w], ns, n)) == PODS for w in OLD_WORKERS)
                 for n in first
             ),
-            timeout=180.0,
-            state=seen,
+            180.0,
+            "the first jobs Running on worker-1 and worker-2",
+            seen=seen,
         )
         t_full = time.monotonic()
         frozen = len(freeze_autoscalers(twin, *OLD_WORKERS))
@@ -313,10 +284,10 @@ def test_a_worker_added_under_load_takes_the_waiting_jobs(
             }
 
         until(
-            "every new job waiting, as the page's listing shows",
             lambda: len(queued()) == QUEUED and _rows(run_documented(manager, listing)) == queued(),
-            timeout=60.0,
-            state=lambda: f"listing: {run_documented(manager, listing)}\n{seen()}",
+            60.0,
+            "every new job waiting, as the page's listing shows",
+            seen=lambda: f"listing: {run_documented(manager, listing)}\n{seen()}",
         )
         assert not any(where(w) for w in workloads(manager, ns) if _owner(w) in waiting), seen()
         pids = _processes(twin)
@@ -356,16 +327,16 @@ def test_a_worker_added_under_load_takes_the_waiting_jobs(
         assert not look.listed_before_active, "the MultiKueueConfig listed worker-3 first"
 
         until(
-            f"a waiting job admitted on {NEW_WORKER}",
             lambda: look.look(twin, ns, new_cpu) or look.admitted is not None,
-            timeout=FIRST_JOB_TIMEOUT,
-            state=seen,
+            FIRST_JOB_TIMEOUT,
+            f"a waiting job admitted on {NEW_WORKER}",
+            seen=seen,
         )
         until(
-            f"the first Job on {NEW_WORKER}",
             lambda: any(f"{ns}/{n}" in watches[NEW_WORKER].first_seen for n in waiting),
-            timeout=FIRST_JOB_TIMEOUT,
-            state=seen,
+            FIRST_JOB_TIMEOUT,
+            f"the first Job on {NEW_WORKER}",
+            seen=seen,
         )
         # The watch's own time for it: the Job may have come before `up` ended.
         t_first_job = min(
@@ -374,12 +345,13 @@ def test_a_worker_added_under_load_takes_the_waiting_jobs(
             if k in {f"{ns}/{n}" for n in waiting}
         )
 
-        t_done = until(
-            "every job completed once",
+        until(
             lambda: all(completed_once(twin, ns, n) for n in first + waiting),
-            timeout=300.0,
-            state=seen,
+            300.0,
+            "every job completed once",
+            seen=seen,
         )
+        t_done = time.monotonic()
         finished = {_owner(w): w for w in workloads(manager, ns)}
         assert len(finished) == RUNNING + QUEUED, seen()
         ran_on: dict[str, str] = {}

@@ -19,7 +19,6 @@ Measured times go to the run's report ("real tier: measured").
 
 from __future__ import annotations
 
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,6 +34,7 @@ from config.models import FleetConfig
 from config.resolve import dispatch_sets
 from tests.realtier.autoscaler import find_autoscaler, nodes_at_min
 from tests.realtier.conftest import kueue_crd_paths
+from tests.realtier.e2e import run_documented
 from tests.realtier.faults import KUEUE_API, condition, get_json, thaw_all, timed_simulation
 from tests.realtier.harness import ControlPlane, Report, Tools, apply
 from tests.realtier.kueue import kueue_binary
@@ -47,7 +47,6 @@ from tests.realtier.test_faults_runtime import (
     running_pods,
     state,
     submit,
-    until,
     where,
     workloads,
 )
@@ -57,9 +56,9 @@ from tests.realtier.twin_run import (
     JobWatch,
     SimulationTools,
     Twin,
-    find_simulation_tools,
     running_twin,
 )
+from tests.realtier.wait import until
 
 pytestmark = [pytest.mark.real]
 
@@ -70,14 +69,6 @@ RUNNING: Final = 2  # jobs running on worker-2 when it is drained
 QUEUED: Final = 3  # jobs submitted to the manager after the drain
 RUN_FOR: Final = "25s"  # how long the running jobs' pods stay Running (kwok): past the drain
 EMPTY_SECTION: Final = "**Is it empty yet?**"
-
-
-@pytest.fixture(scope="module")
-def simulation() -> SimulationTools:
-    found, missing = find_simulation_tools()
-    if found is None:
-        pytest.skip("real tier (twin): " + "; ".join(missing))
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -165,22 +156,8 @@ def documented_listing(manager: ControlPlane) -> list[tuple[str, str]]:
     body = section(OPERATIONS.read_text(), "## Draining a worker")
     lines = [ln for ln in body.split(EMPTY_SECTION, 1)[1].splitlines() if ln.startswith("kubectl ")]
     assert len(lines) == 1, f"docs/operations.md, {EMPTY_SECTION}: expected one kubectl line"
-    kubectl = manager.tools.kubectl if manager.tools is not None else Path("kubectl")
-    env = {
-        "PATH": f"{Path(kubectl).parent}:/usr/bin:/bin",
-        "KUBECONFIG": str(manager.kubeconfig),
-        "HOME": str(manager.workdir),
-    }
-    done = subprocess.run(
-        ["bash", "-c", f"set -o pipefail; {lines[0]}"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, f"{lines[0]}\n{done.stderr}"
-    return [(ns, name) for ns, name in (row.split() for row in done.stdout.splitlines() if row)]
+    out = run_documented(manager, lines[0])
+    return [(ns, name) for ns, name in (row.split() for row in out.splitlines() if row)]
 
 
 def test_drained_worker_finishes_its_jobs_and_gets_no_new_ones(
@@ -203,10 +180,10 @@ def test_drained_worker_finishes_its_jobs_and_gets_no_new_ones(
         t0 = time.monotonic()
         submit(twin, sub, running, RUN_FOR)
         until(
-            f"every first job Running on {DRAINED}",
             lambda: all(len(running_pods(drained_plane, ns, n)) == PODS for n in running),
-            timeout=120.0,
-            state=seen,
+            120.0,
+            f"every first job Running on {DRAINED}",
+            seen=seen,
         )
         t_running = time.monotonic() - t0
         on_drained = {w["metadata"]["name"] for w in workloads(manager, ns) if where(w) == DRAINED}
@@ -228,13 +205,13 @@ def test_drained_worker_finishes_its_jobs_and_gets_no_new_ones(
         for lq in changes[DRAINED]:
             meta = lq["metadata"]
             until(
-                f"[{DRAINED}] LocalQueue {meta['namespace']}/{meta['name']} Active=False Stopped",
                 lambda meta=meta: (
                     local_queue_active(drained_plane, meta["namespace"], meta["name"])
                     == ("False", "Stopped")
                 ),
-                timeout=30.0,
-                state=lambda meta=meta: str(
+                30.0,
+                f"[{DRAINED}] LocalQueue {meta['namespace']}/{meta['name']} Active=False Stopped",
+                seen=lambda meta=meta: str(
                     local_queue_active(drained_plane, meta["namespace"], meta["name"])
                 ),
             )
@@ -260,20 +237,21 @@ def test_drained_worker_finishes_its_jobs_and_gets_no_new_ones(
 
         held_messages: set[str] = set()
         until(
-            f"every new job's copy on {DRAINED} refused (LocalQueue held: {HELD_MESSAGES})",
             refused,
-            timeout=60.0,
-            state=lambda: f"QuotaReserved=False messages there: {sorted(held_messages)}\n{seen()}",
+            60.0,
+            f"every new job's copy on {DRAINED} refused (LocalQueue held: {HELD_MESSAGES})",
+            seen=lambda: f"QuotaReserved=False messages there: {sorted(held_messages)}\n{seen()}",
         )
         t_refused = time.monotonic() - t_drain
         # worker-1 takes them once its autoscaler answers its gate.
         autoscale(twin, autoscaler, OTHER)
-        t_done = until(
-            "every job completed once",
+        until(
             lambda: all(completed_once(twin, ns, n) for n in running + queued),
-            timeout=180.0,
-            state=seen,
+            180.0,
+            "every job completed once",
+            seen=seen,
         )
+        t_done = time.monotonic()
         finished = {w["metadata"]["name"]: w for w in workloads(manager, ns)}
         assert len(finished) == RUNNING + QUEUED, seen()
         for name, wl in finished.items():
@@ -299,11 +277,11 @@ def test_drained_worker_finishes_its_jobs_and_gets_no_new_ones(
         for lq in lifted[DRAINED]:
             meta = lq["metadata"]
             until(
-                f"[{DRAINED}] LocalQueue {meta['namespace']}/{meta['name']} Active again",
                 lambda meta=meta: (
                     local_queue_active(drained_plane, meta["namespace"], meta["name"])[0] == "True"
                 ),
-                timeout=30.0,
+                30.0,
+                f"[{DRAINED}] LocalQueue {meta['namespace']}/{meta['name']} Active again",
             )
         t_end = time.monotonic()
     finally:
@@ -342,10 +320,10 @@ def test_a_worker_leaving_the_multikueue_config_loses_its_running_jobs(
     t0 = time.monotonic()
     submit(twin, sub, [name], "60s")
     until(
-        f"the job Running on {DRAINED}",
         lambda: len(running_pods(drained_plane, ns, name)) == PODS,
-        timeout=120.0,
-        state=seen,
+        120.0,
+        f"the job Running on {DRAINED}",
+        seen=seen,
     )
     t_running = time.monotonic() - t0
     [wl] = workloads(manager, ns)
@@ -368,13 +346,14 @@ def test_a_worker_leaving_the_multikueue_config_loses_its_running_jobs(
         # poll sees it: an Evicted condition at all, and the worker's name reset, say it was.
         return condition(current, "Evicted") is not None and where(current or {}) != DRAINED
 
-    t_evicted = until(
+    until(
+        evicted,
+        60.0,
         f"the manager's Workload evicted (clusterName reset) once {DRAINED} left the "
         "MultiKueueConfig",
-        evicted,
-        timeout=60.0,
-        state=seen,
+        seen=seen,
     )
+    t_evicted = time.monotonic()
     # Its copy is not deleted: it goes on running on the worker that left.
     assert len(running_pods(drained_plane, ns, name)) == PODS, seen()
     line = (

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+import pytest
 import yaml
 
 from builders.fleet import kueue_objects
@@ -46,6 +47,7 @@ from builders.multikueue import (
     worker_objects,
     write_role_bindings,
 )
+from checks.stack import parse_fleet
 from config.models import FleetConfig
 from config.resolve import dispatch_sets, enabled_workers, rotation_of
 from tests.realtier import phases
@@ -68,6 +70,7 @@ from tests.realtier.harness import (
 from tests.realtier.kueue import (
     KUEUE_NAMESPACE,
     KueueManager,
+    kueue_binary,
     metrics_certs,
     start_kueues,
     stop_kueues,
@@ -318,6 +321,11 @@ class Twin:
             None,
         )
 
+    def check_alive(self) -> None:
+        """Raise (naming the process and its last log lines) if a process of a plane exited."""
+        for plane in self.planes.values():
+            plane._check_alive()
+
 
 def _apply_all(plane: ControlPlane, objects: Sequence[Mapping[str, Any]]) -> None:
     applied = apply(plane, objects)
@@ -489,3 +497,32 @@ def running_twin(
                 stop_kueues(list(kueues.values()))
             finally:
                 stop_all(planes.values())
+
+
+@contextlib.contextmanager
+def fixture_twin(
+    name: str, fleet: Path | FleetConfig, tools: Tools, sim: SimulationTools, workdir: Path
+) -> Iterator[Twin]:
+    """A fleet that is not a committed stack (a fixture file under tests/fixtures, or a fleet a
+    test built), twinned and running: every pool at maxCount, the pods' Running time from
+    their own annotation (faults.timed_simulation), the pinned Kueue CRDs; always stopped.
+    Skips (pytest) when Kueue is not built."""
+    # Both import this module: imported here, when a twin starts.
+    from tests.realtier.conftest import kueue_crd_paths  # noqa: PLC0415
+    from tests.realtier.faults import timed_simulation  # noqa: PLC0415
+
+    binary = kueue_binary()
+    if binary is None:
+        pytest.skip("real tier: kueue not built")
+    if isinstance(fleet, Path):
+        fleet, _ = parse_fleet(yaml.safe_load(fleet.read_text()), source=str(fleet))
+    with running_twin(
+        name,
+        tools,
+        timed_simulation(sim, workdir / "stages"),
+        kueue_binary=binary,
+        kueue_crds=kueue_crd_paths(fleet),
+        workdir=workdir,
+        fleet_value=fleet,
+    ) as started:
+        yield started
