@@ -28,15 +28,19 @@ ServiceAccount bound by the rendered ClusterRoleBinding. What differs from the a
 
 Work goes through the fleet: a Job dispatched by the manager and admitted on a worker after its
 ProvisioningRequest, a Job deactivated on the manager after its quota reservation (an eviction),
-and a Job larger than the manager's quota that stays pending. Then every target of every panel
-of the generated dashboard JSON is evaluated through Prometheus' HTTP API (`/api/v1/query`), with
-`$fleet_cluster` substituted as Grafana substitutes the variable with "All" selected (the values of
-its own `label_values` query), until each returns at least one series, within a bound.
+a Job larger than the manager's quota that stays pending, and, once Prometheus holds the first
+Job's series, a second dispatched Job (so rates and quantiles have an increase to show). Then
+every target of every panel of the generated dashboard JSON is evaluated through Prometheus' HTTP
+API (`/api/v1/query`), with `$fleet_cluster` substituted as Grafana substitutes the variable with
+"All" selected (the values of its own `label_values` query), until each returns at least one
+series and one of them a number (not NaN: Grafana draws NaN as nothing), within a bound. A
+failure names each panel, its query and what Prometheus returned.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 import urllib.error
@@ -142,6 +146,16 @@ def grafana_all(values: list[str]) -> str:
     plain = re.compile(r"^[a-z0-9-]+$")
     assert all(plain.match(v) for v in values), f"values needing regex escapes: {values}"
     return "(" + "|".join(values) + ")"
+
+
+def _finite(series: dict[str, Any]) -> bool:
+    return math.isfinite(float(series["value"][1]))
+
+
+def plotted(result: list[dict[str, Any]] | None) -> bool:
+    """At least one series, and one with a number (NaN, as a quantile of zero rates gives, is
+    drawn as nothing)."""
+    return bool(result) and any(_finite(s) for s in result or [])
 
 
 def substitute(expr: str, variables: dict[str, str]) -> str:
@@ -510,6 +524,28 @@ def test_every_dashboard_panel_returns_series_from_prometheus_scraping_the_twins
         WORK_TIMEOUT,
         lambda: _state(mgr, "dash-run"),
     )
+    # A second dispatched Job once Prometheus holds the first one's series: the rates and the
+    # p90s then have an increase to show (a series Prometheus first sees at 1 has rate 0, and a
+    # quantile of zero rates is NaN, which Grafana plots as nothing).
+    first = (
+        'kueue_admission_wait_time_seconds_count{fleet_cluster="manager"}',
+        'kueue_admission_checks_wait_time_seconds_count{fleet_cluster="manager"}',
+        "multikueue_workloads_admitted_total",
+    )
+    _until(
+        "the first Job's admission scraped from the manager",
+        lambda: all(prom.query(q) for q in first),
+        SERIES_TIMEOUT,
+        lambda: str({q: prom.query(q) for q in first}),
+    )
+    applied = apply(mgr, [_job("dash-run-2", "1")])
+    assert not applied.rejected, applied.stderr
+    _until(
+        "dash-run-2 admitted on the manager",
+        lambda: _condition(_workload(mgr, "dash-run-2"), "Admitted"),
+        WORK_TIMEOUT,
+        lambda: _state(mgr, "dash-run-2"),
+    )
     t_work = time.monotonic() - t0
 
     # The variable as Grafana resolves it, then every target of every panel.
@@ -528,34 +564,37 @@ def test_every_dashboard_panel_returns_series_from_prometheus_scraping_the_twins
 
     answers: dict[Target, list[dict[str, Any]]] = {}
 
-    def all_return_series() -> bool:
+    def all_return_data() -> bool:
         for target in found:
-            if not answers.get(target):
+            if not plotted(answers.get(target)):
                 answers[target] = prom.query(substitute(target.expr, variables))
-        return all(answers.values())
+        return all(plotted(a) for a in answers.values())
 
     try:
-        _until("every panel returns series", all_return_series, SERIES_TIMEOUT, lambda: "")
+        _until("every panel returns data", all_return_data, SERIES_TIMEOUT, lambda: "")
     except AssertionError:
         empty = [
             f"- panel {t.panel!r} ({t.ref}): {substitute(t.expr, variables)}\n  returned: "
             f"{answers.get(t)}"
             for t in found
-            if not answers.get(t)
+            if not plotted(answers.get(t))
         ]
         names = prom.api("/api/v1/label/__name__/values")["data"]
         kueue = [n for n in names if n.startswith(("kueue_", "multikueue_"))]
         raise AssertionError(
-            f"{len(empty)} of {len(found)} panel queries returned no series after "
-            f"{SERIES_TIMEOUT:.0f}s:\n" + "\n".join(empty) + f"\nKueue metric names in "
+            f"{len(empty)} of {len(found)} panel queries returned no series with a number "
+            f"after {SERIES_TIMEOUT:.0f}s:\n" + "\n".join(empty) + f"\nKueue metric names in "
             f"Prometheus: {kueue}"
         ) from None
     t_all = time.monotonic() - t0
-    counts = {f"{t.panel} ({t.ref})": len(answers[t]) for t in found}
+    counts = {
+        f"{t.panel} ({t.ref})": f"{len(answers[t])}/{sum(map(_finite, answers[t]))}" for t in found
+    }
     line = (
         f"dashboard on Prometheus {binaries.prometheus.parent.parent.name} scraping the {STACK} "
         f"twin's {len(clusters)} Kueues: {len(found)} queries of {len({t.panel for t in found})} "
-        f"panels all return series (counts {counts}); Prometheus up {t_prom:.1f}s, work done "
+        f"panels all return series with a number (series/with a number: {counts}); "
+        f"Prometheus up {t_prom:.1f}s, work done "
         f"{t_work:.1f}s, every query answered {t_all:.1f}s after the twin ran; twin "
         f"{ {k: round(v, 1) for k, v in twin.timings.items()} }"
     )
