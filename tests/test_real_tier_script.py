@@ -41,6 +41,7 @@ TOOLS = (
     "karmada",
     "kueue-previous",
     "cluster-autoscaler",
+    "prometheus",
 )
 
 
@@ -349,6 +350,31 @@ def test_cluster_autoscaler_builds_only_the_kwok_provider_without_checksums_it_c
     assert "GONOSUMDB=$CLUSTER_AUTOSCALER_NOSUMDB" in result.stdout
     nosumdb = _pins()["CLUSTER_AUTOSCALER_NOSUMDB"].split(",")
     assert "k8s.io/autoscaler/cluster-autoscaler" in nosumdb
+
+
+def test_prometheus_module_version_is_its_release(tmp_path: Path) -> None:
+    """Prometheus 3.x is published as module v0.3XX.Y: 3.16.0 is v0.316.0. The tool is named by
+    the release (what `prometheus --version` prints, what the version check expects)."""
+    pins = _pins()
+    major, minor, patch = _semver(pins["PROMETHEUS_VERSION"])
+    assert major == 3
+    assert pins["PROMETHEUS_MODULE_VERSION"] == f"v0.{300 + minor}.{patch}"
+    result = _bash(
+        "tool_version prometheus; tool_binary prometheus; version_expect prometheus; "
+        "type build_prometheus",
+        tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[:3] == [
+        pins["PROMETHEUS_VERSION"],
+        "prometheus",
+        f"prometheus, version {pins['PROMETHEUS_VERSION']} ",
+    ]
+    body = "\n".join(lines[3:])
+    assert "github.com/prometheus/prometheus/cmd/prometheus" in body
+    assert "$PROMETHEUS_MODULE_VERSION" in body
+    assert "builtinassets" not in body  # the web UI's assets are not in the module
 
 
 def test_each_version_is_written_once() -> None:

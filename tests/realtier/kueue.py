@@ -4,7 +4,10 @@ Kueue normally runs in the cluster; here it runs on this machine with the plane'
 Everything that needs in-cluster networking is off or on loopback: no internal certificate
 management (no webhook configurations are registered, so the API server never calls it and Jobs
 must be created suspended, with their queue label, by the test), the webhook server and health
-probe on 127.0.0.1, no metrics listener, no leader election, no visibility API server.
+probe on 127.0.0.1, no leader election, no visibility API server. The metrics listener is off
+unless a test asks for it (`metrics_port`): then Kueue serves HTTPS /metrics on 127.0.0.1 at that
+port, with the pair in METRICS_CERT_DIR, and authorizes each scrape against its plane's API server
+(TokenReview, SubjectAccessReview) as in a cluster.
 
 Processes are started and stopped as the harness does it: own process group, SIGKILL when pytest
 dies (PR_SET_PDEATHSIG, so start them from the main thread), stopped by group id.
@@ -157,15 +160,22 @@ def manager_configuration(  # noqa: PLR0917 - one per Configuration part
     frameworks: Sequence[str] = ("batch/job",),
     worker_lost_timeout: str = "2m",
     program: Mapping[str, Any] | None = None,
+    metrics_port: int = 0,
 ) -> dict[str, object]:
     """The Configuration file (field names as in v0.19.2's apis/config/v1beta2).
 
     `program`: the Configuration the program renders for the cluster (builders.kueue
     manager_config): its settings (waitForPodsReady, fairSharing, the dispatcher, ...) are
-    kept; the harness's loopback keys and short MultiKueue timers win.
+    kept; the harness's loopback keys and short MultiKueue timers win. Of its `metrics` block
+    only the bind address is the harness's: `metrics_port` (0: no listener) on 127.0.0.1.
     """
     base = {k: v for k, v in (program or {}).items() if k not in HARNESS_KEYS}
     multi = {**(base.pop("multiKueue", None) or {})}
+    metrics = {
+        **((program or {}).get("metrics") or {}),
+        # "0" disables controller-runtime's metrics server (three on :8443 would clash).
+        "bindAddress": f"127.0.0.1:{metrics_port}" if metrics_port else "0",
+    }
     return {
         # Kueue's default, unless the program says otherwise
         "manageJobsWithoutQueueName": False,
@@ -175,8 +185,7 @@ def manager_configuration(  # noqa: PLR0917 - one per Configuration part
         "namespace": KUEUE_NAMESPACE,
         "internalCertManagement": {"enable": False},
         "webhook": {"host": "127.0.0.1", "port": webhook_port, "certDir": str(cert_dir)},
-        # "0" disables controller-runtime's metrics server (three would clash on :8443).
-        "metrics": {"bindAddress": "0"},
+        "metrics": metrics,
         "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
         "leaderElection": {"leaderElect": False},
         "integrations": {"frameworks": list(frameworks)},
@@ -206,6 +215,9 @@ class KueueManager:
     # manager_config and feature_gates), as the chart would hand them to Kueue.
     program_config: Mapping[str, Any] = field(default_factory=dict[str, Any])
     feature_gates: Mapping[str, bool] = field(default_factory=dict[str, bool])
+    # True: serve /metrics on a loopback port of its own (`metrics_port` once launched).
+    metrics: bool = False
+    metrics_port: int = field(default=0, init=False)
     started_after: float = field(default=0.0, init=False)  # seconds from start to ready
     _process: _Process | None = field(default=None, init=False, repr=False)
     _health_port: int = field(default=0, init=False, repr=False)
@@ -225,6 +237,8 @@ class KueueManager:
         cert_dir = self.workdir / "webhook-certs"
         _self_signed(openssl, cert_dir, f"realtier-kueue-{self.name}")
         self._health_port = free_port()
+        if self.metrics and not self.metrics_port:  # a restart keeps its port
+            self.metrics_port = free_port()
         config = self.workdir / "kueue-config.yaml"
         config.write_text(
             yaml.safe_dump(
@@ -235,6 +249,7 @@ class KueueManager:
                     self.frameworks,
                     self.worker_lost_timeout,
                     self.program_config,
+                    self.metrics_port,
                 )
             )
         )

@@ -381,8 +381,13 @@ def make_twin_clusters(
     )
 
 
-def _kueue_for(
-    fleet: FleetConfig, plane: ControlPlane, binary: Path, workdir: Path, worker_lost_timeout: str
+def _kueue_for(  # noqa: PLR0917 - one per KueueManager part
+    fleet: FleetConfig,
+    plane: ControlPlane,
+    binary: Path,
+    workdir: Path,
+    worker_lost_timeout: str,
+    metrics: bool = False,
 ) -> KueueManager:
     """The Kueue manager of one twin cluster, configured as the program configures it."""
     cluster = fleet.cluster(plane.name)
@@ -396,6 +401,7 @@ def _kueue_for(
         worker_lost_timeout=worker_lost_timeout,
         program_config=manager_config(fleet.kueue, cluster),
         feature_gates=feature_gates(fleet.kueue, cluster),
+        metrics=metrics,
     )
 
 
@@ -449,6 +455,7 @@ def running_twin(
     worker_lost_timeout: str = "2m",
     by_engine: bool = False,
     fleet_value: FleetConfig | None = None,
+    kueue_metrics: bool = False,
 ) -> Iterator[Twin]:
     """Start the stack's twin (planes, nodes, scheduler, kwok, Kueue, objects); always stop it.
 
@@ -459,6 +466,8 @@ def running_twin(
     tests/realtier/autoscaler.py's `nodes_at_min` leaves the user pools to the autoscaler).
     The objects are the program's rendered ones applied with kubectl (`wire_kueue`), or with
     `by_engine` what `pulumi up` of the twin's stack makes (tests/realtier/twin_engine.py).
+    `kueue_metrics`: each Kueue serves /metrics on a loopback port of its own
+    (`twin.kueues[name].metrics_port`).
     """
     if fleet_value is not None and by_engine:
         raise ValueError("by_engine deploys Pulumi.<stack>.yaml: no `fleet_value` with it")
@@ -479,7 +488,9 @@ def running_twin(
             twin.timings["nodes"] = time.monotonic() - t0
             kueues.update(
                 {
-                    name: _kueue_for(fleet, plane, kueue_binary, workdir, worker_lost_timeout)
+                    name: _kueue_for(
+                        fleet, plane, kueue_binary, workdir, worker_lost_timeout, kueue_metrics
+                    )
                     for name, plane in planes.items()
                 }
             )
