@@ -42,6 +42,8 @@ TOOLS = (
     "kueue-previous",
     "cluster-autoscaler",
     "prometheus",
+    "kube-apiserver-next",
+    "kube-controller-manager-next",
 )
 
 
@@ -170,6 +172,35 @@ def test_twin_minor_is_the_stacks_minor() -> None:
         f"the twins run {twin} and the stacks ask for {sorted(stacks)}: move the twins "
         "(KUBERNETES_VERSION in scripts/build-real-tier-tools) with the stacks"
     )
+
+
+def test_next_minor_is_one_minor_up() -> None:
+    """The upgrade test moves a twin one minor up, as AKS does (preflight/upgrades.py)."""
+    pins = _pins()
+    major, minor, _ = _semver(pins["KUBERNETES_VERSION"])
+    assert _semver(pins["KUBERNETES_NEXT_VERSION"])[:2] == (major, minor + 1)
+
+
+@pytest.mark.parametrize("tool", ["kube-apiserver-next", "kube-controller-manager-next"])
+def test_next_minor_binaries_are_built_from_the_next_version(tool: str, tmp_path: Path) -> None:
+    """Its staging modules, version stamps and binary name: the same tool, one minor up."""
+    gomod = tmp_path / "go.mod"
+    gomod.write_text("module k8s.io/kubernetes\n\nreplace k8s.io/api => ./staging/src/k8s.io/api\n")
+    snippet = (
+        f'replace_lines {tool} "{gomod}"; tool_version {tool}; tool_binary {tool}; '
+        'kube_ldflags "$KUBERNETES_NEXT_VERSION"'
+    )
+    result = _bash(snippet, tmp_path)
+    assert result.returncode == 0, result.stderr
+    k8s = _pins()["KUBERNETES_NEXT_VERSION"]
+    lines = result.stdout.splitlines()
+    assert lines[:3] == [
+        f"replace k8s.io/api => k8s.io/api v0.{k8s.removeprefix('1.')}",
+        k8s,
+        tool.removesuffix("-next"),
+    ]
+    assert f"-X k8s.io/component-base/version.gitVersion=v{k8s}" in lines[3]
+    assert f"gitMinor={k8s.split('.')[1]}" in lines[3]
 
 
 def test_kueue_pin_is_the_projects_default_kueue_version() -> None:

@@ -17,10 +17,12 @@ import pytest
 from checks.stack import load_from_file, parse_fleet
 from checks.upgrades import TODAY_ENV, calendar_issues, check_calendar, today
 from config.errors import ConfigError, Issue
+from config.loader import read_stack_file
 from config.models import FleetConfig
 from preflight.diff import compare
 from preflight.snapshot import snapshot
 from tests.conftest import COMMITTED_STACKS, ROOT, Graph, built_stack, copy_preflight_sources
+from tests.realtier.upgrade_worker import MANAGER, documented, quoted_refusal
 from upstream.aks_versions import CALENDAR, READ_ON
 
 MC = "azure-native:containerservice:ManagedCluster"
@@ -165,6 +167,28 @@ def test_no_cluster_runs_a_minor_the_pinned_kueue_is_not_tested_on() -> None:
     assert "Kueue 0.19.2 runs on Kubernetes 1.29 to 1.36" in issues[0].message
     raw = raw_with(kubernetesVersion="1.36", kueue={"version": "0.17.8"})
     assert "Kueue 0.17.8 runs on Kubernetes 1.29 to 1.35" in errors(raw)[0].message
+
+
+def test_a_worker_moved_to_1_37_is_refused_as_the_upgrade_page_quotes() -> None:
+    """docs/upgrades.md, "Upgrading a worker's Kubernetes minor": AKS serves 1.37, the one-minor
+    step is allowed, and the pinned Kueue's range refuses it, with the words the page quotes."""
+    raw, _ = read_stack_file("dev", ROOT)
+    raw = copy.deepcopy(raw)
+    (worker,) = [c for c in raw["clusters"] if c["name"] == "worker-2"]
+    worker["kubernetesVersion"] = "1.37"
+    assert CALENDAR[(1, 37)].ga <= READ_ON
+    with pytest.raises(ConfigError) as failed:
+        parse_fleet(raw, source="Pulumi.dev.yaml")
+    assert len(failed.value.errors) == 1
+    assert f"  - {quoted_refusal()}" in str(failed.value).splitlines()  # as preflight prints it
+
+
+def test_the_upgrade_page_runs_its_lines_on_the_clusters_it_names() -> None:
+    lines = documented()
+    assert [target for target, _ in lines] == [MANAGER, MANAGER, "worker-2"]
+    assert 'clusterName=="worker-2"' in lines[0][1]
+    assert "multikueuecluster worker-2" in lines[1][1]
+    assert lines[2][1] == "kubectl get --raw /version"
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, Final, Protocol, TypeVar
 
@@ -45,6 +45,9 @@ ROOT: Final = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT: Final = ROOT / "scripts" / "build-real-tier-tools"
 # The cache tools a control plane runs (names as `build-real-tier-tools --list` prints them).
 CACHE_TOOLS: Final = ("etcd", "kube-apiserver", "kube-controller-manager")
+# The next Kubernetes minor's control plane, which `ControlPlane.swap_control_plane` moves a
+# plane to (the upgrade test); same order as the `Tools` fields they replace.
+NEXT_TOOLS: Final = ("kube-apiserver-next", "kube-controller-manager-next")
 
 # Bounded waits: a hung server must fail the session, not stall it. Measured on 2 shared cores with
 # Go builds beside: one plane is ready in ~5 s, three started together in 8-10 s; the margins are
@@ -191,6 +194,15 @@ def find_tools() -> tuple[Tools | None, list[str]]:
         ),
         [],
     )
+
+
+def find_next_control_plane() -> tuple[tuple[Path, Path] | None, str]:
+    """The next minor's kube-apiserver and kube-controller-manager, or None and why not."""
+    paths = cache_paths()
+    absent = [n for n in NEXT_TOOLS if n not in paths or not _built(n, paths[n])]
+    if absent:
+        return None, f"{', '.join(absent)} not built (build with: {build_command(absent)})"
+    return (paths[NEXT_TOOLS[0]], paths[NEXT_TOOLS[1]]), ""
 
 
 # --------------------------------------------------------------------------------------------
@@ -591,6 +603,38 @@ class ControlPlane:
         t0 = time.monotonic()
         self.stop_component("kube-controller-manager")
         self._launch_controller_manager(signing_key)
+        self._await_token_controller("restarted token controller (a token for the probe Secret)")
+        return time.monotonic() - t0
+
+    def swap_control_plane(self, kube_apiserver: Path, kube_controller_manager: Path) -> float:
+        """Upgrade this plane's control plane in place: stop its controller manager and API
+        server, start them again from these binaries, API server first (Kubernetes' skew
+        policy: a controller manager never newer than its API server). Same etcd and data, same
+        certificates, port and flags: every kubeconfig and token stays valid. The plane's other
+        processes (scheduler, kwok, autoscaler, its Kueue) go on and reconnect by themselves.
+        Returns the seconds until the new API server is ready and the new controller manager
+        has issued a token."""
+        t0 = time.monotonic()
+        self.stop_component("kube-controller-manager")
+        self.stop_component("kube-apiserver")
+        self.tools = replace(
+            self._tools,
+            kube_apiserver=kube_apiserver,
+            kube_controller_manager=kube_controller_manager,
+        )
+        self._launch_apiserver()
+
+        def serving(plane: ControlPlane) -> bool:
+            plane._check_alive()
+            return plane._apiserver_ready()
+
+        await_each([self], "swapped kube-apiserver", serving, ControlPlane._logs, APISERVER_TIMEOUT)
+        self._launch_controller_manager()
+        self._await_token_controller("swapped controller manager (a token for the probe Secret)")
+        return time.monotonic() - t0
+
+    def _await_token_controller(self, what: str) -> None:
+        """Wait until the running token controller fills a new probe token Secret."""
         probe = f"realtier-token-probe-{secrets.token_hex(4)}"
         self.kubectl("apply", "-f", "-", stdin=json.dumps(_probe_token_secret(probe)))
 
@@ -599,16 +643,9 @@ class ControlPlane:
             return plane._has_token(probe)
 
         try:
-            await_each(
-                [self],
-                "restarted token controller (a token for the probe Secret)",
-                issued,
-                ControlPlane._logs,
-                CONTROLLER_MANAGER_TIMEOUT,
-            )
+            await_each([self], what, issued, ControlPlane._logs, CONTROLLER_MANAGER_TIMEOUT)
         finally:
             self.kubectl("delete", "secret", probe, "--namespace=default", "--wait=false")
-        return time.monotonic() - t0
 
     def stop_component(self, name: str) -> int:
         """Stop (SIGTERM, then SIGKILL) every process of this plane named `name`, as a rollout
