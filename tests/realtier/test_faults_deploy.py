@@ -52,7 +52,6 @@ from tests.realtier.harness import (
     _terminate,
     build_command,
     cache_paths,
-    free_port,
     start_all,
     stop_all,
 )
@@ -86,6 +85,7 @@ from tests.realtier.twin_run import (
     SimulationTools,
     await_nodes_ready,
     find_simulation_tools,
+    kwok_argv,
     provisioning_crd,
 )
 from upstream.podsecurity import (
@@ -470,14 +470,7 @@ class UpgradeFleet:
         stages = [s for s in self.sim.kwok_stages if complete or s.name != "pod-complete.yaml"]
         self.kwoks[plane.name] = plane._spawn(
             "kwok" if complete else "kwok-no-complete",
-            [
-                str(self.sim.kwok),
-                f"--kubeconfig={plane.kubeconfig}",
-                *(f"--config={stage}" for stage in stages),
-                f"--manage-nodes-with-annotation-selector={'='.join(KWOK_ANNOTATION)}",
-                f"--server-address=127.0.0.1:{free_port()}",
-                "--node-ip=127.0.0.1",
-            ],
+            kwok_argv(plane, self.sim.kwok, stages),
         )
 
 

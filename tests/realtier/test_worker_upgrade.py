@@ -53,7 +53,6 @@ from tests.realtier.test_faults_runtime import (
     running_pods,
     state,
     submit,
-    until,
     where,
     workloads,
 )
@@ -68,6 +67,7 @@ from tests.realtier.twin_run import (
     running_twin,
 )
 from tests.realtier.upgrade_worker import documented_line
+from tests.realtier.wait import until
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
@@ -254,10 +254,10 @@ def test_a_worker_upgraded_to_the_next_minor_with_work_in_it_loses_nothing(
         t0 = time.monotonic()
         submit(twin, sub, running, RUN_FOR)
         until(
-            f"every first Job Running on {UPGRADED}",
             lambda: all(len(running_pods(plane, ns, n)) == PODS for n in running),
-            timeout=180.0,
-            state=seen,
+            180.0,
+            f"every first Job Running on {UPGRADED}",
+            seen=seen,
         )
         on_worker = {
             owner(w): w["metadata"]["uid"] for w in workloads(manager, ns) if where(w) == UPGRADED
@@ -282,10 +282,10 @@ def test_a_worker_upgraded_to_the_next_minor_with_work_in_it_loses_nothing(
             )
 
         until(
-            f"every new Job waiting on the manager, its copy on {UPGRADED}",
             waiting,
-            timeout=90.0,
-            state=seen,
+            90.0,
+            f"every new Job waiting on the manager, its copy on {UPGRADED}",
+            seen=seen,
         )
         still = [n for n in running if len(running_pods(plane, ns, n)) == PODS]
         assert still == running, f"finished before the upgrade; raise RUN_FOR: {seen()}"
@@ -301,21 +301,23 @@ def test_a_worker_upgraded_to_the_next_minor_with_work_in_it_loses_nothing(
             os.killpg(pid, signal.SIGCONT)
         after = version_of(plane)
         assert after == next_version, f"{UPGRADED} reports {after}, not {next_version}"
-        t_active = until(
-            f"MultiKueueCluster {UPGRADED} Active again",
+        until(
             lambda: (
                 cluster_active(manager, UPGRADED) == "True"
                 and (outage.inactive is None or outage.active is not None)
             ),
-            timeout=180.0,
-            state=lambda: f"Active reasons seen: {outage.reasons}\n{seen()}",
+            180.0,
+            f"MultiKueueCluster {UPGRADED} Active again",
+            seen=lambda: f"Active reasons seen: {outage.reasons}\n{seen()}",
         )
-        t_done = until(
-            "every Job completed once",
+        t_active = time.monotonic()
+        until(
             lambda: all(completed_once(twin, ns, n) for n in running + queued),
-            timeout=300.0,
-            state=seen,
+            300.0,
+            "every Job completed once",
+            seen=seen,
         )
+        t_done = time.monotonic()
         outage.stop()
 
         finished = {owner(w): w for w in workloads(manager, ns)}
