@@ -28,6 +28,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Longest test files first (tests/schedule.py), the rest in pytest's order (a stable sort):
+    with `--no-loadscope-reorder` the two xdist processes take files in this order."""
+    from tests.schedule import rank  # noqa: PLC0415 (sys.path has ROOT only from here)
+
+    items.sort(key=lambda item: rank(item.path))
+
+
 def committed_stacks(root: Path = ROOT) -> list[str]:
     """Every committed stack, one per `Pulumi.<stack>.yaml`, sorted. Tests of what every stack
     must satisfy are parametrized over these, so a new stack file needs no other edit."""
