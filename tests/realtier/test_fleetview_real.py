@@ -120,6 +120,13 @@ def _cond(wl: dict[str, Any] | None, kind: str) -> dict[str, Any]:
     return next((c for c in conditions if c.get("type") == kind), {})
 
 
+def _pending_count(manager: ControlPlane) -> int:
+    status, body = manager.get(f"{KUEUE_API}/clusterqueues/{TEAM}")
+    if status != 200:
+        return 0
+    return int((json.loads(body).get("status") or {}).get("pendingWorkloads") or 0)
+
+
 @pytest.fixture(scope="module")
 def jobs(
     planes: dict[str, ControlPlane], kueues: dict[str, KueueManager], wired: Wired
@@ -155,6 +162,14 @@ def jobs(
             WAIT,
             f"[manager] Workload of {PENDING} QuotaReserved=False with Kueue's reason",
             seen=lambda: json.dumps((_workload(manager, PENDING) or {}).get("status")),
+        )
+        # Kueue writes the ClusterQueue's counts after the Workload's condition, on its own
+        # schedule (gate 2, 2026-12-04: `status` ran between the two and saw 0 pending).
+        until(
+            lambda: _pending_count(manager) >= 1,
+            WAIT,
+            f"[manager] ClusterQueue {TEAM} counts the pending Workload (status.pendingWorkloads)",
+            seen=lambda: str(_pending_count(manager)),
         )
         yield str(wl["status"]["clusterName"])
     finally:
