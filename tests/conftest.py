@@ -58,10 +58,13 @@ from pulumi.runtime.settings import ROOT as ROOT_RESOURCE  # noqa: E402
 from pulumi.runtime.settings import SETTINGS  # noqa: E402
 
 from builders.authorization import Observation  # noqa: E402
+from builders.fleet import kueue_objects  # noqa: E402
 from builders.kubeconfig import Connection  # noqa: E402
 from builders.kueue import AdmissionChecks, cluster_objects  # noqa: E402
 from builders.manifest import Manifest  # noqa: E402
+from checks.stack import parse_fleet  # noqa: E402
 from components import authorization  # noqa: E402
+from config.errors import ConfigError  # noqa: E402
 from config.models import FleetConfig  # noqa: E402
 from constants import PROJECT  # noqa: E402
 
@@ -478,3 +481,19 @@ def copy_preflight_sources(target: Path, *extra: str) -> None:
     if crds.is_dir() and not (target / ".cache" / "crds").exists():
         (target / ".cache").mkdir(exist_ok=True)
         (target / ".cache" / "crds").symlink_to(crds)
+
+
+def fleet_issues(raw: dict[str, Any]) -> list[str]:
+    """Every issue of a fleet value (its errors, or its warnings when it is valid), as
+    `path: message`."""
+    try:
+        _, warnings = parse_fleet(raw)
+    except ConfigError as err:
+        return [str(i) for i in err.issues]
+    return [str(w) for w in warnings]
+
+
+def queue_objects(raw: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """The Kueue objects a fleet value renders, by (kind, name)."""
+    fleet, _ = parse_fleet(raw)
+    return {(m.kind, m.name): m.obj for ms in kueue_objects(fleet).values() for m in ms}

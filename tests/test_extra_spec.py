@@ -37,6 +37,8 @@ from config.errors import ConfigError
 from config.kueue import ClusterQueueConfig, CohortConfig, FlavorConfig, LocalQueueConfig
 from tests import crdschema
 from tests.conftest import ROOT, Graph, run_program, set_stack_config
+from tests.conftest import fleet_issues as issues
+from tests.conftest import queue_objects as objects
 from upstream.kueue import KUEUE_VERSIONS
 from upstream.structural import crd_version_schema, schema_errors, with_defaults
 
@@ -55,20 +57,6 @@ def staging() -> dict[str, Any]:
 
 def queues(raw: dict[str, Any]) -> dict[str, Any]:
     return raw["clusters"][0]["queues"]
-
-
-def issues(raw: dict[str, Any]) -> list[str]:
-    """Every issue of `raw` (errors, or the warnings when it is valid), as `path: message`."""
-    try:
-        _, warnings = parse_fleet(raw)
-    except ConfigError as err:
-        return [str(i) for i in err.issues]
-    return [str(w) for w in warnings]
-
-
-def objects(raw: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
-    fleet, _ = parse_fleet(raw)
-    return {(m.kind, m.name): m.obj for ms in kueue_objects(fleet).values() for m in ms}
 
 
 # --- the staging example ---------------------------------------------------------------------

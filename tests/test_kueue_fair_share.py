@@ -20,8 +20,9 @@ import yaml
 from builders.fleet import kueue_objects
 from builders.kueue import manager_config
 from checks.stack import parse_fleet
-from config.errors import ConfigError
 from tests import crdschema
+from tests.conftest import fleet_issues as issues
+from tests.conftest import queue_objects as objects
 
 FIXTURE = Path(__file__).parent / "fixtures" / "fair-share.yaml"
 PRIORITY = Path(__file__).parent / "fixtures" / "priority.yaml"
@@ -30,19 +31,6 @@ Q = "clusters[0].queues"
 
 def example() -> dict[str, Any]:
     return yaml.safe_load(FIXTURE.read_text())
-
-
-def issues(raw: dict[str, Any]) -> list[str]:
-    try:
-        _, warnings = parse_fleet(raw)
-    except ConfigError as err:
-        return [str(i) for i in err.issues]
-    return [str(w) for w in warnings]
-
-
-def objects(raw: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
-    fleet, _ = parse_fleet(raw)
-    return {(m.kind, m.name): m.obj for ms in kueue_objects(fleet).values() for m in ms}
 
 
 def test_the_example_is_clean_and_renders_what_it_says() -> None:
