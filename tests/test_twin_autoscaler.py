@@ -11,9 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from config.models import AutoscalerProfile
 from tests.realtier.autoscaler import (
+    AKS_SCALE_DOWN_DELAY_AFTER_ADD,
+    AKS_SCALE_DOWN_UNNEEDED_TIME,
     CONFIG_MAP,
     DESIRED_ANNOTATION,
+    FAST_SCALE_DOWN,
     GROUP_ANNOTATION,
     MAX_ANNOTATION,
     MIN_ANNOTATION,
@@ -23,6 +27,7 @@ from tests.realtier.autoscaler import (
     nodes_at_min,
     provider_config_maps,
     provider_id,
+    scale_down_flags,
     templates,
 )
 from tests.realtier.harness import ControlPlane, Tools
@@ -102,8 +107,31 @@ def test_autoscaler_talks_json_so_it_can_write_provisioning_requests(tmp_path: P
     # Never started: the tool paths are only carried (no cache is needed offline).
     absent = tmp_path / "not-built"
     plane = ControlPlane("worker-1", tmp_path / "worker-1", Tools(*[absent] * 5))
-    args = autoscaler_args(tmp_path / "cluster-autoscaler", plane, "least-waste")
+    args = autoscaler_args(tmp_path / "cluster-autoscaler", plane, "least-waste", FAST_SCALE_DOWN)
     assert "--kube-api-content-type=application/json" in args
     assert "--enable-provisioning-requests=true" in args
     assert "--cloud-provider=kwok" in args
     assert "--expander=least-waste" in args
+
+
+def test_twin_autoscalers_scale_down_on_the_stacks_own_times(tmp_path: Path) -> None:
+    """The twin's autoscaler takes a cluster's autoScalerProfile scale-down times (AKS's 10m
+    defaults where unset); only a test that watches nodes go asks for seconds."""
+    dev = load_stack("dev")
+    worker = dev.cluster("worker-1")
+    assert worker is not None
+    assert scale_down_flags(worker.autoscaler_profile) == (
+        "--scale-down-unneeded-time=5m",
+        "--scale-down-delay-after-add=5m",
+    )
+    assert scale_down_flags(AutoscalerProfile()) == (
+        f"--scale-down-unneeded-time={AKS_SCALE_DOWN_UNNEEDED_TIME}",
+        f"--scale-down-delay-after-add={AKS_SCALE_DOWN_DELAY_AFTER_ADD}",
+    )
+    absent = tmp_path / "not-built"
+    plane = ControlPlane("worker-1", tmp_path / "worker-1", Tools(*[absent] * 5))
+    binary = tmp_path / "cluster-autoscaler"
+    stack_times = autoscaler_args(binary, plane, None, scale_down_flags(worker.autoscaler_profile))
+    assert "--scale-down-unneeded-time=5m" in stack_times
+    assert "--scale-down-unneeded-time=10s" in autoscaler_args(binary, plane, None, FAST_SCALE_DOWN)
+    assert "--scale-down-unneeded-time=10s" in FAST_SCALE_DOWN

@@ -20,8 +20,17 @@ The mapping (one AKS pool = one kwok node group):
 - a pool with `minCount > 0` gets its first `minCount` nodes registered by the twin, annotated as
   members of their node group (the provider counts them in the group's size).
 
-The scale-down flags are short so a test sees nodes go (`SCALE_DOWN_FLAGS`); the stacks'
-`autoScalerProfile` (minutes) is not what runs here.
+Scale-down runs with the stack's own times (`scale_down_flags`: the cluster's
+`autoScalerProfile.scaleDownUnneededTime` / `scaleDownDelayAfterAdd`, else AKS's defaults,
+10m / 10m), so nodes stay for the length of a test. Only a test that watches nodes go asks for
+short ones (`FAST_SCALE_DOWN`, seconds). Short times everywhere are the likely cause of a flake
+(issue 30: a Job admitted on a worker, its pods Pending for minutes), as they make two races of
+the pinned autoscaler likely: a ProvisioningRequest answered with capacity on a node that the
+same loop then removes as unneeded (cluster-autoscaler 1.33.0, core/static_autoscaler.go:
+scale-down runs after a `ScaleUpNotNeeded` loop; processors/provreq/processor.go books the
+request's capacity only from the next loop), or a new node removed as unneeded before the
+admitted Job's pods reach it. Either way the pods stay Pending: pods that consume a Provisioned
+request never trigger a scale-up. On AKS the same window needs a node unneeded for minutes.
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
-from config.models import FleetConfig
+from config.models import AutoscalerProfile, FleetConfig
 from tests.realtier.harness import ControlPlane, StartError, _built, apply, cache_paths, free_port
 from tests.realtier.twin import AGENTPOOL_LABEL, PoolNodes, fleet_nodes
 
@@ -46,8 +55,13 @@ GROUP_ANNOTATION: Final = "cluster-autoscaler.kwok.nodegroup/name"
 MIN_ANNOTATION: Final = "cluster-autoscaler.kwok.nodegroup/min-count"
 MAX_ANNOTATION: Final = "cluster-autoscaler.kwok.nodegroup/max-count"
 DESIRED_ANNOTATION: Final = "cluster-autoscaler.kwok.nodegroup/desired-count"
-# Short, so a test sees a scale-down within seconds (AKS defaults: 10m / 10m).
-SCALE_DOWN_FLAGS: Final = (
+# AKS's defaults for the two scale-down times a stack may set (ManagedCluster
+# `autoScalerProfile` API reference: "The default is '10m'" for both; read 2026-12-04).
+AKS_SCALE_DOWN_UNNEEDED_TIME: Final = "10m"
+AKS_SCALE_DOWN_DELAY_AFTER_ADD: Final = "10m"
+# Short, so a test sees a scale-down within seconds: a shortened back-off, for the one test
+# that watches nodes go (test_provisioning_gate).
+FAST_SCALE_DOWN: Final = (
     "--scale-down-unneeded-time=10s",
     "--scale-down-delay-after-add=0s",
     "--scale-down-delay-after-delete=0s",
@@ -151,7 +165,19 @@ def provider_config_maps(fleet: FleetConfig, cluster: str) -> list[dict[str, Any
     ]
 
 
-def autoscaler_args(binary: Path, plane: ControlPlane, expander: str | None) -> list[str]:
+def scale_down_flags(profile: AutoscalerProfile) -> tuple[str, ...]:
+    """The scale-down times a cluster's `autoScalerProfile` gives its autoscaler on AKS."""
+    unneeded = profile.scale_down_unneeded_time or AKS_SCALE_DOWN_UNNEEDED_TIME
+    after_add = profile.scale_down_delay_after_add or AKS_SCALE_DOWN_DELAY_AFTER_ADD
+    return (f"--scale-down-unneeded-time={unneeded}", f"--scale-down-delay-after-add={after_add}")
+
+
+def autoscaler_args(
+    binary: Path,
+    plane: ControlPlane,
+    expander: str | None,
+    scale_down: Sequence[str],
+) -> list[str]:
     """argv of one plane's autoscaler (env first: the kwok provider reads its kubeconfig from
     KUBECONFIG in `local` mode, its ConfigMaps from POD_NAMESPACE)."""
     return [
@@ -173,7 +199,7 @@ def autoscaler_args(binary: Path, plane: ControlPlane, expander: str | None) -> 
         f"--address=127.0.0.1:{free_port()}",
         f"--scan-interval={SCAN_INTERVAL}",
         f"--expander={expander or 'random'}",
-        *SCALE_DOWN_FLAGS,
+        *scale_down,
         "--v=4",
     ]
 
@@ -185,9 +211,14 @@ class Autoscaler:
 
 
 def start_autoscalers(
-    planes: Mapping[str, ControlPlane], fleet: FleetConfig, binary: Path
+    planes: Mapping[str, ControlPlane],
+    fleet: FleetConfig,
+    binary: Path,
+    *,
+    fast_scale_down: bool = False,
 ) -> list[Autoscaler]:
-    """One autoscaler per plane with user pools, as a process of the plane (stopped with it)."""
+    """One autoscaler per plane with user pools, as a process of the plane (stopped with it);
+    scale-down times the stack's (`scale_down_flags`) unless `fast_scale_down`."""
     started: list[Autoscaler] = []
     for name, plane in planes.items():
         config = fleet.cluster(name)
@@ -197,7 +228,10 @@ def start_autoscalers(
         if applied.rejected:
             raise StartError(f"[{name}] kwok provider ConfigMaps rejected: {applied.stderr}")
         expander = config.autoscaler_profile.expander
-        process = plane._spawn(TOOL, autoscaler_args(binary, plane, expander))
+        scale_down = (
+            FAST_SCALE_DOWN if fast_scale_down else scale_down_flags(config.autoscaler_profile)
+        )
+        process = plane._spawn(TOOL, autoscaler_args(binary, plane, expander, scale_down))
         started.append(Autoscaler(name, process.log_path))
     _await_running(started, [planes[a.cluster] for a in started])
     return started

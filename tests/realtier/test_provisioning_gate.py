@@ -16,7 +16,7 @@ scheduled onto a finished pod's node (seen in CI). Asserted:
 - the Job then runs on exactly those new nodes (members of the pool's node group) and completes;
 - a Job with one pod more than the pool's maxCount is never admitted, and its Workload's check
   and ProvisioningRequest say why;
-- the new nodes are removed again (short scale-down flags: `autoscaler.SCALE_DOWN_FLAGS`).
+- the new nodes are removed again (short scale-down flags: `autoscaler.FAST_SCALE_DOWN`).
 """
 
 from __future__ import annotations
@@ -293,7 +293,7 @@ def test_autoscaler_answers_the_gate(
         nodes=nodes_at_min,
     ) as twin:
         plane = twin.planes[gated.cluster]
-        started = start_autoscalers(twin.planes, twin.fleet, autoscaler)
+        started = start_autoscalers(twin.planes, twin.fleet, autoscaler, fast_scale_down=True)
         t_started = time.monotonic() - t0
         until(
             lambda: _true(
