@@ -72,6 +72,7 @@ from tests.realtier.harness import (
     cache_paths,
     free_port,
 )
+from tests.realtier.jobs import suspended_job, workload_of_job
 from tests.realtier.kueue import kueue_binary
 from tests.realtier.twin_run import SimulationTools, Twin, find_simulation_tools, running_twin
 from upstream.azure_monitor import (
@@ -94,8 +95,6 @@ SCRAPE_INTERVAL: Final = "2s"
 GATE: Final = "UnadmittedWorkloadsObservability"
 TEAM: Final = "team-a"
 KUEUE_API: Final = "/apis/kueue.x-k8s.io/v1beta2"
-QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
-MULTIKUEUE_CONTROLLER: Final = "kueue.x-k8s.io/multikueue"
 STAND_IN_POD: Final = "kueue-controller-manager-loopback"
 # Bounded waits, measured in seconds on 2 shared cores; margins for a busier machine.
 PROMETHEUS_READY: Final = 60.0
@@ -334,41 +333,7 @@ def start_prometheus(
 
 
 def _job(name: str, cpu: str) -> dict[str, Any]:
-    requests = {"cpu": cpu, "memory": "64Mi"}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": TEAM, "labels": {QUEUE_LABEL: TEAM}},
-        "spec": {
-            "suspend": True,  # no Kueue webhook here: suspended as the webhook would
-            "managedBy": MULTIKUEUE_CONTROLLER,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    "securityContext": dict(RESTRICTED_POD_SECURITY_CONTEXT),
-                    "containers": [
-                        {
-                            "name": "main",
-                            "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
-                            "securityContext": dict(RESTRICTED_CONTAINER_SECURITY_CONTEXT),
-                            "args": ["pause"],
-                            "resources": {"requests": requests, "limits": requests},
-                        }
-                    ],
-                }
-            },
-        },
-    }
-
-
-def _workload(plane: ControlPlane, job: str) -> dict[str, Any] | None:
-    status, body = plane.get(f"{KUEUE_API}/namespaces/{TEAM}/workloads")
-    if status != 200:
-        return None
-    for wl in json.loads(body).get("items") or []:
-        if any(o.get("name") == job for o in wl["metadata"].get("ownerReferences") or []):
-            return wl
-    return None
+    return suspended_job(name, TEAM, TEAM, {"cpu": cpu, "memory": "64Mi"}, dispatched=True)
 
 
 def _condition(wl: dict[str, Any] | None, kind: str) -> bool:
@@ -386,7 +351,7 @@ def _until(what: str, probe: Callable[[], Any], timeout: float, last: Callable[[
 
 
 def _state(plane: ControlPlane, job: str) -> str:
-    wl = _workload(plane, job)
+    wl = workload_of_job(plane, TEAM, job)
     if wl is None:
         return f"[{plane.name}] no Workload of {job}"
     conditions = (wl.get("status") or {}).get("conditions") or []
@@ -497,11 +462,11 @@ def test_every_dashboard_panel_returns_series_from_prometheus_scraping_the_twins
     assert not applied.rejected, applied.stderr
     _until(
         "dash-evict's Workload QuotaReserved on the manager",
-        lambda: _condition(_workload(mgr, "dash-evict"), "QuotaReserved"),
+        lambda: _condition(workload_of_job(mgr, TEAM, "dash-evict"), "QuotaReserved"),
         WORK_TIMEOUT,
         lambda: _state(mgr, "dash-evict"),
     )
-    wl = _workload(mgr, "dash-evict")
+    wl = workload_of_job(mgr, TEAM, "dash-evict")
     assert wl is not None
     mgr.kubectl(
         "patch",
@@ -514,13 +479,13 @@ def test_every_dashboard_panel_returns_series_from_prometheus_scraping_the_twins
     )
     _until(
         "dash-evict's Workload Evicted on the manager",
-        lambda: _condition(_workload(mgr, "dash-evict"), "Evicted"),
+        lambda: _condition(workload_of_job(mgr, TEAM, "dash-evict"), "Evicted"),
         WORK_TIMEOUT,
         lambda: _state(mgr, "dash-evict"),
     )
     _until(
         "dash-run admitted on the manager (a worker admitted it after its ProvisioningRequest)",
-        lambda: _condition(_workload(mgr, "dash-run"), "Admitted"),
+        lambda: _condition(workload_of_job(mgr, TEAM, "dash-run"), "Admitted"),
         WORK_TIMEOUT,
         lambda: _state(mgr, "dash-run"),
     )
@@ -542,7 +507,7 @@ def test_every_dashboard_panel_returns_series_from_prometheus_scraping_the_twins
     assert not applied.rejected, applied.stderr
     _until(
         "dash-run-2 admitted on the manager",
-        lambda: _condition(_workload(mgr, "dash-run-2"), "Admitted"),
+        lambda: _condition(workload_of_job(mgr, TEAM, "dash-run-2"), "Admitted"),
         WORK_TIMEOUT,
         lambda: _state(mgr, "dash-run-2"),
     )

@@ -25,12 +25,14 @@ from typing import Any, Final
 
 import pytest
 
-from tests.realtier.faults import condition, get_json, items
+from tests.realtier.faults import condition, get_json
 from tests.realtier.harness import FIELD_MANAGER, ControlPlane, Report, Tools, apply, object_ref
-from tests.realtier.test_kueue_contention import QUEUE_LABEL, _job
+from tests.realtier.jobs import workload_of_job
+from tests.realtier.test_kueue_contention import _job
 from tests.realtier.twin_run import SimulationTools, Twin, fixture_twin
 from tests.realtier.wait import holds, until
 from tests.test_extra_spec import BAD_FIELDS, FIXTURE, _render_unchecked
+from upstream.kueue import QUEUE_LABEL
 
 pytestmark = [pytest.mark.real]
 
@@ -58,18 +60,6 @@ def _active(plane: ControlPlane, name: str) -> dict[str, Any] | None:
     """The ClusterQueue's Active condition, once Kueue has written one."""
     conds = (_cq(plane, name).get("status") or {}).get("conditions") or []
     return next((c for c in conds if c.get("type") == "Active"), None)
-
-
-def _workload_of(plane: ControlPlane, namespace: str, job: str) -> dict[str, Any] | None:
-    path = f"{KUEUE_API}/namespaces/{namespace}/workloads"
-    return next(
-        (
-            w
-            for w in items(plane, path)
-            if any(o.get("name") == job for o in w["metadata"].get("ownerReferences") or [])
-        ),
-        None,
-    )
 
 
 def test_extra_spec_fields_are_stored_and_kueue_acts_on_them(twin: Twin, report: Report) -> None:
@@ -100,18 +90,18 @@ def test_extra_spec_fields_are_stored_and_kueue_acts_on_them(twin: Twin, report:
     assert applied.rejected == [], applied.stderr
 
     def admitted(namespace: str, job: str) -> bool:
-        wl = _workload_of(plane, namespace, job)
+        wl = workload_of_job(plane, namespace, job)
         return bool(wl) and condition(wl, "Admitted") == "True"
 
     until(
         lambda: admitted("team-a", "extra-spec-a"),
         ADMIT_TIMEOUT,
         "team-a's Job admitted",
-        seen=lambda: _workload_of(plane, "team-a", "extra-spec-a"),
+        seen=lambda: workload_of_job(plane, "team-a", "extra-spec-a"),
     )
     t_admitted = time.monotonic() - t0
     until(
-        lambda: _workload_of(plane, "team-b", "extra-spec-b"),
+        lambda: workload_of_job(plane, "team-b", "extra-spec-b"),
         ADMIT_TIMEOUT,
         "team-b's Job has a Workload",
     )
@@ -119,9 +109,9 @@ def test_extra_spec_fields_are_stored_and_kueue_acts_on_them(twin: Twin, report:
         lambda: not admitted("team-b", "extra-spec-b"),
         HELD_FOR,
         "team-b's Job stays unadmitted (its ClusterQueue holds)",
-        seen=lambda: _workload_of(plane, "team-b", "extra-spec-b"),
+        seen=lambda: workload_of_job(plane, "team-b", "extra-spec-b"),
     )
-    held = _workload_of(plane, "team-b", "extra-spec-b") or {}
+    held = workload_of_job(plane, "team-b", "extra-spec-b") or {}
     report(
         f"extraSpec on a live Kueue: fields stored as written; team-b Active=False "
         f"({b_active['reason']}: {b_active.get('message', '')}); team-a's Job admitted "

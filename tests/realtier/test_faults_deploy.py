@@ -55,6 +55,7 @@ from tests.realtier.harness import (
     start_all,
     stop_all,
 )
+from tests.realtier.jobs import suspended_job
 from tests.realtier.kueue import (
     KueueManager,
     kueue_binary,
@@ -87,10 +88,6 @@ from tests.realtier.twin_run import (
     find_simulation_tools,
     kwok_argv,
     provisioning_crd,
-)
-from upstream.podsecurity import (
-    RESTRICTED_CONTAINER_SECURITY_CONTEXT,
-    RESTRICTED_POD_SECURITY_CONTEXT,
 )
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
@@ -436,8 +433,6 @@ JOBS: Final = 6
 # the other 2 wait in the manager's queue through the upgrade.
 JOB_CPU: Final = 8
 RUNNING: Final = 4
-MULTIKUEUE_CONTROLLER: Final = "kueue.x-k8s.io/multikueue"
-QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 KUEUE_API: Final = "/apis/kueue.x-k8s.io/v1beta2"
 CRD_TYPE: Final = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 WAIT: Final = 120.0
@@ -607,32 +602,7 @@ def _previous_raw() -> dict[str, Any]:
 
 def _job(name: str) -> dict[str, Any]:
     requests = {"cpu": str(JOB_CPU), "memory": "1Gi"}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": TEAM, "labels": {QUEUE_LABEL: TEAM}},
-        "spec": {
-            # No Kueue webhook here: created suspended and managedBy MultiKueue, as it would
-            "suspend": True,
-            "managedBy": MULTIKUEUE_CONTROLLER,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    # Team namespaces enforce Pod Security `restricted` (TeamNamespace.podSecurity).
-                    "securityContext": dict(RESTRICTED_POD_SECURITY_CONTEXT),
-                    "containers": [
-                        {
-                            "name": "main",
-                            "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
-                            "securityContext": dict(RESTRICTED_CONTAINER_SECURITY_CONTEXT),
-                            "args": ["pause"],
-                            "resources": {"requests": requests, "limits": requests},
-                        }
-                    ],
-                }
-            },
-        },
-    }
+    return suspended_job(name, TEAM, TEAM, requests, dispatched=True)
 
 
 def _items(plane: ControlPlane, path: str) -> list[dict[str, Any]]:
@@ -664,12 +634,6 @@ def _running_pods(planes: Mapping[str, ControlPlane]) -> dict[str, str]:
             if (pod.get("status") or {}).get("phase") == "Running":
                 running[pod["metadata"]["labels"]["batch.kubernetes.io/job-name"]] = worker
     return running
-
-
-def _complete(plane: ControlPlane) -> int:
-    return sum(
-        _condition(j, "Complete") for j in _items(plane, f"/apis/batch/v1/namespaces/{TEAM}/jobs")
-    )
 
 
 def _until(what: str, check: Any, timeout: float = WAIT) -> float:

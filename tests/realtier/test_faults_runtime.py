@@ -41,7 +41,6 @@ from tests.realtier.autoscaler import find_autoscaler, nodes_at_min, start_autos
 from tests.realtier.conftest import kueue_crd_paths
 from tests.realtier.e2e import run_documented
 from tests.realtier.faults import (
-    COMPLETE_DELAY,
     KUEUE_API,
     cluster_active,
     condition,
@@ -150,9 +149,7 @@ def ready_to_dispatch(twin: Twin, binary: Path, *autoscaled: str) -> Submission:
 
 
 def timed_job(sub: Submission, name: str, run_for: str) -> dict[str, Any]:
-    job = job_for(sub, name)
-    job["spec"]["template"].setdefault("metadata", {})["annotations"] = {COMPLETE_DELAY: run_for}
-    return job
+    return job_for(sub, name, run_for)
 
 
 def queues_active(twin: Twin) -> None:

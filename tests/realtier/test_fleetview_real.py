@@ -27,13 +27,10 @@ from tests.realtier import test_kueue_dispatch as dispatch
 from tests.realtier.e2e import TEAM
 from tests.realtier.faults import cluster_active, lose_plane, restore_plane
 from tests.realtier.harness import ROOT, ControlPlane, Report, apply
+from tests.realtier.jobs import suspended_job, workload_of_job
 from tests.realtier.kueue import KueueManager
-from tests.realtier.test_kueue_dispatch import KUEUE_API, MULTIKUEUE_CONTROLLER, QUEUE_LABEL, Wired
+from tests.realtier.test_kueue_dispatch import KUEUE_API, Wired
 from tests.realtier.wait import until
-from upstream.podsecurity import (
-    RESTRICTED_CONTAINER_SECURITY_CONTEXT,
-    RESTRICTED_POD_SECURITY_CONTEXT,
-)
 
 pytestmark = pytest.mark.real
 
@@ -49,30 +46,8 @@ wired = dispatch.wired
 
 
 def _job(name: str, cpu: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": TEAM, "labels": {QUEUE_LABEL: TEAM}},
-        "spec": {
-            "suspend": True,  # no webhook suspends it for Kueue here
-            "managedBy": MULTIKUEUE_CONTROLLER,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    "securityContext": dict(RESTRICTED_POD_SECURITY_CONTEXT),
-                    "containers": [
-                        {
-                            "name": "main",
-                            "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
-                            "securityContext": dict(RESTRICTED_CONTAINER_SECURITY_CONTEXT),
-                            "args": ["pause"],
-                            "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}},
-                        }
-                    ],
-                }
-            },
-        },
-    }
+    requests = {"cpu": cpu, "memory": "64Mi"}
+    return suspended_job(name, TEAM, TEAM, requests, limits=False, dispatched=True)
 
 
 def fleetview(
@@ -103,16 +78,6 @@ def _json(planes: dict[str, ControlPlane], *args: str) -> tuple[dict[str, Any], 
     done, elapsed = fleetview(planes, *args, "--json")
     assert "Traceback" not in done.stderr, done.stderr
     return json.loads(done.stdout), elapsed
-
-
-def _workload(manager: ControlPlane, job: str) -> dict[str, Any] | None:
-    status, body = manager.get(f"{KUEUE_API}/namespaces/{TEAM}/workloads")
-    if status != 200:
-        return None
-    for wl in json.loads(body).get("items") or []:
-        if any(o.get("name") == job for o in wl["metadata"].get("ownerReferences") or []):
-            return wl
-    return None
 
 
 def _cond(wl: dict[str, Any] | None, kind: str) -> dict[str, Any]:
@@ -147,21 +112,23 @@ def jobs(
         assert not applied.rejected, applied.stderr
         wl = until(
             lambda: (
-                (w := _workload(manager, DISPATCHED))
+                (w := workload_of_job(manager, TEAM, DISPATCHED))
                 and (w.get("status") or {}).get("clusterName")
                 and w
             ),
             WAIT,
             f"[manager] Workload of {DISPATCHED} with status.clusterName",
-            seen=lambda: json.dumps((_workload(manager, DISPATCHED) or {}).get("status")),
+            seen=lambda: json.dumps(
+                (workload_of_job(manager, TEAM, DISPATCHED) or {}).get("status")
+            ),
         )
         applied = apply(manager, [_job(PENDING, "24")])
         assert not applied.rejected, applied.stderr
         until(
-            lambda: _cond(_workload(manager, PENDING), "QuotaReserved").get("message"),
+            lambda: _cond(workload_of_job(manager, TEAM, PENDING), "QuotaReserved").get("message"),
             WAIT,
             f"[manager] Workload of {PENDING} QuotaReserved=False with Kueue's reason",
-            seen=lambda: json.dumps((_workload(manager, PENDING) or {}).get("status")),
+            seen=lambda: json.dumps((workload_of_job(manager, TEAM, PENDING) or {}).get("status")),
         )
         # Kueue writes the ClusterQueue's counts after the Workload's condition, on its own
         # schedule (gate 2, 2026-12-04: `status` ran between the two and saw 0 pending).

@@ -31,21 +31,16 @@ from typing import Any, Final
 
 import pytest
 
-from tests.realtier.faults import COMPLETE_DELAY
 from tests.realtier.harness import ControlPlane, Report, Tools, apply
+from tests.realtier.jobs import suspended_job
 from tests.realtier.twin_run import SimulationTools, Twin, fixture_twin
 from tests.realtier.wait import until
-from upstream.podsecurity import (
-    RESTRICTED_CONTAINER_SECURITY_CONTEXT,
-    RESTRICTED_POD_SECURITY_CONTEXT,
-)
 
 pytestmark = [pytest.mark.real]
 
 FIXTURE: Final = Path(__file__).resolve().parents[1] / "fixtures" / "fair-share.yaml"
 CLUSTER: Final = "solo"
 KUEUE_API: Final = "/apis/kueue.x-k8s.io/v1beta2"
-QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 FLAVOR: Final = "batch"
 JOB_CPU: Final = 500  # millicores per Job (one pod)
 # Each team submits more than it can hold: team-a holds 14 CPU (28 Jobs), team-b 10 (20).
@@ -68,31 +63,9 @@ def twin(tools: Tools, simulation: SimulationTools, tmp_path: Path) -> Iterator[
 
 
 def _job(team: str, name: str) -> dict[str, Any]:
-    requests = {"cpu": f"{JOB_CPU}m", "memory": "64Mi"}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": team, "labels": {QUEUE_LABEL: team}},
-        "spec": {
-            "suspend": True,  # no Kueue webhook here: suspended as the webhook would
-            "template": {
-                "metadata": {"annotations": {COMPLETE_DELAY: RUN_FOR}},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "securityContext": dict(RESTRICTED_POD_SECURITY_CONTEXT),
-                    "containers": [
-                        {
-                            "name": "main",
-                            "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
-                            "securityContext": dict(RESTRICTED_CONTAINER_SECURITY_CONTEXT),
-                            "args": ["pause"],
-                            "resources": {"requests": requests, "limits": requests},
-                        }
-                    ],
-                },
-            },
-        },
-    }
+    return suspended_job(
+        name, team, team, {"cpu": f"{JOB_CPU}m", "memory": "64Mi"}, run_for=RUN_FOR
+    )
 
 
 def _millis(quantity: str | None) -> int:

@@ -32,12 +32,9 @@ from config.resolve import dispatch_sets, enabled_workers, rotation_of
 from constants import MULTIKUEUE_ADMISSION_CHECK
 from tests.realtier.e2e import TEAM, e2e_fleet
 from tests.realtier.harness import ControlPlane, Report, apply, namespace
+from tests.realtier.jobs import suspended_job, workload_owned_by
 from tests.realtier.kueue import KUEUE_NAMESPACE, KueueManager, wait_for_token
 from tests.realtier.wait import until
-from upstream.podsecurity import (
-    RESTRICTED_CONTAINER_SECURITY_CONTEXT,
-    RESTRICTED_POD_SECURITY_CONTEXT,
-)
 
 pytestmark = pytest.mark.real
 
@@ -45,14 +42,12 @@ KUEUE_API: Final = "/apis/kueue.x-k8s.io/v1beta2"
 # Bounded waits: measured seconds on 2 cores; the margin is for a much busier machine.
 ACTIVE_TIMEOUT: Final = 60.0
 DISPATCH_TIMEOUT: Final = 60.0
-QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 # MultiKueue marks the worker's copy with the manager Workload's name: an annotation in 0.19
 # (feature WorkloadIdentifierAnnotations, on by default), a label before; either counts.
 PREBUILT_KEY: Final = "kueue.x-k8s.io/prebuilt-workload-name"
 ORIGIN_LABEL: Final = "kueue.x-k8s.io/multikueue-origin"
 # batch/v1 Job.spec.managedBy: without Kueue's webhook nobody sets it, and the manager's
 # MultiKueue check rejects a Job it does not manage ("The owner is not managed by Kueue").
-MULTIKUEUE_CONTROLLER: Final = "kueue.x-k8s.io/multikueue"
 JOB: Final = "realtier-dispatch"
 
 
@@ -172,47 +167,8 @@ def test_cluster_queues_active_on_every_plane(
 
 
 def _job() -> dict[str, Any]:
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": JOB, "namespace": TEAM, "labels": {QUEUE_LABEL: TEAM}},
-        "spec": {
-            # Suspended at creation: no webhook suspends it for Kueue here.
-            "suspend": True,
-            "managedBy": MULTIKUEUE_CONTROLLER,
-            "parallelism": 1,
-            "completions": 1,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    # Team namespaces enforce Pod Security `restricted` (TeamNamespace.podSecurity).
-                    "securityContext": dict(RESTRICTED_POD_SECURITY_CONTEXT),
-                    "containers": [
-                        {
-                            "name": "main",
-                            "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
-                            "securityContext": dict(RESTRICTED_CONTAINER_SECURITY_CONTEXT),
-                            "args": ["pause"],
-                            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
-                        }
-                    ],
-                }
-            },
-        },
-    }
-
-
-def _workload_of(plane: ControlPlane, uid: str) -> dict[str, Any] | None:
-    listing = _json(plane, f"{KUEUE_API}/namespaces/{TEAM}/workloads") or {}
-    items: list[dict[str, Any]] = listing.get("items") or []
-    return next(
-        (
-            w
-            for w in items
-            if any(o.get("uid") == uid for o in w["metadata"].get("ownerReferences") or [])
-        ),
-        None,
-    )
+    requests = {"cpu": "100m", "memory": "64Mi"}
+    return suspended_job(JOB, TEAM, TEAM, requests, limits=False, dispatched=True, pods=1)
 
 
 def _prebuilt(job: dict[str, Any]) -> str | None:
@@ -248,7 +204,7 @@ def test_a_suspended_job_is_admitted_on_the_manager_and_dispatched_to_a_worker(
     )
 
     workload: dict[str, Any] = until(
-        lambda: _workload_of(manager, uid),
+        lambda: workload_owned_by(manager, TEAM, uid),
         DISPATCH_TIMEOUT,
         "[manager] Workload of the Job",
         seen=lambda: "no Workload owned by the Job (is Kueue's batch/job integration running?)",

@@ -40,6 +40,7 @@ from config.resolve import dispatch_sets, with_mirrored_queues
 from tests.realtier.conftest import kueue_crd_paths
 from tests.realtier.faults import cluster_active, restart_kueue
 from tests.realtier.harness import ControlPlane, Report, Tools, apply
+from tests.realtier.jobs import suspended_job, workload_of_job
 from tests.realtier.kueue import kueue_binary
 from tests.realtier.twin import load_stack
 from tests.realtier.twin_run import (
@@ -85,47 +86,8 @@ def twin(
 
 
 def _job(name: str, dispatched: bool) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "suspend": True,  # no Kueue webhook here: the test suspends it, as the webhook would
-        "template": {
-            "spec": {
-                "restartPolicy": "Never",
-                "containers": [
-                    {
-                        "name": "main",
-                        "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
-                        "args": ["pause"],
-                        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
-                    }
-                ],
-            }
-        },
-    }
-    if dispatched:
-        spec["managedBy"] = "kueue.x-k8s.io/multikueue"
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": NAMESPACE,
-            "labels": {"kueue.x-k8s.io/queue-name": QUEUE},
-        },
-        "spec": spec,
-    }
-
-
-def _workload(plane: ControlPlane, job: str) -> dict[str, Any] | None:
-    status, body = plane.get(f"{KUEUE_API}/namespaces/{NAMESPACE}/workloads")
-    items: list[dict[str, Any]] = (json.loads(body).get("items") or []) if status == 200 else []
-    return next(
-        (
-            w
-            for w in items
-            if any(o.get("name") == job for o in w["metadata"].get("ownerReferences") or [])
-        ),
-        None,
-    )
+    requests = {"cpu": "100m", "memory": "64Mi"}
+    return suspended_job(name, NAMESPACE, QUEUE, requests, limits=False, dispatched=dispatched)
 
 
 def _condition(wl: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
@@ -151,28 +113,31 @@ def test_manager_runs_without_wait_for_pods_ready_and_a_worker_with_it(twin: Twi
     # Both Workloads exist and the manager's reserved quota: its job reconciler has run.
     until(
         lambda: (
-            (_condition(_workload(home, "mgr-job"), "QuotaReserved") or {}).get("status") == "True"
+            (_condition(workload_of_job(home, NAMESPACE, "mgr-job"), "QuotaReserved") or {}).get(
+                "status"
+            )
+            == "True"
         ),
         TIMEOUT,
         f"[{manager.name}] Workload of mgr-job reserves quota",
-        seen=lambda: _workload(home, "mgr-job"),
+        seen=lambda: workload_of_job(home, NAMESPACE, "mgr-job"),
         poll=POLL,
     )
     control = until(
-        lambda: _condition(_workload(remote, "wkr-job"), "PodsReady"),
+        lambda: _condition(workload_of_job(remote, NAMESPACE, "wkr-job"), "PodsReady"),
         TIMEOUT,
         f"[{worker}] Workload of wkr-job gets a PodsReady condition (waitForPodsReady on "
         "there, Kueue's default)",
-        seen=lambda: _workload(remote, "wkr-job"),
+        seen=lambda: workload_of_job(remote, NAMESPACE, "wkr-job"),
         poll=POLL,
     )
     # Watch the manager at least as long again as the worker took (polled: fails at once).
     holds(
-        lambda: _condition(_workload(home, "mgr-job"), "PodsReady") is None,
+        lambda: _condition(workload_of_job(home, NAMESPACE, "mgr-job"), "PodsReady") is None,
         max(2.0, time.monotonic() - t0),
         f"[{manager.name}] the dispatched job's Workload has no PodsReady condition "
         f"(waitForPodsReady off there; worker control: {control})",
-        seen=lambda: _workload(home, "mgr-job"),
+        seen=lambda: workload_of_job(home, NAMESPACE, "mgr-job"),
         poll=POLL,
     )
 
@@ -221,10 +186,10 @@ def _one_job(twin: Twin, job: str, gated: list[str], enough: int) -> tuple[float
     applied = apply(home, [_job(job, dispatched=True)])
     assert not applied.rejected, f"[{manager.name}] {applied.stderr}"
     wl_name: str = until(
-        lambda: (_workload(home, job) or {}).get("metadata", {}).get("name"),
+        lambda: (workload_of_job(home, NAMESPACE, job) or {}).get("metadata", {}).get("name"),
         TIMEOUT,
         f"[{manager.name}] a Workload for {job}",
-        seen=lambda: _workload(home, job),
+        seen=lambda: workload_of_job(home, NAMESPACE, job),
         poll=POLL,
     )
 
@@ -237,7 +202,7 @@ def _one_job(twin: Twin, job: str, gated: list[str], enough: int) -> tuple[float
         f"ProvisioningRequests for {wl_name} on {enough} of the gated workers {gated}",
         seen=lambda: {
             "requests": opened(),
-            "nominated": ((_workload(home, job) or {}).get("status") or {}).get(
+            "nominated": ((workload_of_job(home, NAMESPACE, job) or {}).get("status") or {}).get(
                 "nominatedClusterNames"
             ),
         },
@@ -290,9 +255,9 @@ def test_one_job_opens_one_provisioning_request_with_prods_dispatcher(
         return {
             "requests": {w: _requests_for(twin.planes[w], wl_inc) for w in gated},
             "copies": [w for w in gated if _copy_on(twin.planes[w], wl_inc)],
-            "nominated": ((_workload(home, "incremental") or {}).get("status") or {}).get(
-                "nominatedClusterNames"
-            ),
+            "nominated": (
+                (workload_of_job(home, NAMESPACE, "incremental") or {}).get("status") or {}
+            ).get("nominatedClusterNames"),
         }
 
     def one_worker() -> bool:
@@ -329,7 +294,7 @@ def test_one_job_opens_one_provisioning_request_with_prods_dispatcher(
 
     def preferred_only() -> bool:
         seen = {w: _requests_for(twin.planes[w], wl_pref) for w in gated}
-        nominated = ((_workload(home, "preferred") or {}).get("status") or {}).get(
+        nominated = ((workload_of_job(home, NAMESPACE, "preferred") or {}).get("status") or {}).get(
             "nominatedClusterNames"
         )
         return [w for w, prs in seen.items() if prs] == preferred[:1] == nominated
@@ -340,9 +305,9 @@ def test_one_job_opens_one_provisioning_request_with_prods_dispatcher(
         f"the reordered set {preferred}: only {preferred[0]} nominated for {wl_pref}",
         seen=lambda: {
             "requests": {w: _requests_for(twin.planes[w], wl_pref) for w in gated},
-            "nominated": ((_workload(home, "preferred") or {}).get("status") or {}).get(
-                "nominatedClusterNames"
-            ),
+            "nominated": (
+                (workload_of_job(home, NAMESPACE, "preferred") or {}).get("status") or {}
+            ).get("nominatedClusterNames"),
         },
         poll=POLL,
     )

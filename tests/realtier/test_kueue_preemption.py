@@ -45,8 +45,9 @@ import yaml
 
 from checks.stack import parse_fleet
 from config.models import FleetConfig
-from tests.realtier.faults import COMPLETE_DELAY, KUEUE_API, condition, items
+from tests.realtier.faults import KUEUE_API, condition, items
 from tests.realtier.harness import ControlPlane, Report, Tools, apply
+from tests.realtier.jobs import suspended_job
 from tests.realtier.test_faults_runtime import (
     MANAGER,
     completed_once,
@@ -66,16 +67,11 @@ from tests.realtier.twin_run import (
     fixture_twin,
 )
 from tests.realtier.wait import until
-from upstream.podsecurity import (
-    RESTRICTED_CONTAINER_SECURITY_CONTEXT,
-    RESTRICTED_POD_SECURITY_CONTEXT,
-)
 
 pytestmark = [pytest.mark.real]
 
 FIXTURE: Final = Path(__file__).resolve().parents[1] / "fixtures" / "priority.yaml"
 CLUSTER: Final = "solo"
-QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL: Final = "kueue.x-k8s.io/priority-class"
 FLAVOR: Final = "batch"
 LENDER: Final = "team-a"  # owns 4 CPU, idle at first: team-b borrows them
@@ -103,34 +99,9 @@ def twin(tools: Tools, simulation: SimulationTools, tmp_path: Path) -> Iterator[
 
 def _job(team: str, name: str, priority: str, run_for: str) -> dict[str, Any]:
     requests = {"cpu": f"{JOB_CPU}m", "memory": "64Mi"}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": team,
-            "labels": {QUEUE_LABEL: team, PRIORITY_LABEL: priority},
-        },
-        "spec": {
-            "suspend": True,  # no Kueue webhook here: suspended as the webhook would
-            "template": {
-                "metadata": {"annotations": {COMPLETE_DELAY: run_for}},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "securityContext": dict(RESTRICTED_POD_SECURITY_CONTEXT),
-                    "containers": [
-                        {
-                            "name": "main",
-                            "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
-                            "securityContext": dict(RESTRICTED_CONTAINER_SECURITY_CONTEXT),
-                            "args": ["pause"],
-                            "resources": {"requests": requests, "limits": requests},
-                        }
-                    ],
-                },
-            },
-        },
-    }
+    return suspended_job(
+        name, team, team, requests, run_for=run_for, labels={PRIORITY_LABEL: priority}
+    )
 
 
 def _millis(quantity: str | None) -> int:

@@ -39,8 +39,9 @@ from tests.realtier.autoscaler import (
     start_autoscalers,
 )
 from tests.realtier.conftest import kueue_crd_paths
-from tests.realtier.faults import COMPLETE_DELAY, timed_simulation
+from tests.realtier.faults import timed_simulation
 from tests.realtier.harness import ControlPlane, Report, Tools, apply
+from tests.realtier.jobs import suspended_job
 from tests.realtier.kueue import kueue_binary
 from tests.realtier.twin import AGENTPOOL_LABEL, fleet_nodes, load_stack
 from tests.realtier.twin_run import (
@@ -50,16 +51,11 @@ from tests.realtier.twin_run import (
     running_twin,
 )
 from tests.realtier.wait import until
-from upstream.podsecurity import (
-    RESTRICTED_CONTAINER_SECURITY_CONTEXT,
-    RESTRICTED_POD_SECURITY_CONTEXT,
-)
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
 STACK: Final = "dev"
 KUEUE_API: Final = "/apis/kueue.x-k8s.io/v1beta2"
-QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 POLL: Final = 0.2
 ACTIVE_TIMEOUT: Final = 60.0
 JOB_TIMEOUT: Final = 90.0
@@ -102,39 +98,10 @@ def gated_queue(fleet: FleetConfig) -> Gated | None:
 def job(gated: Gated, name: str, pods: int) -> dict[str, Any]:
     """A suspended Job for the gated queue; each pod asks for more than half a node's CPU, so
     every pod needs a node of its own."""
-    cpu = f"{gated.node_cpu_millis // 2 + 100}m"
-    requests = {"cpu": cpu, "memory": "128Mi"}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": gated.namespace,
-            "labels": {QUEUE_LABEL: gated.local_queue},
-        },
-        "spec": {
-            "suspend": True,
-            "parallelism": pods,
-            "completions": pods,
-            "template": {
-                "metadata": {"annotations": {COMPLETE_DELAY: RUN_FOR}},
-                "spec": {
-                    "restartPolicy": "Never",
-                    # Team namespaces enforce Pod Security `restricted` (TeamNamespace.podSecurity).
-                    "securityContext": dict(RESTRICTED_POD_SECURITY_CONTEXT),
-                    "containers": [
-                        {
-                            "name": "main",
-                            "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
-                            "securityContext": dict(RESTRICTED_CONTAINER_SECURITY_CONTEXT),
-                            "args": ["pause"],
-                            "resources": {"requests": requests, "limits": requests},
-                        }
-                    ],
-                },
-            },
-        },
-    }
+    requests = {"cpu": f"{gated.node_cpu_millis // 2 + 100}m", "memory": "128Mi"}
+    return suspended_job(
+        name, gated.namespace, gated.local_queue, requests, pods=pods, run_for=RUN_FOR
+    )
 
 
 # ---- reading the plane --------------------------------------------------------------------

@@ -37,6 +37,7 @@ from tests.realtier.autoscaler import (
 from tests.realtier.conftest import kueue_crd_paths
 from tests.realtier.engine import find_engine
 from tests.realtier.harness import ControlPlane, Report, Tools, apply
+from tests.realtier.jobs import suspended_job, workload_owned_by
 from tests.realtier.kueue import kueue_binary
 from tests.realtier.twin import (
     AGENTPOOL_LABEL,
@@ -57,16 +58,10 @@ from tests.realtier.twin_run import (
     running_twin,
 )
 from tests.realtier.wait import until
-from upstream.podsecurity import (
-    RESTRICTED_CONTAINER_SECURITY_CONTEXT,
-    RESTRICTED_POD_SECURITY_CONTEXT,
-)
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
 KUEUE_API: Final = "/apis/kueue.x-k8s.io/v1beta2"
-QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
-MULTIKUEUE_CONTROLLER: Final = "kueue.x-k8s.io/multikueue"
 PREBUILT_KEY: Final = "kueue.x-k8s.io/prebuilt-workload-name"
 JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
 ACTIVE_TIMEOUT: Final = 90.0
@@ -111,58 +106,20 @@ def _true(obj: dict[str, Any] | None, kind: str) -> bool:
     return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
 
 
-def job_for(sub: Submission, name: str) -> dict[str, Any]:
+def job_for(sub: Submission, name: str, run_for: str | None = None) -> dict[str, Any]:
     """A suspended Job for the queue (no Kueue webhook here suspends it); on the manager it is
     `managedBy` MultiKueue, as Kueue's webhook would make it."""
     requests = {"cpu": "500m", "memory": "256Mi"}
     if sub.gpus:
         requests[GPU_RESOURCE] = str(sub.gpus)
-    spec: dict[str, Any] = {
-        "suspend": True,
-        "parallelism": PODS,
-        "completions": PODS,
-        "template": {
-            "spec": {
-                "restartPolicy": "Never",
-                # Team namespaces enforce Pod Security `restricted` (TeamNamespace.podSecurity).
-                "securityContext": dict(RESTRICTED_POD_SECURITY_CONTEXT),
-                "containers": [
-                    {
-                        "name": "main",
-                        "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
-                        "securityContext": dict(RESTRICTED_CONTAINER_SECURITY_CONTEXT),
-                        "args": ["pause"],
-                        "resources": {"requests": requests, "limits": requests},
-                    }
-                ],
-            }
-        },
-    }
-    if sub.dispatched:
-        spec["managedBy"] = MULTIKUEUE_CONTROLLER
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": sub.namespace,
-            "labels": {QUEUE_LABEL: sub.local_queue},
-        },
-        "spec": spec,
-    }
-
-
-def _owned_workload(plane: ControlPlane, ns: str, uid: str) -> dict[str, Any] | None:
-    items: list[dict[str, Any]] = (
-        _json(plane, f"{KUEUE_API}/namespaces/{ns}/workloads") or {}
-    ).get("items") or []
-    return next(
-        (
-            w
-            for w in items
-            if any(o.get("uid") == uid for o in w["metadata"].get("ownerReferences") or [])
-        ),
-        None,
+    return suspended_job(
+        name,
+        sub.namespace,
+        sub.local_queue,
+        requests,
+        dispatched=sub.dispatched,
+        pods=PODS,
+        run_for=run_for,
     )
 
 
@@ -226,7 +183,7 @@ def _observe(twin: Twin, watches: dict[str, JobWatch], run: Run, uid: str) -> No
             workload = (
                 _json(plane, f"{KUEUE_API}/namespaces/{ns}/workloads/{prebuilt}")
                 if prebuilt
-                else _owned_workload(plane, ns, str(meta["uid"]))
+                else workload_owned_by(plane, ns, str(meta["uid"]))
             )
             admission = ((workload or {}).get("status") or {}).get("admission") or {}
             for assignment in admission.get("podSetAssignments") or []:
@@ -243,7 +200,7 @@ def _observe(twin: Twin, watches: dict[str, JobWatch], run: Run, uid: str) -> No
     if sub.dispatched:
         job = _json(home, f"/apis/batch/v1/namespaces/{ns}/jobs/{name}")
         run.manager_complete = _true(job, "Complete")
-        workload = _owned_workload(home, ns, uid)
+        workload = workload_owned_by(home, ns, uid)
         run.manager_finished = _true(workload, "Finished")
 
 
@@ -262,10 +219,12 @@ def run_job(twin: Twin, watches: dict[str, JobWatch], sub: Submission) -> Run:
     where = f"[{sub.cluster}] {sub.namespace}/{sub.local_queue}"
 
     def home_state() -> str:
-        return json.dumps((_owned_workload(home, sub.namespace, uid) or {}).get("status", "absent"))
+        return json.dumps(
+            (workload_owned_by(home, sub.namespace, uid) or {}).get("status", "absent")
+        )
 
     until(
-        lambda: _true(_owned_workload(home, sub.namespace, uid), "Admitted"),
+        lambda: _true(workload_owned_by(home, sub.namespace, uid), "Admitted"),
         JOB_TIMEOUT,
         f"{where}: Workload admitted",
         seen=home_state,
