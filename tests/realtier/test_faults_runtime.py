@@ -148,10 +148,6 @@ def ready_to_dispatch(twin: Twin, binary: Path, *autoscaled: str) -> Submission:
     return sub
 
 
-def timed_job(sub: Submission, name: str, run_for: str) -> dict[str, Any]:
-    return job_for(sub, name, run_for)
-
-
 def queues_active(twin: Twin) -> None:
     for cluster in with_mirrored_queues(twin.fleet).clusters:
         plane = twin.planes[cluster.name]
@@ -218,7 +214,7 @@ def state(twin: Twin, ns: str, live: list[str]) -> str:
 
 
 def submit(twin: Twin, sub: Submission, names: list[str], run_for: str) -> None:
-    applied = apply(twin.planes[MANAGER], [timed_job(sub, n, run_for) for n in names])
+    applied = apply(twin.planes[MANAGER], [job_for(sub, n, run_for) for n in names])
     assert not applied.rejected, applied.stderr
 
 

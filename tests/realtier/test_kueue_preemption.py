@@ -55,10 +55,9 @@ from tests.realtier.test_faults_runtime import (
     queues_active,
     running_pods,
     state,
-    timed_job,
     workloads,
 )
-from tests.realtier.test_twin_jobs import PODS
+from tests.realtier.test_twin_jobs import PODS, job_for
 from tests.realtier.twin import load_stack, submissions
 from tests.realtier.twin_run import (
     JobWatch,
@@ -463,7 +462,7 @@ def test_a_dispatched_job_preempted_on_the_manager_loses_its_worker_copy_and_com
     watches = {w: JobWatch(twin.planes[w]) for w in workers}
 
     def labelled(name: str, priority: str, run_for: str) -> dict[str, Any]:
-        obj = timed_job(sub, name, run_for)
+        obj = job_for(sub, name, run_for)
         obj["metadata"]["labels"][PRIORITY_LABEL] = priority
         return obj
 

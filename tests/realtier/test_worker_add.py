@@ -68,11 +68,10 @@ from tests.realtier.test_faults_runtime import (
     queues_active,
     running_pods,
     state,
-    timed_job,
     where,
     workloads,
 )
-from tests.realtier.test_twin_jobs import PODS
+from tests.realtier.test_twin_jobs import PODS, job_for
 from tests.realtier.twin import load_stack, submissions, twin_raw
 from tests.realtier.twin_run import (
     JobWatch,
@@ -260,7 +259,7 @@ def test_a_worker_added_under_load_takes_the_waiting_jobs(
 
     try:
         start_autoscalers({w: twin.planes[w] for w in OLD_WORKERS}, twin.fleet, autoscaler)
-        applied = apply(manager, [timed_job(sub, n, RUN_FOR) for n in first])
+        applied = apply(manager, [job_for(sub, n, RUN_FOR) for n in first])
         assert not applied.rejected, applied.stderr
         until(
             lambda: all(
@@ -274,7 +273,7 @@ def test_a_worker_added_under_load_takes_the_waiting_jobs(
         t_full = time.monotonic()
         frozen = len(freeze_autoscalers(twin, *OLD_WORKERS))
         start_autoscalers({NEW_WORKER: added}, twin.fleet, autoscaler)
-        applied = apply(manager, [timed_job(sub, n, QUEUED_RUN_FOR) for n in waiting])
+        applied = apply(manager, [job_for(sub, n, QUEUED_RUN_FOR) for n in waiting])
         assert not applied.rejected, applied.stderr
         listing = command('Admitted")].status}|')
 
