@@ -5,10 +5,10 @@ from pathlib import Path
 import pulumi
 
 import constants as c
-from checks.stack import kubeconfig_issue, parse_fleet, read_files
+from checks.stack import kubeconfig_issue, parse_fleet, read_files, stack_collisions
 from components.aks import AksCluster
 from components.fleet import Fleet, FleetArgs
-from config import yamlsafe
+from config import login, yamlsafe
 from config.errors import ConfigError, Issue, key_path
 from config.loader import (
     FULL_KEY,
@@ -60,6 +60,16 @@ def existing_secret_kubeconfigs(
     return found
 
 
+def _azure_native_config() -> dict[str, str]:
+    """The azure-native credential keys set on this stack (a secret as "set": presence counts)."""
+    found: dict[str, str] = {}
+    for key in ("clientId", "clientSecret", "clientCertPath", "useOidc", "useMsi"):
+        value = pulumi.runtime.get_config(f"azure-native:{key}")
+        if value is not None:
+            found[key] = "set" if key == "clientSecret" else value
+    return found
+
+
 try:
     try:
         raw = pulumi.Config(c.PROJECT).get_object(c.CONFIG_KEY)
@@ -81,6 +91,9 @@ try:
         with_default_location(raw, location), source=f"stack {stack}"
     )
     files = read_files(fleet_config, ROOT, source=f"stack {stack}")
+    shared = stack_collisions(stack, fleet_config, ROOT)
+    if shared:
+        raise ConfigError(shared, f"stack {stack}")
     # Clusters the stack does not create: kubeconfigs from files or secret config keys, read
     # here so that components never read config or files.
     existing: dict[str, pulumi.Input[str]] = {
@@ -105,6 +118,14 @@ except ConfigError as err:
     raise pulumi.RunError(str(err)) from None
 for warning in warnings:
     pulumi.log.warn(str(warning))
+# The deploying identity's principal type, for its role assignments (ARM refuses a mismatch).
+deployer = login.resolve(
+    fleet_config.deployer_principal_type,
+    login.detect(provider_config=_azure_native_config()),
+)
+pulumi.log.info(
+    f"deployer role assignments: principalType {deployer.principal_type} ({deployer.reason})"
+)
 
 fleet = Fleet(
     c.PROJECT,
@@ -116,6 +137,7 @@ fleet = Fleet(
         kueue_values_secret=secret_chart_values(secrets),
         karmada_kubeconfig=karmada_kubeconfig,
         kruise_crd_files=files.kruise_crd_files,
+        deployer_principal_type=deployer.principal_type,
     ),
 )
 

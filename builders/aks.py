@@ -35,9 +35,17 @@ NODE_SUBNET = "nodes"
 
 
 def system_pool_profile(
-    pool: SystemPoolConfig, subnet_id: Any = None, upgrades: UpgradeSettings | None = None
+    pool: SystemPoolConfig,
+    version: str,
+    subnet_id: Any = None,
+    upgrades: UpgradeSettings | None = None,
 ) -> dict[str, Any]:
-    """The inline System pool (the only inline profile: inline User pools break on updates)."""
+    """The inline System pool (the only inline profile: inline User pools break on updates).
+
+    `version` is its control plane's: sent as the pool's orchestratorVersion, so a minor moved in
+    config moves the system pool in the same `up` (a control plane upgrade alone leaves it behind
+    until AKS's skew rule refuses the next one; upstream.aks_rules `system-pool-version`).
+    """
     profile: dict[str, Any] = {
         "name": pool.name,
         "mode": "System",
@@ -46,6 +54,7 @@ def system_pool_profile(
         "os_type": "Linux",
         "os_sku": pool.os_sku,
         "type": "VirtualMachineScaleSets",
+        "orchestrator_version": version,
     }
     if pool.autoscaling:
         profile |= {
@@ -106,6 +115,11 @@ def user_pool_args(
     settings = pool_upgrade_settings(
         pool.upgrade_settings or (upgrades or UpgradeSettings()).node_pools
     )
+    if pool.priority == "Spot":
+        # AKS refuses any max surge on a Spot pool (upstream.aks_rules `spot-max-surge`): one
+        # inherited from the cluster's upgrades.nodePools is left out; one written on the pool
+        # itself is an error (checks.aks_rules).
+        settings.pop("max_surge", None)
     if settings:
         args["upgrade_settings"] = settings
     if pool.priority == "Spot":
@@ -184,18 +198,22 @@ class RoleGrant:
     key: str
     role_definition: str
     principal_id: str | None  # None: the identity running `pulumi up`
-    principal_type: str | None
+    principal_type: str
     namespace: str | None = None
 
 
-def access_grants(access: AccessConfig) -> list[RoleGrant]:
-    """The AKS RBAC roles the deploying identity and the named groups get (Azure RBAC only)."""
+def access_grants(access: AccessConfig, deployer_type: str) -> list[RoleGrant]:
+    """The AKS RBAC roles the deploying identity and the named groups get (Azure RBAC only).
+
+    `deployer_type`: the deploying identity's principal type (config.login), sent as is: ARM
+    refuses a mismatch, and azure-native would send `User` for none.
+    """
     if not (access.entra_id and access.azure_rbac):
         return []
     grants: list[RoleGrant] = []
     if access.deploy_identity_role != "none":
         role = AKS_RBAC_ROLES[access.deploy_identity_role]
-        grants.append(RoleGrant("deployer", role, None, None))
+        grants.append(RoleGrant("deployer", role, None, deployer_type))
     users: set[str] = set()
     for i, group in enumerate(access.groups):
         role = AKS_RBAC_ROLES[group.role]
@@ -227,6 +245,17 @@ def addon_profiles(cluster: ClusterConfig) -> dict[str, Any]:
     if not cluster.virtual_nodes.enabled:
         return {}
     return {ACI_ADDON: {"enabled": True, "config": {"SubnetName": ACI_SUBNET}}}
+
+
+def needs_own_identity(cluster: ClusterConfig, *, egress: bool) -> bool:
+    """Whether the control plane gets a user-assigned identity, granted before the create.
+
+    In the program's own VNet it joins subnets, and with a static egress IP (builders.egress) it
+    joins that IP to its load balancer: both need rights from its first minute, and a
+    system-assigned identity exists only after the create (upstream.aks_rules
+    `outbound-ip-identity`).
+    """
+    return cluster.network_mode == "nodeSubnet" or egress
 
 
 def subnets(cluster: ClusterConfig) -> list[dict[str, Any]]:

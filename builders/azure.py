@@ -89,7 +89,13 @@ def role_definition_id(definition: str) -> str:
 
 
 def _cluster_requests(
-    fleet: FleetConfig, i: int, cfg: ClusterConfig, group: str, tags: dict[str, str]
+    fleet: FleetConfig,
+    i: int,
+    cfg: ClusterConfig,
+    group: str,
+    tags: dict[str, str],
+    *,
+    deployer_type: str,
 ) -> list[AzureRequest]:
     at = key_path("clusters", i)
     name = f"{PROJECT}-{cfg.name}"
@@ -133,6 +139,8 @@ def _cluster_requests(
                 )
             )
         node_subnet = KNOWN_AFTER_DEPLOY
+    egress = cfg.name in egress_clusters(fleet)
+    if shapes.needs_own_identity(cfg, egress=egress):
         out.append(
             AzureRequest(
                 IDENTITY,
@@ -146,6 +154,8 @@ def _cluster_requests(
                 {"": at, **tags_at},
             )
         )
+        identity = {"type": "UserAssigned", "user_assigned_identities": [KNOWN_AFTER_DEPLOY]}
+    if cfg.network_mode == "nodeSubnet":
         out.append(
             AzureRequest(
                 ROLE_ASSIGNMENT,
@@ -156,13 +166,30 @@ def _cluster_requests(
                     "role_definition_id": role_definition_id(ROLE_NETWORK_CONTRIBUTOR),
                     "scope": KNOWN_AFTER_DEPLOY,
                 },
-                {"": net_at},
+                {"": key_path("clusters", i, "network")},
             )
         )
-        identity = {"type": "UserAssigned", "user_assigned_identities": [KNOWN_AFTER_DEPLOY]}
+    if egress:
+        # Join rights on its egress Public IP for the control-plane identity, before the cluster
+        # (components/aks.py; upstream.aks_rules `outbound-ip-identity`).
+        out.append(
+            AzureRequest(
+                ROLE_ASSIGNMENT,
+                f"{name}-egress-network",
+                {
+                    "principal_id": KNOWN_AFTER_DEPLOY,
+                    "principal_type": "ServicePrincipal",
+                    "role_definition_id": role_definition_id(ROLE_NETWORK_CONTRIBUTOR),
+                    "scope": KNOWN_AFTER_DEPLOY,
+                },
+                {"": egress_at(fleet, cfg)},
+            )
+        )
     upgrades = fleet.upgrades_of(cfg)
     upgrades_at = key_path("clusters", i, "upgrades") if cfg.upgrades else "upgrades"
-    system = shapes.system_pool_profile(cfg.system_pool, node_subnet, upgrades)
+    system = shapes.system_pool_profile(
+        cfg.system_pool, fleet.version_of(cfg), node_subnet, upgrades
+    )
     cluster: dict[str, Any] = {
         "resource_name": cfg.name,
         "resource_group_name": group,
@@ -219,21 +246,6 @@ def _cluster_requests(
             },
         )
     )
-    if cfg.name in egress_clusters(fleet):
-        # Join rights on its egress Public IP for the cluster identity (components/aks.py).
-        out.append(
-            AzureRequest(
-                ROLE_ASSIGNMENT,
-                f"{name}-egress-network",
-                {
-                    "principal_id": KNOWN_AFTER_DEPLOY,
-                    "principal_type": "ServicePrincipal",
-                    "role_definition_id": role_definition_id(ROLE_NETWORK_CONTRIBUTOR),
-                    "scope": KNOWN_AFTER_DEPLOY,
-                },
-                {"": egress_at(fleet, cfg)},
-            )
-        )
     for j, pool in enumerate(cfg.pools):
         pool_at = key_path("clusters", i, "pools", j)
         inputs = {
@@ -284,13 +296,12 @@ def _cluster_requests(
                 {"": key_path("clusters", i, "virtualNodes")},
             )
         )
-    for grant in shapes.access_grants(access):
+    for grant in shapes.access_grants(access, deployer_type):
         inputs = {
             "principal_id": grant.principal_id or KNOWN_AFTER_DEPLOY,
             "role_definition_id": role_definition_id(grant.role_definition),
             "scope": KNOWN_AFTER_DEPLOY,
-            # azure-native's RoleAssignment sends "User" when no type is given.
-            "principal_type": grant.principal_type or "User",
+            "principal_type": grant.principal_type,
         }
         out.append(
             AzureRequest(ROLE_ASSIGNMENT, f"{name}-{grant.key}-rbac", inputs, {"": access_at})
@@ -311,8 +322,13 @@ def egress_at(fleet: FleetConfig, caller: ClusterConfig) -> str:
     return key_path("clusters", fleet.clusters.index(caller), "network")
 
 
-def azure_requests(fleet: FleetConfig, stack: str) -> list[AzureRequest]:
-    """Every Azure resource and invoke the program sends for this stack, in program order."""
+def azure_requests(
+    fleet: FleetConfig, stack: str, deployer_type: str = "User"
+) -> list[AzureRequest]:
+    """Every Azure resource and invoke the program sends for this stack, in program order.
+
+    `deployer_type`: the deploying identity's principal type (config.login.resolve).
+    """
     aks = [(i, c) for i, c in enumerate(fleet.clusters) if c.source == "aks"]
     if not aks:
         return []
@@ -349,7 +365,7 @@ def azure_requests(fleet: FleetConfig, stack: str) -> list[AzureRequest]:
             )
         )
     for i, cluster in aks:
-        out += _cluster_requests(fleet, i, cluster, group, tags)
+        out += _cluster_requests(fleet, i, cluster, group, tags, deployer_type=deployer_type)
     settings = fleet.karmada
     if settings is not None and settings.source != "existing":
         host = kb.host_cluster(fleet)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from checks.access import check_member_access, check_open_ranges
 from checks.aks import AKS_CHECKS
+from checks.aks_rules import AKS_RULE_CHECKS
 from checks.capacity import check_capacity, check_manager_quota
 from checks.common import Check
 from checks.credentials import CREDENTIAL_CHECKS
@@ -26,6 +27,7 @@ from config.models import FleetConfig
 CHECKS: tuple[Check, ...] = (
     *FLEET_CHECKS,
     *AKS_CHECKS,
+    *AKS_RULE_CHECKS,
     *KARMADA_CHECKS,
     check_member_access,
     check_open_ranges,

@@ -528,6 +528,6 @@ def check_requests(requests: Sequence[AzureRequest]) -> list[Issue]:
     return issues
 
 
-def azure_issues(fleet: FleetConfig, stack: str) -> list[Issue]:
+def azure_issues(fleet: FleetConfig, stack: str, deployer_type: str = "User") -> list[Issue]:
     """Every Azure request of the stack checked against Azure's models (preflight's check)."""
-    return check_requests(azure_requests(fleet, stack))
+    return check_requests(azure_requests(fleet, stack, deployer_type))

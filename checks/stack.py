@@ -8,6 +8,7 @@ from typing import Any
 
 from builders.kubeconfig import KubeconfigError, server_of
 from checks import validate
+from checks.aks_rules import shared_resource_groups
 from config.errors import ConfigError, Issue, errors_of, key_path
 from config.loader import (
     KARMADA_KUBECONFIG_KEY,
@@ -17,6 +18,7 @@ from config.loader import (
     read_existing_kubeconfigs,
     read_karmada_kubeconfig,
     read_stack_file,
+    stack_resource_groups,
 )
 from config.models import FleetConfig
 
@@ -112,4 +114,14 @@ def load_from_file(
             read_files(fleet, root or PROJECT_ROOT, source=source)
         except ConfigError as err:
             raise ConfigError(err.issues, source, raw) from None
+        shared = stack_collisions(stack, fleet, root or PROJECT_ROOT)
+        if shared:
+            raise ConfigError(shared, source, raw)
     return fleet, warnings
+
+
+def stack_collisions(stack: str, fleet: FleetConfig, root: Path) -> list[Issue]:
+    """This stack's resource group claimed by another stack file beside it (checks.aks_rules)."""
+    if not any(c.source == "aks" for c in fleet.clusters):
+        return []
+    return shared_resource_groups(stack, stack_resource_groups(root))

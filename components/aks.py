@@ -45,6 +45,8 @@ class AksClusterArgs:
     # it first; builders.egress), and the callers' egress ranges this API server admits.
     egress_ip_id: pulumi.Input[str] | None = None
     admitted_ranges: Sequence[pulumi.Input[str]] = ()
+    # The deploying identity's principal type, sent on its grants (config.login).
+    deployer_principal_type: str = "User"
 
 
 def _decode_first(kubeconfigs: Any) -> str:
@@ -116,8 +118,10 @@ class AksCluster(pulumi.ComponentResource):
                 )
             node_subnet = made[shapes.NODE_SUBNET]
             aci_subnet = made.get(shapes.ACI_SUBNET)
-            # In a VNet it did not make, the control plane needs rights on it (load balancers,
-            # subnet joins) from its first minute: a user-assigned identity, granted first.
+        if shapes.needs_own_identity(cfg, egress=args.egress_ip_id is not None):
+            # In a VNet it did not make, or with an outbound IP outside its node resource group,
+            # the control plane needs rights on them from its first minute: a user-assigned
+            # identity, granted first (a system-assigned one exists only after the create).
             control_plane = managedidentity.UserAssignedIdentity(
                 f"{name}-identity",
                 resource_name_=f"{cfg.name}-control-plane",
@@ -126,6 +130,11 @@ class AksCluster(pulumi.ComponentResource):
                 tags=tags,
                 opts=child,
             )
+            identity = {
+                "type": containerservice.ResourceIdentityType.USER_ASSIGNED,
+                "user_assigned_identities": [control_plane.id],
+            }
+        if vnet is not None and control_plane is not None:
             self.identity_grant = authorization.RoleAssignment(
                 f"{name}-vnet-network",
                 principal_id=control_plane.principal_id,
@@ -134,15 +143,28 @@ class AksCluster(pulumi.ComponentResource):
                 scope=vnet.id,
                 opts=child,
             )
-            identity = {
-                "type": containerservice.ResourceIdentityType.USER_ASSIGNED,
-                "user_assigned_identities": [control_plane.id],
-            }
-            cluster_after = [self.identity_grant]
+            cluster_after.append(self.identity_grant)
+        # The cloud provider joins the outbound Public IP to the load balancer at create and
+        # whenever it reconciles it: outside the node resource group, the cluster identity needs
+        # join rights on that IP first (Azure/AKS#1945, LinkedAuthorizationFailed).
+        self.egress_grant: authorization.RoleAssignment | None = None
+        if args.egress_ip_id is not None and control_plane is not None:
+            self.egress_grant = authorization.RoleAssignment(
+                f"{name}-egress-network",
+                principal_id=control_plane.principal_id,
+                principal_type="ServicePrincipal",
+                role_definition_id=_role(ROLE_NETWORK_CONTRIBUTOR),
+                scope=args.egress_ip_id,
+                opts=child,
+            )
+            cluster_after.append(self.egress_grant)
 
         # Builders return plain dicts in the SDK's TypedDict shapes; typed Any at this boundary.
         system: Any = shapes.system_pool_profile(
-            cfg.system_pool, node_subnet.id if node_subnet is not None else None, args.upgrades
+            cfg.system_pool,
+            args.kubernetes_version,
+            node_subnet.id if node_subnet is not None else None,
+            args.upgrades,
         )
         auto_upgrade: Any = shapes.auto_upgrade_profile(args.upgrades)
         network_profile: Any = shapes.network_profile(cfg, args.egress_ip_id)
@@ -180,24 +202,6 @@ class AksCluster(pulumi.ComponentResource):
             ),
         )
         mc = self.managed_cluster
-
-        # The cloud provider joins the outbound Public IP to the load balancer again whenever it
-        # reconciles it (a LoadBalancer Service): outside the node resource group, the cluster
-        # identity needs join rights on that IP (Azure/AKS#1945, LinkedAuthorizationFailed).
-        self.egress_grant: authorization.RoleAssignment | None = None
-        if args.egress_ip_id is not None:
-            self.egress_grant = authorization.RoleAssignment(
-                f"{name}-egress-network",
-                principal_id=(
-                    control_plane.principal_id
-                    if control_plane is not None
-                    else mc.identity.apply(_principal)
-                ),
-                principal_type="ServicePrincipal",
-                role_definition_id=_role(ROLE_NETWORK_CONTRIBUTOR),
-                scope=args.egress_ip_id,
-                opts=child,
-            )
 
         self.pools = {}
         for pool in cfg.pools:
@@ -240,7 +244,7 @@ class AksCluster(pulumi.ComponentResource):
         # Azure RBAC: the deploying identity and the configured groups (builders.aks).
         self.access_grants: dict[str, authorization.RoleAssignment] = {}
         client = authorization.get_client_config_output()
-        for grant in shapes.access_grants(access):
+        for grant in shapes.access_grants(access, args.deployer_principal_type):
             scope = (
                 mc.id
                 if grant.namespace is None
@@ -337,7 +341,3 @@ def _aci_identity(addons: Mapping[str, Any] | None) -> str:
     profile: Any = (addons or {}).get(shapes.ACI_ADDON)
     identity: Any = getattr(profile, "identity", None)
     return getattr(identity, "object_id", None) or ""
-
-
-def _principal(identity: Any) -> str:
-    return getattr(identity, "principal_id", None) or ""

@@ -42,6 +42,8 @@ class FleetArgs:
     karmada_kubeconfig: pulumi.Input[str] | None = None
     # The Karmada API server's Kruise CRD files, when read locally (`karmada.kruise`).
     kruise_crd_files: Sequence[str] = ()
+    # The deploying identity's Azure principal type (config.login.resolve, in __main__.py).
+    deployer_principal_type: str = "User"
 
 
 class Fleet(pulumi.ComponentResource):
@@ -102,6 +104,7 @@ class Fleet(pulumi.ComponentResource):
                         azure_monitor_profile=azure_monitor_profile(cfg),
                         authorization=authorization_wait(cfg, c),
                         egress_ip_id=egress_ip.id if egress_ip is not None else None,
+                        deployer_principal_type=args.deployer_principal_type,
                         admitted_ranges=[
                             self.egress_ips[caller].ip_address.apply(_slash32)
                             for caller in admitted_callers(cfg, c)

@@ -419,3 +419,40 @@ def kruise_crd_files(fleet: FleetConfig, root: Path) -> list[str]:
         if issues:
             raise ConfigError(issues)
     return [str(path) for path in files]
+
+
+def stack_resource_groups(root: Path | None = None) -> dict[str, tuple[str, str | None]]:
+    """Every `Pulumi.<stack>.yaml` beside the program that creates AKS clusters -> (its resource
+    group as the program names it, its `azure-native:subscriptionId` or None).
+
+    Read leniently: a file that cannot be read, or has no fleet, is left out (its own preflight
+    reports it).
+    """
+    folder = root or Path(__file__).resolve().parent.parent
+    out: dict[str, tuple[str, str | None]] = {}
+    for path in sorted(folder.glob("Pulumi.*.yaml")):
+        stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+        try:
+            found = read_stack_config(stack, folder)
+        except ConfigError:
+            continue
+        if found is None:
+            continue
+        config = found[0]
+        fleet: Any = config.get(FULL_KEY)
+        if not isinstance(fleet, dict):
+            continue
+        fleet = cast("dict[str, Any]", fleet)
+        clusters: Any = fleet.get("clusters")
+        if not isinstance(clusters, list) or not any(
+            isinstance(c, dict) and cast("dict[str, Any]", c).get("source", "aks") == "aks"
+            for c in cast("list[Any]", clusters)
+        ):
+            continue
+        group = fleet.get("resourceGroup")
+        subscription = config.get("azure-native:subscriptionId")
+        out[stack] = (
+            group if isinstance(group, str) else f"{PROJECT}-{stack}",
+            subscription if isinstance(subscription, str) else None,
+        )
+    return out

@@ -235,6 +235,12 @@ class FleetConfig(Model):
 
     location: Location | None = None
     resource_group: str | None = Field(default=None, min_length=1, max_length=90)
+    # What the stack is for: `production` turns placeholder and non-public authorized ranges from
+    # warnings into errors (checks.aks_rules); unset is judged like development.
+    environment: Literal["development", "staging", "production"] | None = None
+    # The deploying identity's Azure principal type, sent on its role assignments (ARM refuses a
+    # mismatch, UnmatchedPrincipalType). auto: read from the login (config.login).
+    deployer_principal_type: Literal["auto", "User", "ServicePrincipal"] = "auto"
     # A minor AKS serves and the pinned Kueue is tested on (docs/upgrades.md says why 1.36).
     kubernetes_version: KubernetesVersion = "1.36"
     tags: dict[TagName, TagValue] = Field(default_factory=dict[str, str], max_length=MAX_TAGS)

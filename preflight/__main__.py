@@ -17,7 +17,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from checks.stack import load_from_file
+from config import login
 from config.errors import ConfigError, named_path
+from config.loader import read_stack_config
 from preflight.access import access_section, azure_access
 from preflight.plan import build_plan, quota_section
 from preflight.render import write_render
@@ -162,7 +164,12 @@ def run_stack(argv: list[str], console: Console) -> int:
     # Azure's own models of the API versions sent: imported here only (docs/azure-api-check.md).
     from checks.azure_api import azure_issues  # noqa: PLC0415
 
-    refused = azure_issues(fleet, args.stack)
+    stack_config = read_stack_config(args.stack)
+    deployer = login.resolve(
+        fleet.deployer_principal_type,
+        login.detect(provider_config=login.provider_keys(stack_config[0] if stack_config else {})),
+    )
+    refused = azure_issues(fleet, args.stack, deployer.principal_type)
     if refused:
         source = f"the Azure requests of stack {args.stack}"
         return _invalid(ConfigError(refused, source, written), as_json=args.json)
@@ -170,7 +177,8 @@ def run_stack(argv: list[str], console: Console) -> int:
     plan = build_plan(args.stack, fleet, [*warnings, *more_warnings])
     for w in plan["warnings"]:
         w["at"] = named_path(w["path"], written)
-    plan["azureAccess"] = azure_access(fleet)
+    plan["deployer"] = {"principalType": deployer.principal_type, "reason": deployer.reason}
+    plan["azureAccess"] = azure_access(fleet, deployer)
     plan["sections"] = [
         quota_section(plan["azureQuotas"]),
         access_section(plan["azureAccess"]),

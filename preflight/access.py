@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from builders.aks import access_grants
+from config.login import DeployerLogin
 from config.models import FleetConfig
 from config.resolve import access_of
 from upstream.aks import (
@@ -41,8 +42,14 @@ def widens(old: list[str], new: list[str]) -> bool:
     return any(ROLE_RANK.get(r, 99) > top for r in new if r not in old)
 
 
-def azure_access(fleet: FleetConfig) -> list[dict[str, Any]]:
-    """One row per grant the stack makes: cluster, scope, role, principal, config key."""
+def azure_access(fleet: FleetConfig, deployer: DeployerLogin | None = None) -> list[dict[str, Any]]:
+    """One row per grant the stack makes: cluster, scope, role, principal, config key.
+
+    `deployer`: the login `up` would use here (config.login), whose principal type the deployer's
+    grants carry; None (the plan diff) names the deployer without one.
+    """
+    deployer_type = deployer.principal_type if deployer is not None else "User"
+    who = DEPLOYER if deployer is None else f"{DEPLOYER} ({deployer.principal_type})"
     rows: list[dict[str, Any]] = []
     for cluster in fleet.clusters:
         if cluster.source != "aks":
@@ -51,12 +58,12 @@ def azure_access(fleet: FleetConfig) -> list[dict[str, Any]]:
         # Named as the user wrote it (`clusters[worker-1].access`), like error paths.
         at = f"clusters[{cluster.name}]"
         key = f"{at}.access" if cluster.access is not None else "access"
-        for grant in access_grants(access):
+        for grant in access_grants(access, deployer_type):
             scope = f"cluster {cluster.name}"
             if grant.namespace is not None:
                 scope += f", namespace {grant.namespace}"
             principal = (
-                DEPLOYER
+                who
                 if grant.principal_id is None
                 else f"{grant.principal_type} {grant.principal_id}"
             )

@@ -137,7 +137,7 @@ def _ranged_dev(**access: Any) -> dict[str, Any]:
         {**c, "virtualNodes": {"enabled": False}} if c["role"] == "worker" else c
         for c in raw["clusters"]
     ]
-    ranges = {"authorizedIpRanges": ["198.51.100.0/24"], **access}
+    ranges = {"authorizedIpRanges": ["20.50.0.0/24"], **access}
     # Its Karmada application places a subset on virtual nodes.
     karmada = {k: v for k, v in raw["karmada"].items() if k != "applications"}
     return {
@@ -338,13 +338,14 @@ def test_groups_get_their_role_and_one_cluster_user_grant_each() -> None:
             ]
         }
     )
-    grants = {g.key: g for g in access_grants(access)}
+    grants = {g.key: g for g in access_grants(access, "ServicePrincipal")}
     assert list(grants) == ["deployer", "group0", "group0-user", "group1"]
     assert grants["deployer"].principal_id is None  # the identity running `pulumi up`
+    assert grants["deployer"].principal_type == "ServicePrincipal"
     assert grants["group0"].namespace == "team-a"
     assert grants["group0"].role_definition == "a7ffa36f-339b-4b5c-8bdf-e2c188b2c0eb"
     assert grants["group0-user"].role_definition == "4abbcc35-e782-43d8-92c5-2d3f1bd2253f"
     local = AccessConfig.model_validate(
         {"entraId": False, "azureRbac": False, "localAccounts": True}
     )
-    assert access_grants(local) == []
+    assert access_grants(local, "User") == []

@@ -18,6 +18,8 @@ import pytest
 from builders.azure import KNOWN_AFTER_DEPLOY, azure_requests
 from checks.azure_api import TYPES, arm_body, azure_issues, check_request, url_params
 from checks.stack import load_from_file, parse_fleet
+from components.fleet import Fleet, FleetArgs
+from config.loader import read_stack_file
 from config.models import FleetConfig
 from constants import PROJECT
 from tests.conftest import ROOT, BuiltStack, built_stack, mocked_engine, run_program
@@ -270,8 +272,10 @@ def test_preflight_refuses_a_stack_whose_azure_request_fails(
 
     real = api.azure_requests
 
-    def with_a_bad_pool(fleet: FleetConfig, stack: str) -> list[AzureRequest]:
-        out = real(fleet, stack)
+    def with_a_bad_pool(
+        fleet: FleetConfig, stack: str, deployer_type: str = "User"
+    ) -> list[AzureRequest]:
+        out = real(fleet, stack, deployer_type)
         pool = next(i for i, r in enumerate(out) if r.token == POOL)
         out[pool] = AzureRequest(
             POOL, out[pool].name, {**out[pool].inputs, "os_disk_size_gb": 4096}, out[pool].at
@@ -287,15 +291,29 @@ def test_preflight_refuses_a_stack_whose_azure_request_fails(
     assert "properties.osDiskSizeGB: 4096 is above the API's maximum 2048" in error["message"]
 
 
-def test_a_ranged_worker_admits_the_managers_egress_ip_without_waiting_for_the_manager() -> None:
+RUNNERS = "20.50.0.0/24"  # a range of the runners' egress, as a production stack lists it
+
+
+@pytest.fixture(scope="module")
+def ranged_prod() -> dict[str, Any]:
+    """prod with fleet-wide authorized ranges, as its comment says to add them: name -> resource."""
+    raw, _ = read_stack_file("prod")
+    fleet_config, _ = parse_fleet({**raw, "access": {"authorizedIpRanges": [RUNNERS]}})
+    with mocked_engine("prod") as g:
+        run_program(lambda: Fleet("fleet", FleetArgs(config=fleet_config, stack="prod")))
+    return {r.name: r for r in g.resources}
+
+
+def test_a_ranged_worker_admits_the_managers_egress_ip_without_waiting_for_the_manager(
+    ranged_prod: dict[str, Any],
+) -> None:
     """prod: worker-3 admits the manager's static egress IP output; clusters stay parallel."""
-    built = built_stack("prod")
-    by_name = {r.name: r for r in built.graph.resources}
+    by_name = ranged_prod
     egress, manager = by_name["fleet-manager-egress"], by_name["fleet-manager-aks"]
     worker = by_name["fleet-worker-3-aks"]
     # The mocks answer every Public IP with ipAddress 20.1.2.3; the dependency says whose it is.
     assert worker.inputs["apiServerAccessProfile"] == {
-        "authorizedIPRanges": ["203.0.113.0/24", "20.1.2.3/32"]
+        "authorizedIPRanges": [RUNNERS, "20.1.2.3/32"]
     }
     assert egress.urn in worker.dependencies
     assert manager.urn not in worker.dependencies
@@ -311,11 +329,20 @@ def test_a_ranged_worker_admits_the_managers_egress_ip_without_waiting_for_the_m
     assert "loadBalancerProfile" not in worker.inputs["networkProfile"]
 
 
-def test_the_cluster_identity_may_join_its_egress_ip() -> None:
-    by_name = {r.name: r for r in built_stack("prod").graph.resources}
+def test_the_cluster_identity_may_join_its_egress_ip_before_the_cluster_exists(
+    ranged_prod: dict[str, Any],
+) -> None:
+    """A system-assigned identity exists only after the create, and AKS joins the outbound IP at
+    create: the manager gets a user-assigned identity, granted on its egress IP first."""
+    by_name = ranged_prod
     grant = by_name["fleet-manager-egress-network"]
+    identity = by_name["fleet-manager-identity"]
+    manager = by_name["fleet-manager-aks"]
     assert grant.inputs["scope"] == "fleet-manager-egress_id"
-    # prod's manager runs overlay with a system-assigned identity (the mocks' principal).
-    assert grant.inputs["principalId"] == "manager-principal"
+    assert grant.inputs["principalType"] == "ServicePrincipal"
+    assert identity.urn in grant.dependencies  # its principal is the identity's
     assert grant.inputs["roleDefinitionId"].endswith(ROLE_NETWORK_CONTRIBUTOR)
+    assert manager.inputs["identity"]["type"] == "UserAssigned"
+    assert grant.urn in manager.dependencies
     assert "fleet-worker-3-egress-network" not in by_name
+    assert "fleet-worker-3-identity" not in by_name  # overlay, no egress of its own

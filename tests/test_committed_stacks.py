@@ -35,7 +35,15 @@ def copy_with_a_new_stack(tmp_path_factory: pytest.TempPathFactory) -> Path:
             (copy / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, copy / name)
     (copy / ".cache").symlink_to(ROOT / ".cache")  # the pinned CRDs (scripts/fetch-crds)
-    shutil.copy2(ROOT / "Pulumi.dev.yaml", copy / f"Pulumi.{NEW}.yaml")
+    # As README's "Add a stack" says: a copy of dev with its own resource group (a copy that
+    # keeps dev's is refused: test_a_copy_that_keeps_devs_resource_group_is_refused).
+    text = (ROOT / "Pulumi.dev.yaml").read_text()
+    assert "resourceGroup: aks-batch-fleet-dev\n" in text
+    (copy / f"Pulumi.{NEW}.yaml").write_text(
+        text.replace(
+            "resourceGroup: aks-batch-fleet-dev\n", f"resourceGroup: aks-batch-fleet-{NEW}\n"
+        )
+    )
     return copy
 
 

@@ -167,7 +167,9 @@ def test_structural_errors_all_at_once() -> None:
 
 
 def test_manager_without_workers_is_a_warning() -> None:
-    _, warnings = parse_fleet({"location": "x1", "clusters": [{"name": "m", "role": "manager"}]})
+    _, warnings = parse_fleet(
+        {"location": "westeurope", "clusters": [{"name": "m", "role": "manager"}]}
+    )
     assert [w.path for w in warnings] == ["clusters[0].role"]
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -353,7 +352,8 @@ def test_against_bad_refs_and_new_stack(repo: Path) -> None:
     assert unknown.returncode == 2
     assert "unknown git ref 'no-such-ref'" in unknown.stderr
 
-    shutil.copy(repo / "Pulumi.dev.yaml", repo / "Pulumi.qa.yaml")
+    dev = (repo / "Pulumi.dev.yaml").read_text()
+    (repo / "Pulumi.qa.yaml").write_text(dev.replace("aks-batch-fleet-dev", "aks-batch-fleet-qa"))
     new = preflight(repo, "qa", "--against", "main")
     assert new.returncode == 0, new.stderr
     assert "does not exist at main" in new.stdout
@@ -517,18 +517,25 @@ def test_a_wider_karmada_member_role_is_flagged(dev: Snapshot, tmp_path: Path) -
     assert any("cluster admin on every member" in w for w in section(diff, "Warnings")), diff
 
 
-def test_an_api_server_range_change_shows_per_cluster_with_its_source(tmp_path: Path) -> None:
-    def wider(fleet: Fleet) -> None:
-        fleet["access"]["authorizedIpRanges"] = ["203.0.113.0/24", "198.51.100.0/24"]
+RUNNERS = "20.50.0.0/24"  # the runners' egress, as a production stack lists it
 
+
+def ranged(fleet: Fleet, *ranges: str) -> None:
+    """prod's fleet-wide ranges, added as its comment says (it ships none: they are yours)."""
+    fleet["access"] = {"authorizedIpRanges": list(ranges or (RUNNERS,))}
+
+
+def test_an_api_server_range_change_shows_per_cluster_with_its_source(tmp_path: Path) -> None:
     title = "AKS API server authorized IP ranges (apiServerAccessProfile)"
-    diff = compare(snapshot("prod"), edited(tmp_path, wider, "prod"))
+    base = edited(tmp_path / "base", ranged, "prod")
+    head = edited(tmp_path / "head", lambda f: ranged(f, RUNNERS, "20.51.0.0/24"), "prod")
+    diff = compare(base, head)
     assert section(diff, "Other plan tables") == [
-        f"{title}: cluster={name}, range=198.51.100.0/24, from=access.authorizedIpRanges"
+        f"{title}: cluster={name}, range=20.51.0.0/24, from=access.authorizedIpRanges"
         for name in ("manager", "worker-3", "worker-4")
     ]
     # The manager's egress stays admitted on the ranged workers, and the plan says why.
-    rows = snapshot("prod")["other"][title]
+    rows = base["other"][title]
     assert (
         "cluster=worker-3, range=<manager-egress>/32, from=manager's static egress (the "
         "MultiKueue manager; access.admitFleetEgress)"
@@ -542,9 +549,11 @@ def test_an_api_server_range_change_shows_per_cluster_with_its_source(tmp_path: 
 
 def test_an_api_server_losing_its_ranges_widens_exposure(tmp_path: Path) -> None:
     def open_worker_3(fleet: Fleet) -> None:
+        ranged(fleet)
         cluster(fleet, "worker-3")["access"] = {}
 
-    base, head = snapshot("prod"), edited(tmp_path, open_worker_3, "prod")
+    base = edited(tmp_path / "base", ranged, "prod")
+    head = edited(tmp_path / "head", open_worker_3, "prod")
     diff = compare(base, head)
     assert section(diff, "Exposure") == ["worker-3: AKS API server: ranged -> public"]
     assert flags(diff) == [("worker-3: AKS API server", "widens exposure")]
@@ -555,9 +564,11 @@ def test_turning_virtual_nodes_on_under_the_fleets_ranges_widens_exposure(tmp_pa
     """The fleet's ranges skip a cluster with virtual nodes: the diff says it becomes public."""
 
     def no_virtual_nodes(fleet: Fleet) -> None:
+        ranged(fleet)
         cluster(fleet, "worker-1")["virtualNodes"] = {"enabled": False}
 
-    base, head = edited(tmp_path, no_virtual_nodes, "prod"), snapshot("prod")
+    base = edited(tmp_path / "base", no_virtual_nodes, "prod")
+    head = edited(tmp_path / "head", ranged, "prod")
     diff = compare(base, head)
     assert "worker-1: AKS API server: ranged -> public" in section(diff, "Exposure")
     assert ("worker-1: AKS API server", "widens exposure") in flags(diff)
