@@ -103,7 +103,7 @@ def check_system_pools(fleet: FleetConfig) -> Iterator[Issue]:
             )
         shape = lookup_vm(sp.vm_size, shapes)
         small = shape is not None and (
-            shape.vcpus < SYSTEM_POOL_MIN_VCPUS or shape.memory_mib <= SYSTEM_POOL_MIN_MEMORY_MIB
+            shape.vcpus < SYSTEM_POOL_MIN_VCPUS or shape.memory_mib < SYSTEM_POOL_MIN_MEMORY_MIB
         )
         if small or sp.vm_size.lower().startswith("standard_b"):
             what = (

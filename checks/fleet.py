@@ -197,13 +197,7 @@ def check_pools(fleet: FleetConfig) -> Iterator[Issue]:
         base = key_path("clusters", i)
         sp = c.system_pool
         yield from _check_vm(fleet, f"{base}.systemPool.vmSize", sp.vm_size)
-        shape = lookup_vm(sp.vm_size, shapes)
-        if shape is not None and (shape.vcpus < 2 or shape.memory_mib < 4 * 1024):
-            yield Issue(f"{base}.systemPool.vmSize", "AKS system pools need >= 2 vCPU and >= 4 GiB")
-        if sp.vm_size.lower().startswith("standard_b"):
-            yield Issue(
-                f"{base}.systemPool.vmSize", "B-series sizes are not supported for system pools"
-            )
+        # Its VM floor and B-series: checks.aks_rules (`system-pool-vm`).
         if sp.autoscaling:
             if sp.min_count is None or sp.max_count is None:
                 yield Issue(f"{base}.systemPool", "autoscaling needs minCount and maxCount")

@@ -88,7 +88,11 @@ BAD: list[tuple[str, Any, str]] = [
     ("clusters[1].name", "under_score", "clusters[1].dnsPrefix: cluster name 'under_score' cannot"),
     ("clusters[1].kubernetesVersion", "1.27", "clusters[1].kubernetesVersion: must be >= 1.29"),
     ("clusters[1].kubernetesVersion", "v1.30", "'1.MINOR' or '1.MINOR.PATCH'"),
-    ("clusters[1].systemPool.vmSize", "Standard_B4ms", "B-series sizes are not supported"),
+    (
+        "clusters[1].systemPool.vmSize",
+        "Standard_B4ms",
+        "Standard_B4ms (B-series); system node pools need",
+    ),
     ("clusters[1].systemPool.count", 0, "clusters[1].systemPool.count: Input should be greater"),
     ("clusters[1].systemPool.minCount", 1, "minCount/maxCount need autoscaling: true"),
     ("clusters[1].systemPool.autoscaling", True, "autoscaling needs minCount and maxCount"),

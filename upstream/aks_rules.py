@@ -17,6 +17,9 @@ from ipaddress import IPv4Network
 from typing import Final, Literal
 
 Family = Literal["networking", "versions", "pools", "identity", "access", "regions"]
+# How the project holds a rule: preflight (and the program, first) refuses a config that breaks
+# it (`check`), or the program builds every request so that it cannot (`program`), or both.
+Held = Literal["check", "program", "check+program"]
 
 READ: Final = "2026-12-05"
 
@@ -30,6 +33,7 @@ class AksRule:
     refuses: str
     source: str
     code: str | None = None
+    held: Held = "check"
     read: str = READ
 
     def cite(self) -> str:
@@ -46,7 +50,6 @@ _RULES: tuple[AksRule, ...] = (
         "AKS clusters may not use 169.254.0.0/16, 172.30.0.0/16, 172.31.0.0/16 or 192.0.2.0/24 "
         "for the Kubernetes service address range",
         "learn.microsoft.com/azure/aks/configure-azure-cni, prerequisites",
-        "InvalidParameter",
     ),
     AksRule(
         "service-cidr-size",
@@ -54,7 +57,7 @@ _RULES: tuple[AksRule, ...] = (
         "the Kubernetes API server refuses a service range larger than /12 (more than 20 host "
         "bits for IPv4)",
         "kubernetes/kubernetes cmd/kube-apiserver/app/options/validation.go, "
-        "validateClusterIPFlags",
+        "validateMaxCIDRRange: 'for 32-bit addresses, the mask must be >= 12'",
     ),
     AksRule(
         "outbound-ip-identity",
@@ -65,6 +68,7 @@ _RULES: tuple[AksRule, ...] = (
         "Azure/AKS#1945; learn.microsoft.com/azure/aks/load-balancer-standard, "
         "'Provide your own outbound public IPs'",
         "LinkedAuthorizationFailed",
+        held="program",
     ),
     # --- pools ------------------------------------------------------------------------------
     AksRule(
@@ -73,6 +77,7 @@ _RULES: tuple[AksRule, ...] = (
         "Spot pools can't set max surge (agentPoolProfile.upgrade.maxSurge)",
         "hashicorp/terraform-provider-azurerm#19355; Azure/bicep-types-az#2217",
         "InvalidParameter",
+        held="check+program",
     ),
     AksRule(
         "spot-max-price",
@@ -80,23 +85,19 @@ _RULES: tuple[AksRule, ...] = (
         "a Spot pool's max price is -1 (pay up to the on-demand price) or a positive US dollar "
         "price with at most 5 decimal places",
         "learn.microsoft.com/azure/aks/spot-node-pool, 'Max price for a spot pool'",
-        "InvalidParameter",
     ),
     AksRule(
         "system-pool-pods",
         "pools",
         "a system node pool must support at least 30 pods (maxPods x nodes)",
         "learn.microsoft.com/azure/aks/use-system-pools, 'System and user node pools'",
-        "InvalidParameter",
     ),
     AksRule(
         "system-pool-vm",
         "pools",
-        "system node pools must use a VM size with at least 2 vCPUs and more than 4 GB of memory, "
-        "and no B-series size ('System node pool must use VM sku with more than 2 cores and 4GB "
-        "memory')",
+        "system node pools need a VM size with at least 2 vCPUs and 4 GB of memory, and no "
+        "B-series size",
         "learn.microsoft.com/azure/aks/use-system-pools, 'Limitations'",
-        "InvalidParameter",
     ),
     # --- versions ---------------------------------------------------------------------------
     AksRule(
@@ -107,7 +108,7 @@ _RULES: tuple[AksRule, ...] = (
         "exceeded, and the system pool is not upgraded with the control plane unless its "
         "orchestratorVersion is sent too",
         "Azure/AKS#2905, #3087; learn.microsoft.com/azure/aks/supported-kubernetes-versions",
-        "InvalidParameter",
+        held="program",
     ),
     # --- identity ---------------------------------------------------------------------------
     AksRule(
@@ -119,6 +120,7 @@ _RULES: tuple[AksRule, ...] = (
         "Azure/modern-web-app-pattern-dotnet#129 (the refusal quoted); "
         "learn.microsoft.com/azure/role-based-access-control/role-assignments-template",
         "UnmatchedPrincipalType",
+        held="program",
     ),
     # --- access -----------------------------------------------------------------------------
     AksRule(
@@ -128,7 +130,6 @@ _RULES: tuple[AksRule, ...] = (
         "(the program's own egress /32s too)",
         "learn.microsoft.com/azure/aks/api-server-authorized-ip-ranges, 'Limitations'; "
         "MicrosoftDocs/azure-docs#81008",
-        "InvalidParameter",
     ),
     AksRule(
         "authorized-ranges-zero",
@@ -191,7 +192,7 @@ RESERVED_SERVICE_RANGES: Final = tuple(
 )
 SYSTEM_POOL_MIN_PODS: Final = 30
 SYSTEM_POOL_MIN_VCPUS: Final = 2
-SYSTEM_POOL_MIN_MEMORY_MIB: Final = 4096  # more than this
+SYSTEM_POOL_MIN_MEMORY_MIB: Final = 4096
 SPOT_PRICE_DECIMALS: Final = 5
 
 # Azure's public-cloud region names (`az account list-locations --query "[].name"`, physical
