@@ -49,6 +49,36 @@ class Probe:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class ServedApi:
+    """An API the cluster must serve before the first object: `GET /apis/<group_version>` lists
+    `resource` (API discovery, as a client's REST mapper asks)."""
+
+    group_version: str
+    resource: str
+    kind: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} ({self.group_version})"
+
+    @property
+    def path(self) -> str:
+        return f"/apis/{self.group_version}"
+
+
+# Kueue v0.19.2 sets up its provisioning admission check only if the API server serves
+# ProvisioningRequest autoscaling.x-k8s.io/v1 when it starts (cmd/kueue/main.go:
+# `provisioning.ServerSupportsProvisioningRequest`, a REST mapping asked once); otherwise it logs
+# "Skipping ... Provisioning Requests not supported" and no gate of the cluster ever acts.
+PROVISIONING_REQUEST_API = ServedApi(
+    "autoscaling.x-k8s.io/v1", "provisioningrequests", "ProvisioningRequest"
+)
+# AKS installs that API with its managed cluster autoscaler (upstream.aks
+# PROVISIONING_REQUEST_SOURCE), on its own schedule after the create: no documented bound. A
+# cluster with local accounts only (no authorization wait) still waits this long for it.
+SERVED_API_SECONDS = 600
+
+
 def self_review() -> dict[str, Any]:
     """The SelfSubjectReview that names the identity (`kubectl auth whoami`)."""
     return {"apiVersion": SELF_REVIEW_API, "kind": "SelfSubjectReview"}
@@ -108,6 +138,8 @@ class AuthorizationWait:
     # What a person checks when the bound passes. `{cluster_id}` and `{identity}` are filled in
     # at deploy time (the cluster's Azure id; the identity the API server names).
     check: str
+    # APIs the cluster must serve, once the identity is authorized, before the first object.
+    apis: tuple[ServedApi, ...] = ()
 
 
 def _aks_check(access: AccessConfig, base: str) -> str:
@@ -169,6 +201,13 @@ def authorization_wait(fleet: FleetConfig, cluster: ClusterConfig) -> Authorizat
         base = "access" if cluster.access is None else key_path("clusters", i, "access")
         key = f"{base}.authorizationTimeoutSeconds"
         check = _aks_check(access, base)
+        if cluster.queues.provisioning_gates:
+            # AKS serves the ProvisioningRequest API on its own schedule; Kueue looks once.
+            if seconds == 0:
+                seconds, probes = SERVED_API_SECONDS, ()
+            return AuthorizationWait(
+                cluster.name, seconds, key, probes, first, check, (PROVISIONING_REQUEST_API,)
+            )
     if seconds == 0:
         return None
     return AuthorizationWait(cluster.name, seconds, key, probes, first, check)
@@ -185,10 +224,16 @@ class Observation:
     identity: str | None = None
     denied: tuple[tuple[Probe, str], ...] = ()
     problem: str | None = None
+    # Required APIs the server does not serve yet (asked only once every probe is allowed).
+    missing: tuple[ServedApi, ...] = ()
 
     @property
     def authorized(self) -> bool:
         return self.problem is None and not self.denied
+
+    @property
+    def ready(self) -> bool:
+        return self.authorized and not self.missing
 
 
 def _identity(seen: Observation, user: str) -> str:
@@ -200,8 +245,18 @@ def _denied(seen: Observation) -> str:
     return "; ".join(parts)
 
 
+def _missing(seen: Observation) -> str:
+    return ", ".join(str(api) for api in seen.missing)
+
+
 def waiting_message(wait: AuthorizationWait, server: str, user: str, seen: Observation) -> str:
     """Said once, when the first answer is not yet a yes."""
+    if seen.authorized and seen.missing:
+        return (
+            f"cluster {wait.cluster!r}: waiting up to {wait.timeout_seconds}s ({wait.key}) for "
+            f"the API server {server} to serve {_missing(seen)} before {wait.first}: AKS's "
+            "cluster autoscaler installs it, and Kueue looks for it only when it starts"
+        )
     why = f"it may not {_denied(seen)}" if seen.denied else seen.problem
     return (
         f"cluster {wait.cluster!r}: waiting up to {wait.timeout_seconds}s ({wait.key}) for the "
@@ -214,6 +269,16 @@ def timeout_message(
 ) -> str:
     """Why `up` stops, what it saw last, and what to check."""
     identity = _identity(seen, user)
+    if seen.authorized and seen.missing:
+        return (
+            f"cluster {wait.cluster!r}: the API server {server} did not serve {_missing(seen)} "
+            f"within {wait.timeout_seconds}s ({wait.key}). Nothing was applied to this cluster: "
+            f"Kueue started without it would never run the cluster's provisioning gates (Kueue "
+            "checks once, at start). Check: `kubectl get crd "
+            "provisioningrequests.autoscaling.x-k8s.io` and that the cluster's pools autoscale "
+            "(AKS's managed cluster autoscaler serves the API from Kubernetes 1.33), then run "
+            f"`pulumi up` again, or raise {wait.key}."
+        )
     if seen.denied:
         last = f"it may still not {_denied(seen)}"
     else:

@@ -23,7 +23,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import pulumi
 
@@ -31,6 +31,7 @@ from builders.authorization import (
     AuthorizationWait,
     Observation,
     Probe,
+    ServedApi,
     self_review,
     timeout_message,
     waiting_message,
@@ -43,8 +44,8 @@ EXEC_SECONDS: Final = 60.0
 _ACCESS_REVIEWS: Final = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 _SELF_REVIEWS: Final = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
 
-# One round of questions: (probes, seconds it may take) -> what the API server said.
-Observe = Callable[[Sequence[Probe], float], Observation]
+# One round of questions: (probes and required APIs, seconds it may take) -> what it said.
+Observe = Callable[[Sequence[Probe | ServedApi], float], Observation]
 
 
 class CredentialError(Exception):
@@ -64,8 +65,10 @@ class _ApiServer:
         self._opener: urllib.request.OpenerDirector | None = None
         self._identity: str | None = None
 
-    def observe(self, probes: Sequence[Probe], budget: float) -> Observation:
+    def observe(self, asked: Sequence[Probe | ServedApi], budget: float) -> Observation:
         deadline = time.monotonic() + budget
+        probes = [p for p in asked if isinstance(p, Probe)]
+        apis = [a for a in asked if isinstance(a, ServedApi)]
         if self._identity is None:
             code, body, problem = self._post(_SELF_REVIEWS, self_review(), deadline)
             if problem is not None:
@@ -93,7 +96,20 @@ class _ApiServer:
             if not status.get("allowed"):
                 reason = str(status.get("reason") or status.get("evaluationError") or "")
                 denied.append((probe, reason))
-        return Observation(self._identity, tuple(denied))
+        if denied or not apis:
+            return Observation(self._identity, tuple(denied))
+        missing: list[ServedApi] = []
+        for api in apis:
+            code, body, problem = self._request(api.path, None, deadline)
+            if problem is not None:
+                return Observation(self._identity, problem=problem)
+            resources: list[Any] = body.get("resources") or []
+            served = {
+                str(cast("dict[str, Any]", r).get("name")) for r in resources if isinstance(r, dict)
+            }
+            if code != 200 or api.resource not in served:
+                missing.append(api)
+        return Observation(self._identity, missing=tuple(missing))
 
     def _unauthenticated(self) -> Observation:
         self._token = None  # an exec credential is fetched again next round
@@ -105,16 +121,22 @@ class _ApiServer:
     def _post(
         self, path: str, body: Mapping[str, Any], deadline: float
     ) -> tuple[int, dict[str, Any], str | None]:
-        """(status, JSON body, None), or (0, {}, why) when the server could not be asked."""
+        return self._request(path, body, deadline)
+
+    def _request(
+        self, path: str, body: Mapping[str, Any] | None, deadline: float
+    ) -> tuple[int, dict[str, Any], str | None]:
+        """POST `body` (GET when None): (status, JSON body, None), or (0, {}, why) when the
+        server could not be asked."""
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         token = self._bearer()
         if token:
             headers["Authorization"] = f"Bearer {token}"
         request = urllib.request.Request(
             self._conn.server.rstrip("/") + path,
-            data=json.dumps(body).encode(),
+            data=None if body is None else json.dumps(body).encode(),
             headers=headers,
-            method="POST",
+            method="GET" if body is None else "POST",
         )
         timeout = max(1.0, min(REQUEST_SECONDS, deadline - time.monotonic()))
         try:
@@ -244,13 +266,14 @@ async def wait_until_authorized(
     said = False
     while True:
         try:
-            seen = await asyncio.to_thread(observe, wait.probes, max(1.0, deadline - clock()))
+            asked = (*wait.probes, *wait.apis)
+            seen = await asyncio.to_thread(observe, asked, max(1.0, deadline - clock()))
         except (CredentialError, OSError) as exc:
             raise pulumi.RunError(
                 f"cluster {wait.cluster!r}: cannot get the credential of the kubeconfig's user "
                 f"{conn.user!r}: {exc}"
             ) from None
-        if seen.authorized:
+        if seen.ready:
             return document
         if clock() + POLL_SECONDS >= deadline:
             raise pulumi.RunError(

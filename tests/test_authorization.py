@@ -22,6 +22,8 @@ import pulumi
 import pytest
 
 from builders.authorization import (
+    PROVISIONING_REQUEST_API,
+    SERVED_API_SECONDS,
     AuthorizationWait,
     Observation,
     Probe,
@@ -315,6 +317,7 @@ def test_a_credential_that_cannot_be_had_stops_at_once() -> None:
 
 class _ApiServer(BaseHTTPRequestHandler):
     allowed: set[str] = set()
+    served: dict[str, list[str]] = {}
     seen: list[tuple[str, str, dict[str, Any]]] = []
     token = "sa-token"
 
@@ -332,6 +335,13 @@ class _ApiServer(BaseHTTPRequestHandler):
         status = {"allowed": allowed} | ({} if allowed else {"reason": "RBAC: no rule"})
         return self._answer(201, {**body, "status": status})
 
+    def do_GET(self) -> None:
+        self.seen.append((self.path, self.headers.get("Authorization", ""), {}))
+        if self.path not in self.served:
+            return self._answer(404, {"kind": "Status", "code": 404})
+        resources = [{"name": name} for name in self.served[self.path]]
+        return self._answer(200, {"kind": "APIResourceList", "resources": resources})
+
     def _answer(self, code: int, body: dict[str, Any]) -> None:
         raw = json.dumps(body).encode()
         self.send_response(code)
@@ -348,6 +358,7 @@ class _ApiServer(BaseHTTPRequestHandler):
 def api_server() -> Iterator[str]:
     _ApiServer.seen = []
     _ApiServer.allowed = set()
+    _ApiServer.served = {}
     server = ThreadingHTTPServer(("127.0.0.1", 0), _ApiServer)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -498,3 +509,124 @@ def test_existing_clusters_ask_with_their_context(graph: Graph) -> None:
     )
     assert [c.server for c in graph.asked] == ["https://alpha.hcp.westeurope.azmk8s.io:443"]
     assert _provider_kubeconfigs(graph)["fleet-alpha-k8s"]
+
+
+# ---- the ProvisioningRequest API on gated AKS clusters ---------------------------------------
+
+GATED: dict[str, Any] = {
+    "location": "westeurope",
+    "clusters": [
+        {
+            "name": "worker-1",
+            "role": "standalone",
+            "pools": [{"name": "batch", "vmSize": "Standard_D4s_v5", "maxCount": 3}],
+            "queues": {"provisioningGates": [{"name": "scaleup"}]},
+        }
+    ],
+}
+
+
+def test_a_gated_aks_cluster_waits_for_the_provisioning_request_api_too() -> None:
+    fleet = _fleet(GATED)
+    wait = authorization_wait(fleet, fleet.clusters[0])
+    assert wait is not None
+    assert wait.apis == (PROVISIONING_REQUEST_API,)
+    assert wait.probes == kueue_release_probes()  # authorized first, then served
+    assert str(PROVISIONING_REQUEST_API) == "ProvisioningRequest (autoscaling.x-k8s.io/v1)"
+    # Without Entra ID there is nothing to authorize, but Kueue still looks for the API once.
+    local = copy.deepcopy(GATED)
+    local["access"] = {"entraId": False, "azureRbac": False, "localAccounts": True}
+    fleet = _fleet(local)
+    wait = authorization_wait(fleet, fleet.clusters[0])
+    assert wait is not None
+    assert (wait.probes, wait.apis, wait.timeout_seconds) == (
+        (),
+        (PROVISIONING_REQUEST_API,),
+        SERVED_API_SECONDS,
+    )
+    # Ungated clusters ask for no API.
+    fleet = _fleet(AKS)
+    wait = authorization_wait(fleet, fleet.clusters[0])
+    assert wait is not None
+    assert wait.apis == ()
+
+
+def test_the_client_asks_for_the_api_only_once_authorized(api_server: str) -> None:
+    observe = authorization.open_api_server(
+        Connection(server=api_server, user="u", token="sa-token")
+    )
+    asked = (*PROBES, PROVISIONING_REQUEST_API)
+    denied = observe(asked, 5.0)
+    assert denied.denied
+    assert not denied.missing
+    assert not any(p.startswith("/apis/autoscaling") for p, _, _ in _ApiServer.seen)
+    _ApiServer.allowed = {f"{p.verb} {p.resource}" for p in PROBES}
+    missing = observe(asked, 5.0)
+    assert (missing.authorized, missing.ready, missing.missing) == (
+        True,
+        False,
+        (PROVISIONING_REQUEST_API,),
+    )
+    # The group served without the resource is not enough.
+    _ApiServer.served = {"/apis/autoscaling.x-k8s.io/v1": ["other"]}
+    assert not observe(asked, 5.0).ready
+    _ApiServer.served = {"/apis/autoscaling.x-k8s.io/v1": ["provisioningrequests"]}
+    assert observe(asked, 5.0).ready
+    gets = [(p, auth) for p, auth, _ in _ApiServer.seen if p.startswith("/apis/autoscaling")]
+    assert gets[-1] == ("/apis/autoscaling.x-k8s.io/v1", "Bearer sa-token")
+
+
+GATED_WAIT = AuthorizationWait(
+    cluster="worker-1",
+    timeout_seconds=20,
+    key="access.authorizationTimeoutSeconds",
+    probes=(),
+    first="Kueue's Helm release",
+    check="unused",
+    apis=(PROVISIONING_REQUEST_API,),
+)
+
+
+def test_up_waits_for_the_api_and_says_why_then_gives_up_with_what_to_check() -> None:
+    time, said = FakeTime(round_seconds=0.5), []
+    not_yet = Observation(identity="'deployer'", missing=(PROVISIONING_REQUEST_API,))
+
+    def open_server(conn: Connection) -> Any:
+        del conn
+        return lambda _asked, _budget: not_yet
+
+    with pytest.raises(pulumi.RunError) as info:
+        asyncio.run(
+            authorization.wait_until_authorized(
+                DOC,
+                GATED_WAIT,
+                say=said.append,
+                open_server=open_server,
+                clock=time.clock,
+                pause=time.pause,
+            )
+        )
+    assert len(said) == 1
+    assert "to serve ProvisioningRequest (autoscaling.x-k8s.io/v1) before Kueue's" in said[0]
+    message = str(info.value)
+    for part in [
+        "did not serve ProvisioningRequest (autoscaling.x-k8s.io/v1) within 20s",
+        "Nothing was applied to this cluster",
+        "kubectl get crd provisioningrequests.autoscaling.x-k8s.io",
+    ]:
+        assert part in message, message
+    # Served at the third round: the wait ends there.
+    answers = iter([not_yet, not_yet, Observation(identity="'deployer'")])
+    time = FakeTime()
+    done = asyncio.run(
+        authorization.wait_until_authorized(
+            DOC,
+            GATED_WAIT,
+            say=said.append,
+            open_server=lambda _conn: lambda _asked, _budget: next(answers),
+            clock=time.clock,
+            pause=time.pause,
+        )
+    )
+    assert done == DOC
+    assert time.pauses == [authorization.POLL_SECONDS] * 2
