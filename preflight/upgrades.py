@@ -45,10 +45,17 @@ def add_pool_upgrades(
     node_pools = fleet.upgrades_of(cluster).node_pools
     pools = {cluster.system_pool.name: (None, cluster.system_pool.upgrade_settings)}
     pools |= {p.name: (p.kubernetes_version, p.upgrade_settings) for p in cluster.pools}
+    spot = {p.name for p in cluster.pools if p.priority == "Spot"}
     for row in rows:
         version, own = pools.get(row["pool"], (None, None))
         row["kubernetesVersion"] = version or fleet.version_of(cluster)
-        row["upgrade"] = (own or node_pools).describe()
+        settings = own or node_pools
+        if row["pool"] in spot and settings.max_surge is not None:
+            # What is sent: AKS refuses any max surge on a Spot pool (builders.aks).
+            settings = settings.model_copy(update={"max_surge": None})
+            row["upgrade"] = f"{settings.describe()} (no surge: Spot)"
+        else:
+            row["upgrade"] = settings.describe()
 
 
 def version_steps(base: dict[str, Any], head: dict[str, Any]) -> list[dict[str, str]]:

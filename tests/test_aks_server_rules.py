@@ -324,3 +324,26 @@ def test_docs_checks_lists_every_rule_as_the_catalogue_states_it() -> None:
         for r in RULES.values()
     ]
     assert [r for r in rows if r.split("|")[1].strip().strip("`") in RULES] == expected
+
+
+def test_the_plan_shows_what_is_sent_for_spot_pools_and_the_deployers_type(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from preflight.__main__ import main  # noqa: PLC0415
+
+    for key in ("ARM_CLIENT_SECRET", "ARM_USE_MSI", "AZURE_CONFIG_DIR", "ARM_SUBSCRIPTION_ID"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("ARM_CLIENT_ID", "00000000-0000-0000-0000-0000000000aa")
+    monkeypatch.setenv("ARM_USE_OIDC", "true")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert main(["prod", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    rows = {(c["name"], p["pool"]): p for c in plan["clusters"] for p in c["pools"]}
+    assert rows["worker-3", "spot"]["upgrade"] == "drain 60m (no surge: Spot)"
+    assert rows["worker-3", "cpu"]["upgrade"] == "surge 33%, drain 60m"
+    assert rows["worker-3", "system"]["kubernetesVersion"] == "1.36"
+    assert plan["deployer"]["principalType"] == "ServicePrincipal"
+    deployer = [r for r in plan["azureAccess"] if r["key"].endswith("deployIdentityRole")]
+    assert {r["principal"] for r in deployer} == {
+        "the identity running pulumi up (ServicePrincipal)"
+    }
