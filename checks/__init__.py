@@ -17,6 +17,7 @@ from checks.extraspec import EXTRA_SPEC_CHECKS
 from checks.fleet import FLEET_CHECKS
 from checks.karmada import KARMADA_CHECKS
 from checks.kueue import KUEUE_CHECKS
+from checks.maintenance import MAINTENANCE_CHECKS
 from checks.monitoring import MONITORING_CHECKS
 from checks.multikueue import MULTIKUEUE_CHECKS
 from checks.semantics import SEMANTIC_CHECKS
@@ -39,6 +40,7 @@ CHECKS: tuple[Check, ...] = (
     check_manager_quota,
     *SEMANTIC_CHECKS,
     *UPGRADE_CHECKS,
+    *MAINTENANCE_CHECKS,
     *MONITORING_CHECKS,
 )
 

@@ -50,6 +50,12 @@ def staging_raw() -> Raw:
     manager["clusterQueues"] = [q for q in manager["clusterQueues"] if q["name"] != "team-a-gpu"]
     manager["localQueues"] = [q for q in manager["localQueues"] if q["name"] != "team-a-gpu"]
     raw["clusters"][4]["queues"]["clusterQueues"][0]["name"] = "team-a"
+    # In team-a's dispatch set now, worker-4 gets windows of its own beside workers 1-3's.
+    raw["clusters"][4]["upgrades"] = {
+        **raw["upgrades"],
+        "window": {**raw["upgrades"]["window"], "schedule": {"weekly": {"dayOfWeek": "Friday"}}},
+        "nodeOsWindow": {**raw["upgrades"]["nodeOsWindow"], "startTime": "18:00"},
+    }
     return raw
 
 

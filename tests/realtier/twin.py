@@ -83,13 +83,16 @@ def load_stack(stack: str, root: Path = ROOT) -> FleetConfig:
 
 def twin_raw(fleet: FleetConfig, existing: Callable[[str], dict[str, str]]) -> dict[str, Any]:
     """The stack's `fleet` value as its twin runs it: `existing` clusters (`existing(name)` is
-    each one's `existing` block), manifests-only Kueue, no Karmada. Nothing else changes."""
+    each one's `existing` block, without a cluster's own AKS `upgrades`), manifests-only Kueue,
+    no Karmada. Nothing else changes."""
     raw: dict[str, Any] = fleet.model_dump(mode="json", by_alias=True, exclude_none=True)
     raw.pop("karmada", None)
     raw["kueue"] = {**raw["kueue"], "install": "manifests-only"}
     for cluster in raw["clusters"]:
         cluster["source"] = "existing"
         cluster["existing"] = existing(cluster["name"])
+        # AKS's own upgrade policy: an existing cluster keeps its owner's (checks.upgrades).
+        cluster.pop("upgrades", None)
     return raw
 
 
