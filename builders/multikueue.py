@@ -34,6 +34,7 @@ from builders.manifest import Manifest
 from config.models import ClusterConfig, FleetConfig
 from config.resolve import (
     clusters_by_name,
+    dispatch_order,
     dispatch_sets,
     dispatched_namespaces,
     enabled_workers,
@@ -437,7 +438,7 @@ def render_multikueue(fleet: FleetConfig) -> list[Manifest]:
         doc = redacted_kubeconfig(k8s_name(name), placeholder_server(cluster, fleet.location))
         links.append((name, encode(doc), rotation))
     timeout = fleet.multi_kueue.connect_timeout_seconds
-    configs = [(s.name, s.workers) for s in dispatch_sets(fleet)]
+    configs = [(s.name, dispatch_order(fleet, s)) for s in dispatch_sets(fleet)]
     objects = manager_objects(links, connect_timeout=timeout, configs=configs)
     out += [Manifest(manager.name, o) for o in objects]
     return out

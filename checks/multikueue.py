@@ -188,6 +188,18 @@ def check_drain(fleet: FleetConfig) -> Iterator[Issue]:
             "nowhere and every new job would wait; add a worker to the set first, or keep one "
             "undrained",
         )
+    gate = "MultiKueueIncrementalDispatcherRespectConfigOrder"
+    if (
+        fleet.kueue.multi_kueue.dispatcher == "Incremental"
+        and fleet.kueue.feature_gates.get(gate) is False
+    ):
+        yield Issue(
+            "multiKueue.drain",
+            f"with kueue.featureGates.{gate} false, Kueue's Incremental dispatcher nominates "
+            "workers by name, not in the order that puts drained workers last: a drained worker "
+            "may cost each new job a 5-minute round",
+            "warning",
+        )
 
 
 def check_force_retire(fleet: FleetConfig) -> Iterator[Issue]:

@@ -13,7 +13,13 @@ from builders import multikueue as mk
 from components.kube import custom_resource, kube_object, owned
 from components.retire import RetireGuard
 from config.models import FleetConfig
-from config.resolve import dispatch_sets, dispatched_namespaces, enabled_workers, rotation_of
+from config.resolve import (
+    dispatch_order,
+    dispatch_sets,
+    dispatched_namespaces,
+    enabled_workers,
+    rotation_of,
+)
 from constants import (
     KUBERNETES_PROVIDER_VERSION,
     MULTIKUEUE_ADMISSION_CHECK,
@@ -368,7 +374,7 @@ class MultiKueue(pulumi.ComponentResource):
                 workers=links,
                 connect_timeout=fleet.multi_kueue.connect_timeout_seconds,
                 depends_on=[args.kueue_releases[manager.name]],
-                configs=[(s.name, s.workers) for s in dispatch_sets(fleet)],
+                configs=[(s.name, dispatch_order(fleet, s)) for s in dispatch_sets(fleet)],
                 kubeconfig=args.kubeconfigs.get(manager.name),
                 force_retire=fleet.multi_kueue.force_retire,
             ),

@@ -84,6 +84,23 @@ def drained_workers(fleet: FleetConfig) -> list[str]:
     return [w for w in dict.fromkeys(settings.drain) if w in enabled]
 
 
+def dispatch_order(fleet: FleetConfig, dispatch: DispatchSet) -> tuple[str, ...]:
+    """A set's workers as its MultiKueueConfig lists them: drained workers last.
+
+    Kueue v0.19.2's Incremental dispatcher nominates workers in MultiKueueConfig order (gate
+    MultiKueueIncrementalDispatcherRespectConfigOrder, beta, on; incrementaldispatcher.go
+    getNextNominatedWorkers) and waits a 5-minute round on each nominee that admits nothing. A
+    drained worker admits nothing new (its mirrored queues are held), so in its old place every
+    new job would first wait a round on it; last, it is nominated only when every other worker
+    has had its round. Undrained, it is back in its place. AllAtOnce ignores the order.
+    """
+    drained = set(drained_workers(fleet))
+    return (
+        *(w for w in dispatch.workers if w not in drained),
+        *(w for w in dispatch.workers if w in drained),
+    )
+
+
 def held_local_queues(fleet: FleetConfig) -> dict[str, list[tuple[str, str]]]:
     """Drained worker -> (namespace, name) of its mirrored LocalQueues: `stopPolicy: Hold` there.
 

@@ -59,7 +59,8 @@ def test_drain_holds_the_workers_mirrored_queues_and_nothing_else() -> None:
         f"{W2}/team-a/batch-1": held,
     }
     # Every other object is the same: its MultiKueueCluster, its kubeconfig Secret, its worker
-    # RBAC and token, and its place in the MultiKueueConfig (leaving it would evict its work).
+    # RBAC and token, and its MultiKueueConfig entry (leaving it would evict its work; W2 is
+    # already last in its set, where a drained worker goes).
     rest = [(t, o) for t, o in after if o["kind"] != "LocalQueue"]
     assert rest == [(t, o) for t, o in before if o["kind"] != "LocalQueue"]
     configs = {
@@ -73,6 +74,24 @@ def test_drain_holds_the_workers_mirrored_queues_and_nothing_else() -> None:
         if obj["kind"] == "LocalQueue":
             report = crdschema.validate(obj, "kueue", "v0.19.2")
             assert report.errors == [], report.errors
+
+
+def test_a_drained_worker_is_nominated_last_and_comes_back_in_its_place() -> None:
+    """Kueue's Incremental dispatcher nominates in MultiKueueConfig order and waits a 5-minute
+    round on each nominee: a drained worker first in its set would cost every new job a round."""
+
+    def clusters(drain: list[str]) -> dict[str, list[str]]:
+        return {
+            o["metadata"]["name"]: o["spec"]["clusters"]
+            for _, o in objects(two_sets(drain))
+            if o["kind"] == "MultiKueueConfig"
+        }
+
+    assert clusters([W1, W3]) == {
+        "multikueue-batch-1": [W2, W1],
+        "multikueue-batch-2": [W4, W3],
+    }
+    assert clusters([]) == {"multikueue-batch-1": [W1, W2], "multikueue-batch-2": [W3, W4]}
 
 
 def test_drain_resolves_per_worker_in_config_order() -> None:
@@ -172,3 +191,15 @@ def test_operations_page_quotes_the_diff_and_the_refusal(dev: Snapshot, tmp_path
     assert refused["valid"] is False
     (error,) = refused["errors"]
     assert f"\n{error['path']}: {error['message']}\n" in page
+
+
+def test_a_drain_under_a_dispatcher_that_ignores_the_order_warns() -> None:
+    raw = two_sets([W1])
+    raw["kueue"] = {
+        **raw.get("kueue", {}),
+        "multiKueue": {"dispatcher": "Incremental"},
+        "featureGates": {"MultiKueueIncrementalDispatcherRespectConfigOrder": False},
+    }
+    _, warnings = parse_fleet(raw)
+    found = [w for w in warnings if "by name, not in the order" in w.message]
+    assert [w.path for w in found] == ["multiKueue.drain"]
