@@ -253,7 +253,8 @@ class Karmada(pulumi.ComponentResource):
             cluster_identifier="karmada-existing",
             enable_server_side_apply=True,
             delete_unreachable=False,  # not ours: never forget its objects silently
-            opts=pulumi.ResourceOptions(parent=self),
+            # Pinned like every other Kubernetes provider (constants.KUBERNETES_PROVIDER_VERSION).
+            opts=pulumi.ResourceOptions(parent=self, version=KUBERNETES_PROVIDER_VERSION),
         )
 
     def _chart(self, name: str, args: KarmadaArgs) -> k8s.helm.v3.Release:

@@ -18,7 +18,7 @@ from components.fleet import Fleet, FleetArgs
 from config.errors import ConfigError
 from config.loader import read_karmada_kubeconfig
 from config.resolve import host_name, member_names
-from constants import PROJECT
+from constants import KUBERNETES_PROVIDER_VERSION, PROJECT
 from tests.conftest import (
     FAKE_KUBECONFIG,
     ROOT,
@@ -135,6 +135,8 @@ def test_component_uses_the_given_kubeconfig(graph: Graph) -> None:
     provider = graph.one("pulumi:providers:kubernetes", "fleet-karmada-k8s")
     assert is_secret(provider.inputs["kubeconfig"])
     assert provider.inputs["deleteUnreachable"] == "false"
+    # Pinned like the program's other Kubernetes providers (the plugin the real tier builds).
+    assert provider.version == KUBERNETES_PROVIDER_VERSION
     assert resolve(fleet.karmada.address) == ("karmada.hcp.westeurope.azmk8s.io", False)
     # Registration and the applications go through it.
     for name in ("fleet-karmada-worker-1-cluster", "fleet-karmada-sample-sample-ud-ud"):
