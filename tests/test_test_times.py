@@ -71,3 +71,52 @@ def test_docs_testing_has_the_block_and_a_missing_xml_is_a_message(tmp_path: Pat
     result = run("--xml", str(tmp_path / "absent.xml"))
     assert result.returncode == 2
     assert "run scripts/check first" in result.stderr
+
+
+SCHEDULE = '''"""docstring"""
+
+from typing import Final
+
+# Paths under tests/, longest first. Seconds: an old run.
+LONGEST_FIRST: Final = (
+    "realtier/test_old.py",  # 1
+)
+
+TESTS: Final = 1
+'''
+
+
+def test_write_schedule_orders_files_by_this_runs_seconds(tmp_path: Path) -> None:
+    xml = tmp_path / "junit.xml"
+    ran = JUNIT.replace('<skipped message="no tools"/>', "")
+    xml.write_text(ran, encoding="utf-8")
+    target = tmp_path / "schedule.py"
+    target.write_text(SCHEDULE, encoding="utf-8")
+    result = run("--xml", str(xml), "--write-schedule", str(target))
+    assert result.returncode == 0, result.stderr
+    text = target.read_text(encoding="utf-8")
+    block = text.split("LONGEST_FIRST: Final = (\n", 1)[1].split("\n)\n", 1)[0]
+    # Every real-tier file by its seconds, and the offline files slow enough to matter.
+    assert block.splitlines() == [
+        '    "test_config.py",  # 999',
+        '    "realtier/test_faults_deploy.py",  # 311',
+        '    "realtier/test_pulumi_engine.py",  # 120',
+        '    "realtier/test_karmada.py",  # 42',
+        '    "realtier/test_kruise.py",  # 0',
+    ]
+    assert "Seconds: the run of " in text
+    assert "an old run" not in text
+    assert text.startswith('"""docstring"""')
+    assert text.endswith(")\n\nTESTS: Final = 1\n")
+    compile(text, "schedule.py", "exec")
+
+
+def test_write_schedule_refuses_a_run_without_the_real_tier(tmp_path: Path) -> None:
+    xml = tmp_path / "junit.xml"
+    xml.write_text(JUNIT, encoding="utf-8")  # test_kruise skipped
+    target = tmp_path / "schedule.py"
+    target.write_text(SCHEDULE, encoding="utf-8")
+    result = run("--xml", str(xml), "--write-schedule", str(target))
+    assert result.returncode == 2
+    assert "real-tier file(s) skipped" in result.stderr
+    assert target.read_text(encoding="utf-8") == SCHEDULE
