@@ -25,6 +25,9 @@ ORIGIN_LABEL: Final = "kueue.x-k8s.io/multikueue-origin"
 # AKS labels every node with its pool; plain `agentpool` is the older spelling of the same.
 POOL_LABELS: Final = ("kubernetes.azure.com/agentpool", "agentpool")
 
+VISIBILITY_GROUP: Final = "visibility.kueue.x-k8s.io"
+VISIBILITY_VERSION: Final = "v1beta2"
+
 # The lists fetched per cluster, by field of `Snapshot`: (group, version, plural, namespaced).
 # Nodes first: every API server serves them, so a 404 there means the address is not one.
 KINDS: Final[Mapping[str, tuple[str, str, str, bool]]] = {
@@ -66,6 +69,11 @@ class Snapshot:
     provisioning_requests: list[Obj] = field(default_factory=list)
     nodes: list[Obj] = field(default_factory=list)
     missing: tuple[str, ...] = ()
+    # Kueue's visibility API (visibility.kueue.x-k8s.io/v1beta2, clusterqueues/CQ/pendingworkloads):
+    # per ClusterQueue, its pending Workloads in queue order; None when not served or not read,
+    # and `visibility_note` says why.
+    pending_workloads: dict[str, list[Obj]] | None = None
+    visibility_note: str = ""
 
     @property
     def reachable(self) -> bool:

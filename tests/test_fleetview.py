@@ -19,75 +19,26 @@ from typing import Any
 import pytest
 
 from fleetview.fetch import read_all
-from fleetview.objects import MULTIKUEUE_CONTROLLER, PROVISIONING_CONTROLLER, Snapshot
+from fleetview.objects import Snapshot
 from fleetview.status import report
 from fleetview.why import explain
 from tests import crdschema
 from tests.conftest import ROOT
 from tests.fleetview_objects import (
+    JOB,
     NOW,
+    PENDING_MESSAGE,
+    TEAM,
+    WL,
     Obj,
-    admission_check,
     check_state,
     cluster_queue,
     cond,
-    local_queue,
-    multikueue_cluster,
-    multikueue_config,
-    node,
+    manager,
     provisioning_request,
+    worker,
     workload,
 )
-
-TEAM = "team-a"
-JOB = "train"
-WL = f"job-{JOB}-1a2b3"
-PENDING_MESSAGE = (
-    "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor "
-    "default, 1 more needed"
-)
-
-
-def manager(*workloads: Obj, down: tuple[str, ...] = ()) -> Snapshot:
-    return Snapshot(
-        "manager",
-        cluster_queues=[
-            cluster_queue(
-                TEAM, nominal="4", used="3", pending=1, admitted=1, checks=("multikueue",)
-            )
-        ],
-        local_queues=[local_queue(TEAM, TEAM, TEAM)],
-        admission_checks=[
-            admission_check("multikueue", MULTIKUEUE_CONTROLLER, "MultiKueueConfig", "multikueue")
-        ],
-        multikueue_clusters=[
-            multikueue_cluster(w, active=w not in down, seconds=400)
-            for w in ("worker-1", "worker-2")
-        ],
-        multikueue_configs=[multikueue_config("multikueue", ["worker-1", "worker-2"])],
-        workloads=list(workloads),
-        nodes=[node("aks-system-0", "system")],
-    )
-
-
-def worker(name: str, *workloads: Obj, prs: tuple[Obj, ...] = ()) -> Snapshot:
-    return Snapshot(
-        name,
-        cluster_queues=[cluster_queue(TEAM, nominal="8", used="1", checks=("provisioning",))],
-        local_queues=[local_queue(TEAM, TEAM, TEAM)],
-        admission_checks=[
-            admission_check(
-                "provisioning", PROVISIONING_CONTROLLER, "ProvisioningRequestConfig", "provisioning"
-            )
-        ],
-        workloads=list(workloads),
-        provisioning_requests=list(prs),
-        nodes=[
-            node("aks-system-0", "system"),
-            node("aks-batch-0", "batch"),
-            node("aks-batch-1", "batch", ready=False),
-        ],
-    )
 
 
 def pending_on_quota() -> Obj:
@@ -128,6 +79,14 @@ def copy_running() -> Obj:
         conditions=[
             cond("QuotaReserved", "True", "QuotaReserved", "Quota reserved"),
             cond("Admitted", "True", "Admitted", "The workload is admitted"),
+            # jobframework/reconciler.go: PodsReady once every pod is ready.
+            cond(
+                "PodsReady",
+                "True",
+                "Started",
+                "All pods reached readiness and the workload is running",
+                seconds=30,
+            ),
         ],
         checks=[check_state("provisioning", "Ready", "")],
         admitted_to=TEAM,
@@ -350,7 +309,11 @@ def test_why_waiting_on_the_provisioning_request_says_the_autoscaler_has_not_ans
         manager(dispatched("worker-1")),
         worker("worker-1", copy_waiting_for_capacity(), prs=(waiting_pr(),)),
     )
-    assert "waits for its ProvisioningRequest (waiting: Capacity is not found" in answer["verdict"]
+    assert answer["state"] == "at-gate"
+    assert (
+        "waits at its provisioning gate provisioning (Pending, first attempt); the cluster "
+        "autoscaler says waiting: Capacity is not found, CA will try to find it later."
+    ) in answer["verdict"]
     assert "get provisioningrequests -n team-a" in answer["next"]
     assert any(f["object"].startswith("ProvisioningRequest ") for f in answer["facts"])
 
@@ -366,7 +329,9 @@ def test_why_a_lost_worker_is_named_with_the_managers_condition() -> None:
     assert ("worker-2", "-") in {(f["cluster"], f["object"]) for f in answer["facts"]}
 
 
-def test_why_stranded_on_the_manager_and_why_the_copy_waits() -> None:
+def test_why_a_nominated_job_waiting_for_worker_quota_is_backlog_not_stranded() -> None:
+    """15 minutes nominated to worker-1, whose queue is full: Kueue's normal wait, not stranding
+    (the old verdict called it "looks stranded" because it counted only the manager's quota)."""
     answer = why(
         manager(reserved(900, nominated=["worker-1"])),
         worker(
@@ -379,8 +344,10 @@ def test_why_stranded_on_the_manager_and_why_the_copy_waits() -> None:
             ),
         ),
     )
+    assert answer["state"] == "nominated"
     assert "holds quota on manager ClusterQueue team-a for 15m00s" in answer["verdict"]
-    assert "it looks stranded" in answer["verdict"]
+    assert "nominated to worker-1" in answer["verdict"]
+    assert "stranded" not in answer["verdict"]
     assert f"on worker-1 it waits for quota: {PENDING_MESSAGE}" in answer["verdict"]
 
 
