@@ -440,7 +440,7 @@ def test_a_hung_a_refusing_and_a_plugin_waiting_cluster_each_answer_within_the_b
     assert errors["manager"].startswith("unreachable: no answer (https://127.0.0.1:"), errors
     assert errors["worker-1"].startswith("unreachable: connection refused (https://"), errors
     assert errors["worker-2"], errors  # the plugin never returned: a row, not a hang
-    assert errors["worker-3"].startswith("kubeconfig: "), errors
+    assert errors["worker-3"].startswith("malformed kubeconfig: not YAML"), errors
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -469,11 +469,13 @@ def test_cli_status_on_an_unreachable_fleet_answers_in_json_and_rows(tmp_path: P
         server = f"https://127.0.0.1:{s.getsockname()[1]}"
     path = _kubeconfig(tmp_path, "manager", server)
     out = _cli("status", "--json", "--timeout", "3", "--kubeconfig", f"manager={path}")
-    assert out.returncode == 0, out.stderr
+    # Answered (JSON on stdout), and exit 2: a cluster could not be read.
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith("fleetview: manager: unreachable: connection refused"), out.stderr
     data = json.loads(out.stdout)
     assert data["clusters"][0]["reachable"] is False
     assert data["warnings"][0]["kind"] == "Unreachable"
     table = _cli("why", f"{TEAM}/{JOB}", "--timeout", "3", "--kubeconfig", f"manager={path}")
-    assert table.returncode == 1, table.stderr
+    assert table.returncode == 2, table.stderr
     assert "unreachable" in table.stdout
     assert "Traceback" not in table.stderr
