@@ -22,7 +22,16 @@ import pytest
 
 from fleetview.kubelogin import convert, login_of
 from tests.conftest import ROOT
-from tests.fleetview_objects import TEAM, cluster_queue
+from tests.fleetview_objects import (
+    JOB,
+    PENDING_MESSAGE,
+    TEAM,
+    cluster_queue,
+    cond,
+    local_queue,
+    pending_workloads,
+    workload,
+)
 
 SERVER_ID = "6dae42f8-4368-4678-94ff-3960e28e3630"  # AKS's Entra ID server app
 CLIENT_ID = "80faf920-1908-4b52-b5ef-a8e7bedfc67a"  # Azure CLI's client app, as AKS writes it
@@ -75,6 +84,8 @@ class _Api(BaseHTTPRequestHandler):
 
     status: int = 200
     lists: dict[str, list[dict[str, Any]]] = {}
+    # Kueue's visibility API (None: not served, 404 as from an API server without it).
+    pending: list[dict[str, Any]] | None = None
 
     def do_GET(self) -> None:
         if self.status != 200:
@@ -82,7 +93,13 @@ class _Api(BaseHTTPRequestHandler):
             return self._send(self.status, body)
         plural = self.path.rstrip("/").split("/")[-1]
         if "visibility.kueue.x-k8s.io" in self.path:
-            return self._send(404, {"kind": "Status", "message": "the server could not find it"})
+            if self.pending is None or not self.path.endswith(
+                f"/clusterqueues/{TEAM}/pendingworkloads"
+            ):
+                return self._send(
+                    404, {"kind": "Status", "message": "the server could not find it"}
+                )
+            return self._send(200, {"kind": "PendingWorkloadsSummary", "items": self.pending})
         return self._send(200, {"kind": "List", "items": self.lists.get(plural, [])})
 
     def _send(self, code: int, body: dict[str, Any]) -> None:
@@ -97,8 +114,12 @@ class _Api(BaseHTTPRequestHandler):
         del format, args
 
 
-def _serve(status: int, lists: dict[str, list[dict[str, Any]]] | None = None) -> Iterator[str]:
-    handler = type("Handler", (_Api,), {"status": status, "lists": lists or {}})
+def _serve(
+    status: int,
+    lists: dict[str, list[dict[str, Any]]] | None = None,
+    pending: list[dict[str, Any]] | None = None,
+) -> Iterator[str]:
+    handler = type("Handler", (_Api,), {"status": status, "lists": lists or {}, "pending": pending})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -118,6 +139,37 @@ def inactive_queue() -> Iterator[str]:
         TEAM, active=("False", "AdmissionCheckInactive", "Can't admit new workloads")
     )
     yield from _serve(200, {"clusterqueues": [cq]})
+
+
+def _queue() -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
+    """Three Workloads pending in team-a, ours last; the lists and the visibility API's items."""
+    ahead = [
+        workload(TEAM, job, uid=f"5000000{i}-0000-0000-0000-000000000000", conditions=[waiting])
+        for i, job in enumerate(("first", "second"))
+        for waiting in [cond("QuotaReserved", "False", "Pending", PENDING_MESSAGE)]
+    ]
+    mine = workload(
+        TEAM, JOB, conditions=[cond("QuotaReserved", "False", "Pending", PENDING_MESSAGE)]
+    )
+    wls = [*ahead, mine]
+    lists = {
+        "clusterqueues": [cluster_queue(TEAM)],
+        "localqueues": [local_queue(TEAM, TEAM, TEAM)],
+        "workloads": wls,
+    }
+    return lists, pending_workloads([(w, TEAM) for w in wls])
+
+
+@pytest.fixture
+def visible_queue() -> Iterator[str]:
+    lists, pending = _queue()
+    yield from _serve(200, lists, pending)
+
+
+@pytest.fixture
+def invisible_queue() -> Iterator[str]:
+    lists, _ = _queue()
+    yield from _serve(200, lists)
 
 
 @pytest.fixture
@@ -256,6 +308,24 @@ def test_login_converts_a_devicecode_kubeconfig_so_the_read_runs_unattended(
         "status", "--timeout", "10", "--login", "azurecli", "--kubeconfig", kc, path=path
     )
     assert converted.returncode == 0, converted.stderr
+
+
+def test_why_reads_the_position_from_the_visibility_api_where_served_and_says_when_not(
+    tmp_path: Path, visible_queue: str, invisible_queue: str
+) -> None:
+    served = _write(tmp_path, "solo", kubeconfig("solo", visible_queue))
+    out = _cli("why", f"{TEAM}/{JOB}", "--json", "--kubeconfig", served)
+    assert out.returncode == 0, out.stderr
+    answer = json.loads(out.stdout)
+    assert answer["state"] == "pending"
+    assert (
+        "2 Workloads ahead of it in ClusterQueue team-a (2 in LocalQueue team-a), of 3"
+        in (answer["verdict"])
+    )
+    unserved = _write(tmp_path, "old", kubeconfig("old", invisible_queue))
+    out = _cli("why", f"{TEAM}/{JOB}", "--json", "--kubeconfig", unserved)
+    assert out.returncode == 0, out.stderr
+    assert "visibility API on old: not served (HTTP 404)" in json.loads(out.stdout)["verdict"]
 
 
 def _pairs(args: list[str]) -> set[tuple[str, str]]:
