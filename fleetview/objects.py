@@ -36,6 +36,12 @@ KINDS: Final[Mapping[str, tuple[str, str, str, bool]]] = {
     "local_queues": (KUEUE_GROUP, KUEUE_VERSION, "localqueues", True),
     "workloads": (KUEUE_GROUP, KUEUE_VERSION, "workloads", True),
     "admission_checks": (KUEUE_GROUP, KUEUE_VERSION, "admissionchecks", False),
+    "provisioning_request_configs": (
+        KUEUE_GROUP,
+        KUEUE_VERSION,
+        "provisioningrequestconfigs",
+        False,
+    ),
     "multikueue_clusters": (KUEUE_GROUP, KUEUE_VERSION, "multikueueclusters", False),
     "multikueue_configs": (KUEUE_GROUP, KUEUE_VERSION, "multikueueconfigs", False),
     "provisioning_requests": (
@@ -64,6 +70,7 @@ class Snapshot:
     local_queues: list[Obj] = field(default_factory=list)
     workloads: list[Obj] = field(default_factory=list)
     admission_checks: list[Obj] = field(default_factory=list)
+    provisioning_request_configs: list[Obj] = field(default_factory=list)
     multikueue_clusters: list[Obj] = field(default_factory=list)
     multikueue_configs: list[Obj] = field(default_factory=list)
     provisioning_requests: list[Obj] = field(default_factory=list)

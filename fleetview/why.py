@@ -301,6 +301,18 @@ def _is_provisioning(snap: Snapshot, check: str) -> bool:
     )
 
 
+def _retry_limit(snap: Snapshot, check: str) -> int | None:
+    """The gate's retryStrategy.backoffLimitCount (its ProvisioningRequestConfig; the CRD defaults
+    it to 3): provisioning/controller.go retries while the attempt is <= it, then rejects."""
+    ac = next((a for a in snap.admission_checks if name(a) == check), None)
+    params = str(((ac or {}).get("spec") or {}).get("parameters", {}).get("name") or "")
+    prc = next((p for p in snap.provisioning_request_configs if name(p) == params), None)
+    if prc is None:
+        return None
+    strategy = (prc.get("spec") or {}).get("retryStrategy") or {}
+    return int(strategy.get("backoffLimitCount", 3))
+
+
 def _position(snap: Snapshot, wl: Mapping[str, Any], cq: str | None) -> str:
     """Its place in the ClusterQueue, from the visibility API where the cluster serves it."""
     if snap.pending_workloads is None:
@@ -776,7 +788,14 @@ def _gate_story(
             if newest is not None
             else "no ProvisioningRequest yet"
         )
+        limit = _retry_limit(snap, str(gate.get("name")))
         tried = f"attempt {retries + 1}" if retries else "first attempt"
+        if limit is not None and (retries or state == "Retry"):
+            tried += (
+                f" of {limit + 1}, then the check is Rejected and the Workload deactivated"
+                if limit
+                else ", no retry (backoffLimitCount 0)"
+            )
         failing = state == "Retry" or retries > 0
         holding = "holds quota and waits" if ks.holds_quota(wl) else "waits"
         return (

@@ -118,6 +118,24 @@ def admission_check(name: str, controller: str, kind: str, params: str) -> Obj:
     }
 
 
+def provisioning_request_config(name: str, limit: int | None = None) -> Obj:
+    """A ProvisioningRequestConfig as the API server returns it: retryStrategy defaulted by the
+    CRD ({backoffLimitCount: 3, backoffBaseSeconds: 60, backoffMaxSeconds: 1800})."""
+    strategy = {"backoffLimitCount": 3, "backoffBaseSeconds": 60, "backoffMaxSeconds": 1800}
+    if limit is not None:
+        strategy["backoffLimitCount"] = limit
+    return {
+        "apiVersion": KUEUE,
+        "kind": "ProvisioningRequestConfig",
+        "metadata": _meta(name),
+        "spec": {
+            "provisioningClassName": "check-capacity.autoscaling.x-k8s.io",
+            "managedResources": ["cpu"],
+            "retryStrategy": strategy,
+        },
+    }
+
+
 def multikueue_cluster(name: str, active: bool = True, seconds: float = 3600) -> Obj:
     condition = (
         cond("Active", "True", "Active", "Connected", seconds)
@@ -369,7 +387,9 @@ def manager(*workloads: Obj, down: tuple[str, ...] = (), since: float = 400) -> 
     )
 
 
-def worker(name: str, *workloads: Obj, prs: tuple[Obj, ...] = ()) -> Snapshot:
+def worker(
+    name: str, *workloads: Obj, prs: tuple[Obj, ...] = (), retry_limit: int | None = None
+) -> Snapshot:
     return Snapshot(
         name,
         cluster_queues=[cluster_queue(TEAM, nominal="8", used="1", checks=("provisioning",))],
@@ -379,6 +399,7 @@ def worker(name: str, *workloads: Obj, prs: tuple[Obj, ...] = ()) -> Snapshot:
                 "provisioning", PROVISIONING_CONTROLLER, "ProvisioningRequestConfig", "provisioning"
             )
         ],
+        provisioning_request_configs=[provisioning_request_config("provisioning", retry_limit)],
         workloads=list(workloads),
         provisioning_requests=list(prs),
         nodes=[

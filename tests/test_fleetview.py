@@ -143,6 +143,7 @@ def every_fixture_object() -> Iterator[tuple[str, Obj]]:
             "multikueue_clusters",
             "multikueue_configs",
             "provisioning_requests",
+            "provisioning_request_configs",
         ):
             for obj in getattr(snap, field):
                 yield f"{snap.cluster} {obj['kind']} {obj['metadata']['name']}", obj

@@ -439,11 +439,18 @@ def test_why_says_at_a_workers_gate_with_retry_count_next_attempt_and_the_autosc
     answer = why(manager(reserved(200, ["worker-1"])), worker("worker-1", gate_copy, prs=(pr,)))
     assert answer["state"] == "gate-retry"
     assert (
-        "waits at its provisioning gate provisioning (Pending, attempt 2, next attempt at "
-        "20:00:40Z (in 40s))" in answer["verdict"]
+        "waits at its provisioning gate provisioning (Pending, attempt 2 of 4, then the check is "
+        "Rejected and the Workload deactivated, next attempt at 20:00:40Z (in 40s))"
+        in answer["verdict"]
     )
     assert "the cluster autoscaler says failed: max node group size reached" in answer["verdict"]
     assert "holds quota and waits at" not in answer["verdict"]  # the eviction gave it back
+    # The attempts left follow the gate's ProvisioningRequestConfig (retryStrategy).
+    strict = why(
+        manager(reserved(200, ["worker-1"])),
+        worker("worker-1", gate_copy, prs=(pr,), retry_limit=1),
+    )
+    assert "(Pending, attempt 2 of 2, then the check is Rejected" in strict["verdict"]
 
 
 def test_why_says_admitted_and_starting_with_the_pods_ready_timeout_left() -> None:
