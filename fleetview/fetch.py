@@ -215,7 +215,14 @@ def _read(cluster: str, kubeconfig: str, timeout: float, login: str | None = Non
                     error=f"{kind}: list {plural}: {message}{hint}",
                     seconds=time.monotonic() - t0,
                 )
-            lists[field] = json.loads(body).get("items") or []
+            try:
+                lists[field] = list(json.loads(body).get("items") or [])
+            except (ValueError, AttributeError, TypeError):
+                return Snapshot(
+                    cluster,
+                    error=f"not a Kubernetes API server ({url}: the answer is not a JSON list)",
+                    seconds=time.monotonic() - t0,
+                )
         pending, note = _pending_workloads(api, lists.get("cluster_queues") or [], deadline)
     except Exception as e:  # refused, reset, TLS, timeout: this cluster's row
         seconds = time.monotonic() - t0

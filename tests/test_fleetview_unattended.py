@@ -88,6 +88,14 @@ class _Api(BaseHTTPRequestHandler):
     pending: list[dict[str, Any]] | None = None
 
     def do_GET(self) -> None:
+        if self.status == 299:  # a web server, not an API server: 200 with a page
+            data = b"<html><body>It works!</body></html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return None
         if self.status != 200:
             body = {"kind": "Status", "status": "Failure", "message": "Unauthorized", "code": 401}
             return self._send(self.status, body)
@@ -173,6 +181,11 @@ def invisible_queue() -> Iterator[str]:
 
 
 @pytest.fixture
+def web_page() -> Iterator[str]:
+    yield from _serve(299)
+
+
+@pytest.fixture
 def unauthorized() -> Iterator[str]:
     yield from _serve(401)
 
@@ -246,6 +259,33 @@ def test_status_exits_0_on_a_healthy_fleet_and_1_with_fail_on_warning(
     flagged = _cli("status", "--json", "--fail-on", "warning", "--kubeconfig", warned)
     assert flagged.returncode == 1, flagged.stderr
     assert [w["kind"] for w in json.loads(flagged.stdout)["warnings"]] == ["InactiveClusterQueue"]
+
+
+def test_an_address_that_answers_html_is_one_line_not_a_traceback(
+    tmp_path: Path, web_page: str
+) -> None:
+    out = _cli("status", "--kubeconfig", _write(tmp_path, "web", kubeconfig("web", web_page)))
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr
+    [line] = out.stderr.splitlines()
+    assert line.startswith("fleetview: web: not a Kubernetes API server ("), line
+    assert line.endswith("/api/v1/nodes: the answer is not a JSON list)"), line
+
+
+def test_status_judges_waits_by_the_stack_named_in_timings_from(
+    tmp_path: Path, healthy: str
+) -> None:
+    kc = _write(tmp_path, "manager", kubeconfig("manager", healthy))
+    out = _cli("status", "--json", "--timings-from", "prod", "--kubeconfig", kc)
+    assert out.returncode == 0, out.stderr
+    timings = json.loads(out.stdout)["timings"]
+    assert (timings["source"], timings["dispatcher"], timings["stepSize"]) == (
+        "Pulumi.prod.yaml",
+        "Incremental",
+        1,
+    )
+    plain = json.loads(_cli("status", "--json", "--kubeconfig", kc).stdout)["timings"]
+    assert (plain["source"], plain["dispatcher"]) == ("Kueue v0.19.2 defaults", "AllAtOnce")
 
 
 def test_garbage_kubeconfigs_are_one_line_each_never_a_traceback(tmp_path: Path) -> None:

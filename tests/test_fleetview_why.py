@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from fleetview.objects import Snapshot
-from fleetview.settings import Timings
+from fleetview.settings import Timings, from_stack_file
 from fleetview.status import report
 from fleetview.why import explain
 from tests import crdschema
+from tests.conftest import ROOT
 from tests.fleetview_objects import (
     JOB,
     NOW,
@@ -708,3 +711,35 @@ def test_status_reports_the_timings_it_judged_with() -> None:
         "workerLostTimeoutSeconds": 900.0,
         "note": "",
     }
+
+
+# ---- the timings come from the stack --------------------------------------------------------
+
+
+def test_timings_follow_each_committed_stacks_dispatcher_and_timeouts() -> None:
+    prod, dev = from_stack_file("prod"), from_stack_file("dev")
+    assert (prod.source, prod.dispatcher, prod.step_size) == ("Pulumi.prod.yaml", "Incremental", 1)
+    # prod's team-a set has 3 workers, one per 5-minute round: 2 more rounds after the first.
+    assert prod.dispatch_bound(3) == 600
+    assert (dev.dispatcher, dev.dispatch_bound(2)) == ("AllAtOnce", 0)
+    for t in (prod, dev):
+        assert t.worker_lost_timeout == 900  # Kueue's default: neither stack sets it
+        # This program turns the manager's waitForPodsReady off; workers keep Kueue 0.19's 30m.
+        assert (t.pods_ready_timeout_on("manager"), t.pods_ready_timeout_on("worker-1")) == (
+            None,
+            1800,
+        )
+
+
+def test_timings_read_a_stacks_worker_lost_timeout_and_pods_ready_timeout(tmp_path: Path) -> None:
+    doc = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    kueue = doc["config"]["aks-batch-fleet:fleet"]["kueue"]
+    kueue["multiKueue"] = {"dispatcher": "Incremental", "workerLostTimeout": "2m"}
+    kueue["configuration"] = {"waitForPodsReady": {"timeout": "45m"}}
+    (tmp_path / "Pulumi.edited.yaml").write_text(yaml.safe_dump(doc))
+    t = from_stack_file("edited", tmp_path)
+    assert (t.dispatcher, t.step_size, t.worker_lost_timeout) == ("Incremental", 3, 120)
+    assert t.pods_ready_timeout_on("worker-2") == 2700
+    missing = from_stack_file("absent", tmp_path)
+    assert (missing.source, missing.dispatcher) == ("Kueue v0.19.2 defaults", "AllAtOnce")
+    assert "no stack file Pulumi.absent.yaml" in missing.note
