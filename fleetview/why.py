@@ -367,7 +367,11 @@ def _requeue_words(wl: Mapping[str, Any], now: dt.datetime) -> str:
             f"it is in requeue backoff until {_at(backoff, now)}{tries}: Kueue puts it back in its "
             "queue then (status.requeueState.requeueAt)"
         )
-    msg = _message(wl, "QuotaReserved") or "no reason given yet"
+    msg = _message(wl, "QuotaReserved")
+    if not msg or msg == _message(wl, "Evicted"):
+        # reconciler.go unsets QuotaReserved with the eviction's message; the scheduler writes
+        # its own once it has tried the Workload again.
+        return f"it is back in its queue{tries}; the scheduler has not tried it again yet"
     return f"it is back in its queue and waits for quota{tries}: {msg}"
 
 
@@ -460,7 +464,7 @@ def _evicted(seen: _Seen, ev: Mapping[str, Any], kind: str, show: str) -> tuple[
     since = age(ev.get("lastTransitionTime"), now)
     message = str(ev.get("message") or "")
     if kind == "preempted":
-        what = f"It was preempted on {cluster} {_preemptor_words(seen)} {human(since)} ago"
+        what = f"It was preempted on {cluster} {human(since)} ago {_preemptor_words(seen)}"
         state = "preempted"
     elif kind == "worker-lost":
         what = (

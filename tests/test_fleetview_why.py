@@ -504,10 +504,15 @@ def test_why_says_preempted_by_the_workload_kueue_names_in_the_preempted_conditi
     answer = why(manager(preempted(), preemptor()), worker("worker-1"), worker("worker-2"))
     assert answer["state"] == "preempted"
     assert (
-        f"It was preempted on manager by Workload {TEAM}/job-urgent-1a2b3 (Job urgent, on "
-        "manager, ClusterQueue team-a), for prioritization in the ClusterQueue 3m00s ago"
+        f"It was preempted on manager 3m00s ago by Workload {TEAM}/job-urgent-1a2b3 (Job urgent, "
+        "on manager, ClusterQueue team-a), for prioritization in the ClusterQueue."
     ) in answer["verdict"]
-    assert "it is back in its queue and waits for quota" in answer["verdict"]
+    assert "it is back in its queue; the scheduler has not tried it again yet" in answer["verdict"]
+    # Once the scheduler tried it again, its own message replaces the eviction's.
+    tried = preempted()
+    tried["status"]["conditions"][0] = cond("QuotaReserved", "False", "Pending", PENDING_MESSAGE)
+    again = why(manager(tried, preemptor()), worker("worker-1"), worker("worker-2"))
+    assert f"back in its queue and waits for quota: {PENDING_MESSAGE}" in again["verdict"]
     assert "holds quota" not in answer["verdict"]
     assert "stranded" not in answer["verdict"]
 
@@ -542,7 +547,7 @@ def test_why_says_evicted_by_waitforpodsready_on_a_worker_and_which_setting_appl
         f"({PODS_READY_TIMEOUT})" in answer["verdict"]
     )
     assert "kueue.configuration.waitForPodsReady.timeout" in answer["verdict"]
-    assert "it is back in its queue and waits for quota" in answer["verdict"]
+    assert "Now it is back in its queue" in answer["verdict"]
 
 
 def test_why_finds_a_job_on_a_worker_only_queue_and_says_it_is_in_requeue_backoff() -> None:
