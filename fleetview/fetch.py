@@ -8,6 +8,7 @@ person becomes a Snapshot with an `error`, never a traceback or a hang of the co
 from __future__ import annotations
 
 import json
+import logging
 import re
 import shutil
 import subprocess
@@ -180,6 +181,11 @@ def _read(cluster: str, kubeconfig: str, timeout: float, login: str | None = Non
     except Exception as e:  # any kubeconfig problem is this cluster's row
         error = f"malformed kubeconfig: {_one_line(e)}{hint}"
         return Snapshot(cluster, error=error, seconds=time.monotonic() - t0)
+    failed = _PLUGIN_LOG.take()
+    if failed:
+        # The client logs a failing credential plugin and goes on without a token; without its
+        # words the row would only say "Unauthorized".
+        hint += f"; the credential plugin failed: {failed}"
     # One try per request: urllib3's default retries would multiply the bound.
     configuration.retries = False
     api = client.ApiClient(configuration)
@@ -301,6 +307,30 @@ def _one_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {lines[0] if lines else ''}"[:300]
 
 
+class _PluginLog(logging.Handler):
+    """What the Kubernetes client logs while it runs a kubeconfig's credential plugin, per thread
+    (kube_config.py `_load_from_exec_plugin` logs the plugin's failure and carries on)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self._by_thread: dict[int, list[str]] = {}
+        self._lock = threading.Lock()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with self._lock:
+            self._by_thread.setdefault(record.thread or 0, []).append(record.getMessage())
+
+    def take(self) -> str:
+        """This thread's messages so far, in one line (and forgets them)."""
+        with self._lock:
+            found = self._by_thread.pop(threading.get_ident(), [])
+        lines = [line.strip() for m in found for line in m.splitlines() if line.strip()]
+        return " ".join(lines)[:300]
+
+
+_PLUGIN_LOG: Final = _PluginLog()
+
+
 def read_all(
     kubeconfigs: Mapping[str, str], timeout: float = DEFAULT_TIMEOUT, login: str | None = None
 ) -> list[Snapshot]:
@@ -319,6 +349,10 @@ def read_all(
         with lock:
             results[cluster] = snap
 
+    # Captured for the rows (and kept off stderr, where they were stray "ERROR:root:" lines).
+    root = logging.getLogger()
+    if _PLUGIN_LOG not in root.handlers:
+        root.addHandler(_PLUGIN_LOG)
     threads = [
         threading.Thread(target=run, args=item, name=f"fleetview-{item[0]}", daemon=True)
         for item in kubeconfigs.items()
@@ -328,6 +362,7 @@ def read_all(
     end = time.monotonic() + timeout + 1.0
     for t in threads:
         t.join(max(0.0, end - time.monotonic()))
+    root.removeHandler(_PLUGIN_LOG)
     with lock:
         out: list[Snapshot] = []
         for c, text in kubeconfigs.items():

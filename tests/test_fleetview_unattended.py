@@ -324,6 +324,28 @@ def test_a_missing_kubelogin_is_named_not_reported_as_unauthorized(
     assert "Unauthorized" not in out.stderr
 
 
+def test_a_failing_credential_plugin_is_quoted_in_the_row_not_left_as_a_stray_log_line(
+    tmp_path: Path, unauthorized: str
+) -> None:
+    """kubelogin azurecli without `az login`: the client logs the plugin's failure and sends no
+    token, so the API server says 401; the row carries the plugin's own words."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "kubelogin"
+    fake.write_text(
+        "#!/bin/sh\necho \"ERROR: Please run 'az login' to setup account.\" >&2\nexit 1\n"
+    )
+    fake.chmod(0o755)
+    kc = _write(tmp_path, "manager", kubeconfig("manager", unauthorized, aks_devicecode_user()))
+    path = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+    out = _cli("status", "--login", "azurecli", "--kubeconfig", kc, path=path)
+    assert out.returncode == 2
+    [line] = out.stderr.splitlines()
+    assert line.startswith("fleetview: manager: unauthorized: list nodes: Unauthorized; "), line
+    assert "the credential plugin failed: exec: process returned 1." in line, line
+    assert "Please run 'az login' to setup account." in line, line
+
+
 def test_login_converts_a_devicecode_kubeconfig_so_the_read_runs_unattended(
     tmp_path: Path, healthy: str
 ) -> None:
