@@ -305,7 +305,7 @@ def _stranding(
     dispatcher's rounds), admitted, evicted and releasing its quota within the grace.
     """
     found = dispatch_set_of(snap, wl)
-    if found is None or not ks.holds_quota(wl):
+    if found is None or not ks.holds_quota(wl) or is_true(wl, "Finished"):
         return None
     check, config = found
     ref_ = f"{namespace(wl)}/{name(wl)}"

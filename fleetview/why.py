@@ -362,6 +362,10 @@ def _requeue_words(wl: Mapping[str, Any], now: dt.datetime) -> str:
     count, _ = ks.requeue_state(wl)
     backoff = ks.in_backoff(wl, now)
     tries = f" (requeued {count} time{'s' if count != 1 else ''} so far)" if count else ""
+    requeued = condition(wl, "Requeued") or {}
+    if requeued.get("status") == "True":
+        # Requeued=True: reconciler.go for a preemption, BackoffFinished after a backoff.
+        tries += f" (requeued {human(age(requeued.get('lastTransitionTime'), now))} ago)"
     if backoff is not None:
         return (
             f"it is in requeue backoff until {_at(backoff, now)}{tries}: Kueue puts it back in its "

@@ -507,12 +507,18 @@ def test_why_says_preempted_by_the_workload_kueue_names_in_the_preempted_conditi
         f"It was preempted on manager 3m00s ago by Workload {TEAM}/job-urgent-1a2b3 (Job urgent, "
         "on manager, ClusterQueue team-a), for prioritization in the ClusterQueue."
     ) in answer["verdict"]
-    assert "it is back in its queue; the scheduler has not tried it again yet" in answer["verdict"]
+    assert (
+        "it is back in its queue (requeued 2m50s ago); the scheduler has not tried it again yet"
+        in answer["verdict"]
+    )
     # Once the scheduler tried it again, its own message replaces the eviction's.
     tried = preempted()
     tried["status"]["conditions"][0] = cond("QuotaReserved", "False", "Pending", PENDING_MESSAGE)
     again = why(manager(tried, preemptor()), worker("worker-1"), worker("worker-2"))
-    assert f"back in its queue and waits for quota: {PENDING_MESSAGE}" in again["verdict"]
+    assert (
+        f"back in its queue and waits for quota (requeued 2m50s ago): {PENDING_MESSAGE}"
+        in again["verdict"]
+    )
     assert "holds quota" not in answer["verdict"]
     assert "stranded" not in answer["verdict"]
 
@@ -640,6 +646,14 @@ def test_status_warns_undispatched_past_the_dispatchers_bound_only() -> None:
     [warning] = stranded["warnings"]
     assert (warning["kind"], warning["object"]) == ("Undispatched", f"{TEAM}/{WL}")
     assert "nominated to no worker and no copy on any" in warning["message"]
+
+
+def test_status_does_not_warn_of_a_finished_job_that_never_had_a_worker() -> None:
+    done = reserved(3600)
+    done["status"]["conditions"].append(
+        cond("Finished", "True", "Failed", "Job was deleted before it was dispatched", 3000)
+    )
+    assert warnings_of(manager(done), worker("worker-1"), worker("worker-2")) == []
 
 
 def test_status_warns_of_an_eviction_still_holding_quota_not_of_undispatched() -> None:
