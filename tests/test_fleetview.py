@@ -5,6 +5,7 @@ The live states (a real Kueue on each plane) are in tests/realtier/test_fleetvie
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import socket
@@ -480,3 +481,21 @@ def test_cli_status_on_an_unreachable_fleet_answers_in_json_and_rows(tmp_path: P
     assert table.returncode == 2, table.stderr
     assert "unreachable" in table.stdout
     assert "Traceback" not in table.stderr
+
+
+def test_only_fetch_imports_the_kubernetes_client_in_every_fleetview_module() -> None:
+    """The import-linter contract names fleetview's modules one by one; this holds every module,
+    new ones included (kueuestate, settings, kubelogin are pure: objects in, words out)."""
+    importing = set()
+    for path in sorted((ROOT / "fleetview").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            if any(n == "kubernetes" or n.startswith("kubernetes.") for n in names):
+                importing.add(path.name)
+    assert importing == {"fetch.py"}
