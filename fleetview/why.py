@@ -568,17 +568,24 @@ def _dispatched(seen: _Seen, show: str) -> tuple[str, str, str]:
         mkc = seen.mkcs.get(worker)
         snap = seen.others.get(k8s_name(worker))
         lost = mkc is not None and not is_true(mkc, "Active")
-        if lost or (snap is not None and not snap.reachable):
+        if not lost and snap is not None and not snap.reachable:
+            # Kueue still reaches it; only this command does not (credentials, network).
+            return (
+                "dispatched",
+                f"It was dispatched to {worker}, and Kueue's connection to {worker} is Active, "
+                f"but this command could not read {worker} ({snap.error}), so its copy was not "
+                "looked at.",
+                f"fix fleetview's access to {worker} (its kubeconfig, --login), then run again",
+            )
+        if lost:
             active = condition(mkc, "Active") if mkc is not None else None
             lost_for = age((active or {}).get("lastTransitionTime"), now)
             why = (
                 f"MultiKueueCluster {worker} is not Active "
                 f"({(active or {}).get('reason', '?')}, since {human(lost_for)})"
-                if lost
-                else f"{worker} does not answer this command ({snap.error if snap else ''})"
             )
             left = ""
-            if lost and lost_for is not None:
+            if lost_for is not None:
                 remaining = seen.timings.worker_lost_timeout - lost_for
                 left = (
                     f" (in about {human(remaining)})"

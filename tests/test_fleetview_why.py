@@ -497,6 +497,17 @@ def test_why_says_worker_lost_and_when_workerlosttimeout_evicts() -> None:
     )
 
 
+def test_why_does_not_call_a_worker_lost_that_only_fleetview_cannot_read() -> None:
+    answer = why(
+        manager(dispatched("worker-2")),
+        Snapshot("worker-2", error="unauthorized: list nodes: Unauthorized"),
+    )
+    assert answer["state"] == "dispatched"
+    assert "Kueue's connection to worker-2 is Active" in answer["verdict"]
+    assert "unauthorized: list nodes: Unauthorized" in answer["verdict"]
+    assert "is lost" not in answer["verdict"]
+
+
 # ---- evicted ------------------------------------------------------------------------------------
 
 
