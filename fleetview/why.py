@@ -804,19 +804,24 @@ def _gate_story(
             else "no ProvisioningRequest yet"
         )
         limit = _retry_limit(snap, str(gate.get("name")))
-        tried = f"attempt {retries + 1}" if retries else "first attempt"
-        if limit is not None and (retries or state == "Retry"):
-            tried += (
-                f" of {limit + 1}, then the check is Rejected and the Workload deactivated"
-                if limit
-                else ", no retry (backoffLimitCount 0)"
-            )
         failing = state == "Retry" or retries > 0
+        # retryCount counts the failed attempts already behind an eviction (evict.go); in Retry
+        # the current attempt has failed and the eviction that counts it is still to come.
+        tried = f"attempt {retries + 1}" if failing else "first attempt"
+        if failing and limit is not None:
+            tried += f" of {limit + 1}" if limit else " (backoffLimitCount 0: no retry)"
+        if state == "Retry":
+            tried += " failed"
+        last = (
+            f"; after attempt {limit + 1} the check is Rejected and the Workload deactivated"
+            if failing and limit
+            else ""
+        )
         holding = "holds quota and waits" if ks.holds_quota(wl) else "waits"
         return (
             "gate-retry" if failing else "at-gate",
             f"on {cluster} it {holding} at its provisioning gate {gate.get('name')} "
-            f"({state}, {tried}{next_try}); the cluster autoscaler says {said}",
+            f"({state}, {tried}{next_try}{last}); the cluster autoscaler says {said}",
             _kubectl(cluster, f"get provisioningrequests -n {ns} -o yaml")
             + " ; then the cluster autoscaler's events and logs",
         )

@@ -442,8 +442,8 @@ def test_why_says_at_a_workers_gate_with_retry_count_next_attempt_and_the_autosc
     answer = why(manager(reserved(200, ["worker-1"])), worker("worker-1", gate_copy, prs=(pr,)))
     assert answer["state"] == "gate-retry"
     assert (
-        "waits at its provisioning gate provisioning (Pending, attempt 2 of 4, then the check is "
-        "Rejected and the Workload deactivated, next attempt at 20:00:40Z (in 40s))"
+        "waits at its provisioning gate provisioning (Pending, attempt 2 of 4, next attempt at "
+        "20:00:40Z (in 40s); after attempt 4 the check is Rejected and the Workload deactivated)"
         in answer["verdict"]
     )
     assert "the cluster autoscaler says failed: max node group size reached" in answer["verdict"]
@@ -453,7 +453,39 @@ def test_why_says_at_a_workers_gate_with_retry_count_next_attempt_and_the_autosc
         manager(reserved(200, ["worker-1"])),
         worker("worker-1", gate_copy, prs=(pr,), retry_limit=1),
     )
-    assert "(Pending, attempt 2 of 2, then the check is Rejected" in strict["verdict"]
+    assert (
+        "(Pending, attempt 2 of 2, next attempt at 20:00:40Z (in 40s); after attempt 2 the"
+        in (strict["verdict"])
+    )
+    # The moment before that eviction: the copy still holds quota, its check in Retry.
+    retrying = copy(
+        [
+            cond(
+                "QuotaReserved",
+                "True",
+                "QuotaReserved",
+                "Quota reserved in ClusterQueue team-a",
+                140,
+            )
+        ],
+        [
+            check_state(
+                "provisioning",
+                "Retry",
+                "Retrying after failure: max node group size reached",
+                5,
+                requeue_after=60,
+            )
+        ],
+        admitted_to=TEAM,
+    )
+    now = why(manager(reserved(200, ["worker-1"])), worker("worker-1", retrying, prs=(pr,)))
+    assert now["state"] == "gate-retry"
+    assert (
+        "holds quota and waits at its provisioning gate provisioning (Retry, attempt 1 of 4 "
+        "failed, next attempt at 20:00:55Z (in 55s); after attempt 4 the check is Rejected and "
+        "the Workload deactivated)"
+    ) in now["verdict"]
 
 
 def test_why_says_admitted_and_starting_with_the_pods_ready_timeout_left() -> None:
