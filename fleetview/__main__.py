@@ -31,7 +31,7 @@ from fleetview.rbac import reader_binding, reader_role
 from fleetview.render import print_status, print_why
 from fleetview.settings import Timings, from_stack_file
 from fleetview.status import DEFAULT_STRANDED_AFTER, report
-from fleetview.why import explain
+from fleetview.why import explain, states
 
 EXIT_OK = 0
 EXIT_FLAGGED = 1  # status: a warning fired under --fail-on warning; why: no Workload found
@@ -138,7 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     now = dt.datetime.now(dt.UTC)
     console = Console()
     if args.command == "status":
-        result = report(snaps, now, args.stranded_after, timings)
+        found = states(snaps, now, args.stranded_after, timings)
+        result = report(snaps, now, args.stranded_after, timings, found)
         if args.json:
             print(json.dumps(result, indent=2))
         else:

@@ -88,7 +88,7 @@ def print_status(report: dict[str, Any], console: Console) -> None:
                 f"Dispatch sets on {c['name']}",
                 "set (workers)",
                 "workload",
-                "phase",
+                "state",
                 "worker",
                 "check",
             )
@@ -106,7 +106,7 @@ def print_status(report: dict[str, Any], console: Console) -> None:
                     ds.add_row(
                         label if i == 0 else "",
                         f"{w['namespace']}/{w['name']}",
-                        w["phase"],
+                        w["state"] or w["phase"],
                         where,
                         escape(check),
                     )

@@ -237,8 +237,11 @@ def multikueue_cluster_rows(snap: Snapshot, now: dt.datetime) -> list[dict[str, 
     return rows
 
 
-def dispatch_rows(snap: Snapshot, now: dt.datetime) -> list[dict[str, Any]]:
-    """Per MultiKueueConfig: its workers and where each of its Workloads went."""
+def dispatch_rows(
+    snap: Snapshot, now: dt.datetime, states: Mapping[tuple[str, str, str], str] | None = None
+) -> list[dict[str, Any]]:
+    """Per MultiKueueConfig: its workers and where each of its Workloads went (with `why`'s
+    state of each, when the caller computed them: fleetview.why.states)."""
     by_config: dict[str, list[dict[str, Any]]] = {name(c): [] for c in snap.multikueue_configs}
     for wl in snap.workloads:
         found = dispatch_set_of(snap, wl)
@@ -252,6 +255,7 @@ def dispatch_rows(snap: Snapshot, now: dt.datetime) -> list[dict[str, Any]]:
                 "namespace": namespace(wl),
                 "name": name(wl),
                 "phase": workload_phase(wl),
+                "state": (states or {}).get((snap.cluster, namespace(wl), name(wl))),
                 "worker": worker_of(wl),
                 "nominated": list((wl.get("status") or {}).get("nominatedClusterNames") or []),
                 "check": check,
@@ -466,8 +470,10 @@ def report(
     now: dt.datetime,
     stranded_after: float = DEFAULT_STRANDED_AFTER,
     timings: Timings | None = None,
+    states: Mapping[tuple[str, str, str], str] | None = None,
 ) -> dict[str, Any]:
-    """The whole `status` report (its JSON form; the tables render this)."""
+    """The whole `status` report (its JSON form; the tables render this). `states`: `why`'s
+    state per manager Workload (fleetview.why.states), shown in the dispatch rows."""
     timings = timings or Timings()
     workers = manager_workers(snaps)
     clusters = []
@@ -493,7 +499,7 @@ def report(
             row["nodePools"] = pool_rows(snap)
             if snap.is_manager:
                 row["multiKueueClusters"] = multikueue_cluster_rows(snap, now)
-                row["dispatchSets"] = dispatch_rows(snap, now)
+                row["dispatchSets"] = dispatch_rows(snap, now, states)
         clusters.append(row)
     return {
         "schemaVersion": SCHEMA_VERSION,

@@ -178,7 +178,51 @@ def explain(
         out["next"] = _kubectl(first, f"get jobs,localqueues -n {ns} --show-labels")
         return out
 
-    wl_name = name(wl)
+    return explain_workload(
+        snaps, home, wl, now=now, stranded_after=stranded_after, timings=timings, out=out
+    )
+
+
+def states(
+    snaps: Sequence[Snapshot],
+    now: dt.datetime,
+    stranded_after: float = DEFAULT_GRACE,
+    timings: Timings | None = None,
+) -> dict[tuple[str, str, str], str]:
+    """The verdict's `state` of every Workload on a manager, by (cluster, namespace, name), for
+    `status`'s dispatch rows: the same judgement as `why`, for all jobs at once."""
+    out: dict[tuple[str, str, str], str] = {}
+    for snap in snaps:
+        if not snap.reachable or not snap.is_manager:
+            continue
+        for wl in snap.workloads:
+            answer = explain_workload(
+                snaps, snap, wl, now=now, stranded_after=stranded_after, timings=timings
+            )
+            out[(snap.cluster, namespace(wl), name(wl))] = answer["state"]
+    return out
+
+
+def explain_workload(
+    snaps: Sequence[Snapshot],
+    home: Snapshot,
+    wl: Obj,
+    *,
+    now: dt.datetime,
+    stranded_after: float = DEFAULT_GRACE,
+    timings: Timings | None = None,
+    out: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The `why` answer for a Workload already found on `home`."""
+    timings = timings or Timings()
+    ns, wl_name = namespace(wl), name(wl)
+    if out is None:
+        out = {"job": f"{ns}/{wl_name}", "worker": None, "verdict": "", "next": "", "facts": []}
+        for s in snaps:
+            if not s.reachable:
+                _fact(out["facts"], s.cluster, "-", str(s.error))
+    facts: list[dict[str, str]] = out["facts"]
+    managers = [s for s in snaps if s.reachable and s.is_manager]
     out |= {"cluster": home.cluster, "workload": wl_name, "phase": workload_phase(wl)}
     status = wl.get("status") or {}
     cq = queue_of(wl, home)

@@ -19,7 +19,7 @@ import yaml
 from fleetview.objects import Snapshot
 from fleetview.settings import Timings, from_stack_file
 from fleetview.status import report
-from fleetview.why import explain
+from fleetview.why import explain, states
 from tests import crdschema
 from tests.conftest import ROOT
 from tests.fleetview_objects import (
@@ -761,6 +761,20 @@ def test_status_does_not_warn_of_a_booking_that_expired_after_admission() -> Non
     assert warnings_of(
         manager(reserved(900, ["worker-2"])), worker("worker-2", waiting, prs=(expired,))
     ) == [("ProvisioningRequestFailed", f"{TEAM}/{WL}-provisioning-1")]
+
+
+def test_status_rows_carry_why_state_of_every_job_on_the_manager() -> None:
+    snaps = [manager(preempted(), preemptor()), worker("worker-1"), worker("worker-2")]
+    found = states(snaps, NOW, 300)
+    assert found == {
+        ("manager", TEAM, WL): "preempted",
+        ("manager", TEAM, "job-urgent-1a2b3"): "nominated",
+    }
+    [ds] = report(snaps, NOW, 300, None, found)["clusters"][0]["dispatchSets"]
+    assert [(w["name"], w["phase"], w["state"]) for w in ds["workloads"]] == [
+        (WL, "evicted", "preempted"),
+        ("job-urgent-1a2b3", "reserved", "nominated"),
+    ]
 
 
 def test_status_reports_the_timings_it_judged_with() -> None:
