@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Final
 
 KUEUE_GROUP: Final = "kueue.x-k8s.io"
@@ -85,6 +86,11 @@ class Snapshot:
     @property
     def reachable(self) -> bool:
         return self.error is None
+
+    @cached_property
+    def workload_index(self) -> dict[tuple[str, str], Obj]:
+        """Its Workloads by (namespace, name): a copy is looked up once per job, not scanned."""
+        return {(namespace(w), name(w)): w for w in self.workloads}
 
     @property
     def is_manager(self) -> bool:

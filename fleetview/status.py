@@ -288,9 +288,7 @@ def _copies(snaps: Sequence[Snapshot], ns: str, wl_name: str) -> list[str]:
     return [
         k8s_name(s.cluster)
         for s in snaps
-        if s.reachable
-        and not s.is_manager
-        and any(namespace(w) == ns and name(w) == wl_name for w in s.workloads)
+        if s.reachable and not s.is_manager and (ns, wl_name) in s.workload_index
     ]
 
 

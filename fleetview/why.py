@@ -267,7 +267,7 @@ def explain_workload(
         snap = others.get(w)
         if snap is None or not snap.reachable:
             continue
-        copy = next((x for x in snap.workloads if namespace(x) == ns and name(x) == wl_name), None)
+        copy = snap.workload_index.get((ns, wl_name))
         if copy is None:
             if w == worker or w in nominated:
                 _fact(facts, snap.cluster, f"Workload {ns}/{wl_name}", "no copy here")
