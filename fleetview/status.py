@@ -370,6 +370,26 @@ def _stranding(
     )
 
 
+def _lost_jobs(snap: Snapshot, worker: str, lost_for: float | None, timings: Timings) -> str:
+    """What Kueue does to the jobs admitted on a lost worker, and when (multikueue/workload.go:
+    it waits workerLostTimeout from the loss, then sets the check to Retry, which evicts)."""
+    jobs = [
+        w
+        for w in snap.workloads
+        if worker_of(w) == worker and not is_true(w, "Finished") and ks.evicted(w) is None
+    ]
+    if not jobs:
+        return "; no job admitted there"
+    bound = timings.worker_lost_timeout
+    left = bound - (lost_for or 0.0)
+    when = f"in about {human(left)}" if left > 0 else f"due {human(-left)} ago"
+    return (
+        f"; {len(jobs)} job{'s' if len(jobs) != 1 else ''} admitted there "
+        f"{'are' if len(jobs) != 1 else 'is'} evicted and dispatched again once "
+        f"workerLostTimeout ({human(bound)}, {timings.source}) has passed: {when}"
+    )
+
+
 def _request_warning(
     snap: Snapshot, pr: Mapping[str, Any], now: dt.datetime
 ) -> dict[str, str] | None:
@@ -432,7 +452,8 @@ def warnings(
                         "MultiKueueClusterNotActive",
                         snap.cluster,
                         row["name"],
-                        f"{row['reason']}{since}: {row['message']}".rstrip(": "),
+                        f"{row['reason']}{since}: {row['message']}".rstrip(": ")
+                        + _lost_jobs(snap, row["name"], row["sinceSeconds"], timings),
                     )
                 )
         if snap.is_manager:

@@ -777,6 +777,18 @@ def test_status_rows_carry_why_state_of_every_job_on_the_manager() -> None:
     ]
 
 
+def test_status_says_when_workerlosttimeout_moves_a_lost_workers_jobs() -> None:
+    out = report([manager(dispatched("worker-2"), down=("worker-2",))], NOW, 300, PROD)
+    [warning] = [w for w in out["warnings"] if w["object"] == "worker-2"]
+    assert warning["kind"] == "MultiKueueClusterNotActive"
+    assert warning["message"].endswith(
+        "; 1 job admitted there is evicted and dispatched again once workerLostTimeout "
+        "(15m00s, Pulumi.prod.yaml) has passed: in about 8m20s"
+    ), warning["message"]
+    quiet = report([manager(down=("worker-1",))], NOW, 300, PROD)["warnings"]
+    assert quiet[0]["message"].endswith("; no job admitted there")
+
+
 def test_status_reports_the_timings_it_judged_with() -> None:
     out = report([manager()], NOW, 300, PROD)
     assert out["timings"] == {
