@@ -354,19 +354,28 @@ def _stranding(
         if copies or not set(nominated) <= read or waited <= bound:
             return None
         what = f"nominated to {', '.join(nominated)} but no copy on any of them"
+        # multikueue/workload.go creates the copies as it nominates; none means the creation
+        # fails there (the namespace, the LocalQueue, the manager's rights on the worker).
+        fix = (
+            "Kueue could not create its copy there: the manager's Kueue logs say why (the "
+            "worker's namespace or LocalQueue, the MultiKueue credentials' rights)"
+        )
     else:
         if copies or waited <= grace:
             return None
         bound = grace
         what = "nominated to no worker and no copy on any"
+        fix = (
+            "Kueue will not dispatch it by itself (docs/operations.md \"The manager's Kueue "
+            'killed mid-dispatch")'
+        )
     return _warning(
         "Undispatched",
         snap.cluster,
         ref_,
         f"quota reserved {human(held)} ago, {what}, while {', '.join(sorted(active))} "
         f"{'is' if len(active) == 1 else 'are'} Active (over {human(bound)}; dispatch set "
-        f"{config}, check {check}, {timings.dispatcher} dispatcher): Kueue will not dispatch it "
-        'by itself (docs/operations.md "The manager\'s Kueue killed mid-dispatch")',
+        f"{config}, check {check}, {timings.dispatcher} dispatcher): {fix}",
     )
 
 

@@ -690,6 +690,20 @@ def _dispatched(seen: _Seen, show: str) -> tuple[str, str, str]:
         for w in (seen.nominated or seen.config_workers)
         if w in seen.copies
     ]
+    read = {k8s_name(s.cluster) for s in seen.snaps if s.reachable}
+    bound = seen.grace + seen.timings.dispatch_bound(len(seen.config_workers))
+    if seen.nominated and not stories and set(seen.nominated) <= read and (held or 0) > bound:
+        # The copies are created as the workers are nominated (multikueue/workload.go
+        # nominateAndSynchronizeWorkers); none on any nominated worker means creating it fails.
+        return (
+            "copy-missing",
+            f"{lead} and is nominated to {', '.join(seen.nominated)}, but none of them holds a "
+            f"copy (over {human(bound)}): Kueue could not create it there. The manager's Kueue "
+            "logs say why (the worker's namespace or LocalQueue, the MultiKueue credentials' "
+            "rights).",
+            _kubectl(cluster, "logs -n kueue-system deploy/kueue-controller-manager")
+            + f" | grep {wl_name}",
+        )
     if seen.nominated or stories:
         since = human(held)
         told = "; ".join(story.rstrip(".") for _, (_, story, _) in stories)

@@ -656,6 +656,25 @@ def test_why_says_stranded_and_names_the_redispatch_fix_only_with_nothing_nomina
     assert "stranded" not in fresh["verdict"]
 
 
+def test_why_says_the_copy_is_missing_when_no_nominated_worker_holds_one_past_the_rounds() -> None:
+    def at(seconds: float) -> Any:
+        return why(
+            manager(reserved(seconds, ["worker-1"]), since=3600),
+            worker("worker-1"),
+            worker("worker-2"),
+            timings=PROD,
+        )
+
+    assert at(540)["state"] == "nominated"
+    late = at(660)
+    assert late["state"] == "copy-missing"
+    assert (
+        "none of them holds a copy (over 10m00s): Kueue could not create it there"
+        in (late["verdict"])
+    )
+    assert "aks-batch-fleet/redispatch" not in late["verdict"]
+
+
 def test_status_does_not_warn_of_backlog_nor_a_round_of_the_incremental_dispatcher() -> None:
     backlog = (
         manager(reserved(720, ["worker-1", "worker-2"])),
@@ -684,6 +703,14 @@ def test_status_warns_undispatched_past_the_dispatchers_bound_only() -> None:
 
     assert at(540) == []
     assert at(660) == [("Undispatched", f"{TEAM}/{WL}")]
+    [late] = report(
+        [manager(reserved(660, ["worker-1"]), since=3600), worker("worker-1"), worker("worker-2")],
+        NOW,
+        300,
+        PROD,
+    )["warnings"]
+    assert "nominated to worker-1 but no copy on any of them" in late["message"]
+    assert "Kueue could not create its copy there" in late["message"]
     # Nothing nominated: Kueue nominates at once, so the grace alone.
     stranded = report([manager(reserved(600)), worker("worker-1"), worker("worker-2")], NOW, 300)
     [warning] = stranded["warnings"]
