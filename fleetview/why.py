@@ -543,6 +543,14 @@ def _evicted(seen: _Seen, ev: Mapping[str, Any], kind: str, show: str) -> tuple[
     if ks.holds_quota(wl):
         # Kueue releases the quota once the Job has no active pods (jobframework/reconciler.go,
         # eviction: !job.IsActive()); a manager Job keeps the worker's last counts.
+        if since is not None and since > seen.grace and not seen.home.is_manager:
+            return (
+                "evicted-holding-quota",
+                f"{what}. It still holds quota {human(since)} after the eviction (over "
+                f"{human(seen.grace)}): its Job still has active pods on {cluster} (stuck "
+                "terminating, or on a node that is gone).",
+                _kubectl(cluster, f"get pods -n {namespace(wl)} -o wide") + f" ; {show}",
+            )
         if since is not None and since > seen.grace:
             fix = FIX_STALE_COUNTS
             return (

@@ -581,6 +581,18 @@ def test_why_names_the_stale_pod_count_fix_for_an_eviction_still_holding_quota()
     assert "redispatch" not in answer["verdict"]
 
 
+def test_why_keeps_the_manager_only_stale_count_fix_off_a_single_clusters_eviction() -> None:
+    held = lost_holding_quota(600)
+    held["status"]["conditions"][2] = cond(
+        "Evicted", "True", "PodsReadyTimeout", PODS_READY_TIMEOUT, 600
+    )
+    solo = dataclasses.replace(worker("solo", held), cluster="solo")
+    answer = why(solo)
+    assert answer["state"] == "evicted-holding-quota"
+    assert "its Job still has active pods on solo" in answer["verdict"]
+    assert "stale pod counts" not in answer["verdict"]
+
+
 def test_why_says_evicted_by_waitforpodsready_on_a_worker_and_which_setting_applies() -> None:
     answer = why(
         manager(evicted_on_worker()),
