@@ -405,11 +405,13 @@ def _requeue_words(wl: Mapping[str, Any], now: dt.datetime) -> str:
     """What happens next to an evicted Workload that gave its quota back."""
     count, _ = ks.requeue_state(wl)
     backoff = ks.in_backoff(wl, now)
-    tries = f" (requeued {count} time{'s' if count != 1 else ''} so far)" if count else ""
+    parts = [f"requeued {count} time{'s' if count != 1 else ''} so far"] if count else []
     requeued = condition(wl, "Requeued") or {}
     if requeued.get("status") == "True":
         # Requeued=True: reconciler.go for a preemption, BackoffFinished after a backoff.
-        tries += f" (requeued {human(age(requeued.get('lastTransitionTime'), now))} ago)"
+        when = human(age(requeued.get("lastTransitionTime"), now))
+        parts.append(f"last {when} ago" if count else f"requeued {when} ago")
+    tries = f" ({', '.join(parts)})" if parts else ""
     if backoff is not None:
         return (
             f"it is in requeue backoff until {_at(backoff, now)}{tries}: Kueue puts it back in its "

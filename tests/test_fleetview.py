@@ -355,13 +355,14 @@ def test_why_a_nominated_job_waiting_for_worker_quota_is_backlog_not_stranded() 
 
 def test_why_no_active_worker_in_the_set() -> None:
     answer = why(manager(reserved(30), down=("worker-1", "worker-2")))
+    assert answer["state"] == "no-worker"
     assert "No worker of dispatch set multikueue is Active" in answer["verdict"]
     assert "it looks stranded" not in answer["verdict"]
 
 
 def test_why_unknown_job_says_kueue_never_saw_it() -> None:
     answer = why(manager(), worker("worker-1"))
-    assert answer["workload"] is None
+    assert (answer["workload"], answer["state"]) == (None, "not-found")
     assert "No Workload for team-a/train on manager" in answer["verdict"]
 
 

@@ -611,6 +611,36 @@ def test_why_says_evicted_by_waitforpodsready_on_a_worker_and_which_setting_appl
     assert "Now it is back in its queue" in answer["verdict"]
 
 
+def test_why_says_evicted_by_waitforpodsready_once_the_backoff_is_over() -> None:
+    # The backoff over: workload_controller.go sets Requeued=True (BackoffFinished) and clears
+    # requeueAt; Evicted stays True until the next reservation.
+    wl = team_b_in_backoff()
+    wl["status"]["requeueState"] = {"count": 2}
+    wl["status"]["conditions"][4] = cond(
+        "Requeued", "True", "BackoffFinished", "The workload backoff was finished", 5
+    )
+    answer = why(manager(), worker("worker-1", wl), target="team-b/train")
+    assert answer["state"] == "evicted-pods-ready"
+    assert "evicted on worker-1 by waitForPodsReady (30m00s here) 30s ago" in answer["verdict"]
+    assert "back in its queue (requeued 2 times so far, last 5s ago)" in answer["verdict"]
+
+
+def test_why_says_evicted_because_its_queue_stopped() -> None:
+    # workload_controller.go reconcileOnClusterQueueActiveState: stopPolicy HoldAndDrain.
+    message = "The ClusterQueue is stopped"
+    wl = workload(
+        TEAM,
+        JOB,
+        conditions=[
+            cond("QuotaReserved", "False", "Inadmissible", "ClusterQueue team-a is stopped", 50),
+            cond("Evicted", "True", "ClusterQueueStopped", message, 60),
+        ],
+    )
+    answer = why(manager(wl))
+    assert answer["state"] == "evicted-queue-stopped"
+    assert f"as its queue stopped: {message}" in answer["verdict"]
+
+
 def test_why_finds_a_job_on_a_worker_only_queue_and_says_it_is_in_requeue_backoff() -> None:
     w1 = worker("worker-1", team_b_in_backoff())
     answer = why(manager(), w1, worker("worker-2"), target="team-b/train")
