@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Final
 
 KUEUE_GROUP: Final = "kueue.x-k8s.io"
@@ -25,6 +26,9 @@ ORIGIN_LABEL: Final = "kueue.x-k8s.io/multikueue-origin"
 # AKS labels every node with its pool; plain `agentpool` is the older spelling of the same.
 POOL_LABELS: Final = ("kubernetes.azure.com/agentpool", "agentpool")
 
+VISIBILITY_GROUP: Final = "visibility.kueue.x-k8s.io"
+VISIBILITY_VERSION: Final = "v1beta2"
+
 # The lists fetched per cluster, by field of `Snapshot`: (group, version, plural, namespaced).
 # Nodes first: every API server serves them, so a 404 there means the address is not one.
 KINDS: Final[Mapping[str, tuple[str, str, str, bool]]] = {
@@ -33,6 +37,12 @@ KINDS: Final[Mapping[str, tuple[str, str, str, bool]]] = {
     "local_queues": (KUEUE_GROUP, KUEUE_VERSION, "localqueues", True),
     "workloads": (KUEUE_GROUP, KUEUE_VERSION, "workloads", True),
     "admission_checks": (KUEUE_GROUP, KUEUE_VERSION, "admissionchecks", False),
+    "provisioning_request_configs": (
+        KUEUE_GROUP,
+        KUEUE_VERSION,
+        "provisioningrequestconfigs",
+        False,
+    ),
     "multikueue_clusters": (KUEUE_GROUP, KUEUE_VERSION, "multikueueclusters", False),
     "multikueue_configs": (KUEUE_GROUP, KUEUE_VERSION, "multikueueconfigs", False),
     "provisioning_requests": (
@@ -61,15 +71,26 @@ class Snapshot:
     local_queues: list[Obj] = field(default_factory=list)
     workloads: list[Obj] = field(default_factory=list)
     admission_checks: list[Obj] = field(default_factory=list)
+    provisioning_request_configs: list[Obj] = field(default_factory=list)
     multikueue_clusters: list[Obj] = field(default_factory=list)
     multikueue_configs: list[Obj] = field(default_factory=list)
     provisioning_requests: list[Obj] = field(default_factory=list)
     nodes: list[Obj] = field(default_factory=list)
     missing: tuple[str, ...] = ()
+    # Kueue's visibility API (visibility.kueue.x-k8s.io/v1beta2, clusterqueues/CQ/pendingworkloads):
+    # per ClusterQueue, its pending Workloads in queue order; None when not served or not read,
+    # and `visibility_note` says why.
+    pending_workloads: dict[str, list[Obj]] | None = None
+    visibility_note: str = ""
 
     @property
     def reachable(self) -> bool:
         return self.error is None
+
+    @cached_property
+    def workload_index(self) -> dict[tuple[str, str], Obj]:
+        """Its Workloads by (namespace, name): a copy is looked up once per job, not scanned."""
+        return {(namespace(w), name(w)): w for w in self.workloads}
 
     @property
     def is_manager(self) -> bool:

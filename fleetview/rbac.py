@@ -8,16 +8,18 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from fleetview.objects import KINDS
+from fleetview.objects import KINDS, VISIBILITY_GROUP
 
 ROLE_NAME: Final = "fleetview-reader"
 
 
 def reader_role() -> dict[str, Any]:
-    """get/list on exactly the kinds fleetview lists; nothing else, no Secrets, no writes."""
+    """get/list on exactly what fleetview reads; nothing else, no Secrets, no writes."""
     groups: dict[str, list[str]] = {}
     for group, _, plural, _ in KINDS.values():
         groups.setdefault(group, []).append(plural)
+    # Kueue's visibility API: a ClusterQueue's pending Workloads in order (`why`'s position).
+    groups[VISIBILITY_GROUP] = ["clusterqueues/pendingworkloads"]
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",

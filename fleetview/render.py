@@ -23,9 +23,17 @@ def _pct(value: float | None) -> str:
 
 
 def print_status(report: dict[str, Any], console: Console) -> None:
+    t = report["timings"]
+    dispatcher = t["dispatcher"] + (
+        f" step {t['stepSize']}, {human(t['roundSeconds'])} rounds" if t["stepSize"] else ""
+    )
     console.print(
         f"[bold]fleet status[/] at {report['generatedAt']}  "
-        f"(undispatched warning after {human(report['strandedAfterSeconds'])})"
+        f"(grace {human(report['strandedAfterSeconds'])}; "
+        f"{escape(dispatcher)} dispatcher, workerLostTimeout "
+        f"{human(t['workerLostTimeoutSeconds'])}: {escape(t['source'])}"
+        + (f"; {escape(t['note'])}" if t["note"] else "")
+        + ")"
     )
     clusters = _table("Clusters", "cluster", "role", "answer", "node pools (ready/nodes)")
     for c in report["clusters"]:
@@ -80,7 +88,7 @@ def print_status(report: dict[str, Any], console: Console) -> None:
                 f"Dispatch sets on {c['name']}",
                 "set (workers)",
                 "workload",
-                "phase",
+                "state",
                 "worker",
                 "check",
             )
@@ -98,7 +106,7 @@ def print_status(report: dict[str, Any], console: Console) -> None:
                     ds.add_row(
                         label if i == 0 else "",
                         f"{w['namespace']}/{w['name']}",
-                        w["phase"],
+                        w["state"] or w["phase"],
                         where,
                         escape(check),
                     )
@@ -134,7 +142,7 @@ def print_status(report: dict[str, Any], console: Console) -> None:
 def print_why(answer: dict[str, Any], console: Console) -> None:
     head = f"[bold]{escape(answer['job'])}[/]"
     if answer["workload"]:
-        head += f": Workload {escape(answer['workload'])} on {answer['cluster']}, {answer['phase']}"
+        head += f": Workload {escape(answer['workload'])} on {answer['cluster']}, {answer['state']}"
         if answer["worker"]:
             head += f", on worker {answer['worker']}"
     console.print(head)

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from builders.multikueue import k8s_name
+from fleetview import kueuestate as ks
 from fleetview.objects import (
     MULTIKUEUE_CONTROLLER,
     ORIGIN_LABEL,
@@ -24,10 +25,12 @@ from fleetview.objects import (
     namespace,
     ref,
 )
+from fleetview.settings import DEFAULT_GRACE, Timings
 from upstream.k8s import quantity_value
 
-# How long a Workload may hold quota on the manager without a worker before `status` warns.
-DEFAULT_STRANDED_AFTER: Final = 300.0
+# How long Kueue may take for what it does at once (nominate a reserved job's workers, release an
+# evicted job's quota) before `status` warns; the Incremental dispatcher's rounds come on top.
+DEFAULT_STRANDED_AFTER: Final = DEFAULT_GRACE
 
 SCHEMA_VERSION: Final = 1
 
@@ -234,8 +237,11 @@ def multikueue_cluster_rows(snap: Snapshot, now: dt.datetime) -> list[dict[str, 
     return rows
 
 
-def dispatch_rows(snap: Snapshot, now: dt.datetime) -> list[dict[str, Any]]:
-    """Per MultiKueueConfig: its workers and where each of its Workloads went."""
+def dispatch_rows(
+    snap: Snapshot, now: dt.datetime, states: Mapping[tuple[str, str, str], str] | None = None
+) -> list[dict[str, Any]]:
+    """Per MultiKueueConfig: its workers and where each of its Workloads went (with `why`'s
+    state of each, when the caller computed them: fleetview.why.states)."""
     by_config: dict[str, list[dict[str, Any]]] = {name(c): [] for c in snap.multikueue_configs}
     for wl in snap.workloads:
         found = dispatch_set_of(snap, wl)
@@ -249,6 +255,7 @@ def dispatch_rows(snap: Snapshot, now: dt.datetime) -> list[dict[str, Any]]:
                 "namespace": namespace(wl),
                 "name": name(wl),
                 "phase": workload_phase(wl),
+                "state": (states or {}).get((snap.cluster, namespace(wl), name(wl))),
                 "worker": worker_of(wl),
                 "nominated": list((wl.get("status") or {}).get("nominatedClusterNames") or []),
                 "check": check,
@@ -276,9 +283,167 @@ def _warning(kind: str, cluster: str, obj: str, message: str) -> dict[str, str]:
     return {"kind": kind, "cluster": cluster, "object": obj, "message": message}
 
 
+def _copies(snaps: Sequence[Snapshot], ns: str, wl_name: str) -> list[str]:
+    """The clusters (k8s names) that hold a MultiKueue copy of a manager Workload."""
+    return [
+        k8s_name(s.cluster)
+        for s in snaps
+        if s.reachable and not s.is_manager and (ns, wl_name) in s.workload_index
+    ]
+
+
+def _stranding(
+    snaps: Sequence[Snapshot],
+    snap: Snapshot,
+    wl: Mapping[str, Any],
+    now: dt.datetime,
+    *,
+    grace: float,
+    timings: Timings,
+) -> dict[str, str] | None:
+    """A manager Workload Kueue will not move by itself, as a warning; None for every normal wait.
+
+    Normal: pending for quota (backlog), nominated and waiting for a worker (inside the
+    dispatcher's rounds), admitted, evicted and releasing its quota within the grace.
+    """
+    found = dispatch_set_of(snap, wl)
+    if found is None or not ks.holds_quota(wl) or is_true(wl, "Finished"):
+        return None
+    check, config = found
+    ref_ = f"{namespace(wl)}/{name(wl)}"
+    ev = ks.evicted(wl)
+    if ev is not None:
+        since = age(ev.get("lastTransitionTime"), now)
+        if since is None or since <= grace:
+            return None
+        return _warning(
+            "EvictedHoldingQuota",
+            snap.cluster,
+            ref_,
+            f"evicted {human(since)} ago ({ev.get('reason')}) and still holds quota: its Job "
+            'still counts active pods (docs/operations.md "A worker cluster lost with jobs '
+            'running on it": zero the stale counts)',
+        )
+    status = wl.get("status") or {}
+    if status.get("clusterName") or is_true(wl, "Admitted"):
+        return None
+    workers = next(
+        (
+            list((c.get("spec") or {}).get("clusters") or [])
+            for c in snap.multikueue_configs
+            if name(c) == config
+        ),
+        [],
+    )
+    active = {
+        name(c): age((condition(c, "Active") or {}).get("lastTransitionTime"), now) or 0.0
+        for c in snap.multikueue_clusters
+        if name(c) in workers and is_true(c, "Active")
+    }
+    if not active:
+        return None  # nowhere to send it: MultiKueueClusterNotActive says so
+    held = age((condition(wl, "QuotaReserved") or {}).get("lastTransitionTime"), now) or 0.0
+    waited = min(held, max(active.values()))
+    nominated = list(status.get("nominatedClusterNames") or [])
+    copies = _copies(snaps, namespace(wl), name(wl))
+    read = {k8s_name(s.cluster) for s in snaps if s.reachable}
+    if nominated:
+        # Nominated: the copies are made at once; only if no nominated worker (all of them read)
+        # holds one past the dispatcher's rounds and the grace is something wrong.
+        bound = grace + timings.dispatch_bound(len(workers))
+        if copies or not set(nominated) <= read or waited <= bound:
+            return None
+        what = f"nominated to {', '.join(nominated)} but no copy on any of them"
+        # multikueue/workload.go creates the copies as it nominates; none means the creation
+        # fails there (the namespace, the LocalQueue, the manager's rights on the worker).
+        fix = (
+            "Kueue could not create its copy there: the manager's Kueue logs say why (the "
+            "worker's namespace or LocalQueue, the MultiKueue credentials' rights)"
+        )
+    else:
+        if copies or waited <= grace:
+            return None
+        bound = grace
+        what = "nominated to no worker and no copy on any"
+        fix = (
+            "Kueue will not dispatch it by itself (docs/operations.md \"The manager's Kueue "
+            'killed mid-dispatch")'
+        )
+    return _warning(
+        "Undispatched",
+        snap.cluster,
+        ref_,
+        f"quota reserved {human(held)} ago, {what}, while {', '.join(sorted(active))} "
+        f"{'is' if len(active) == 1 else 'are'} Active (over {human(bound)}; dispatch set "
+        f"{config}, check {check}, {timings.dispatcher} dispatcher): {fix}",
+    )
+
+
+def _lost_jobs(snap: Snapshot, worker: str, lost_for: float | None, timings: Timings) -> str:
+    """What Kueue does to the jobs admitted on a lost worker, and when (multikueue/workload.go:
+    it waits workerLostTimeout from the loss, then sets the check to Retry, which evicts)."""
+    jobs = [
+        w
+        for w in snap.workloads
+        if worker_of(w) == worker and not is_true(w, "Finished") and ks.evicted(w) is None
+    ]
+    if not jobs:
+        return "; no job admitted there"
+    bound = timings.worker_lost_timeout
+    left = bound - (lost_for or 0.0)
+    when = f"in about {human(left)}" if left > 0 else f"due {human(-left)} ago"
+    return (
+        f"; {len(jobs)} job{'s' if len(jobs) != 1 else ''} admitted there "
+        f"{'are' if len(jobs) != 1 else 'is'} evicted and dispatched again once "
+        f"workerLostTimeout ({human(bound)}, {timings.source}) has passed: {when}"
+    )
+
+
+def _request_warning(
+    snap: Snapshot, pr: Mapping[str, Any], now: dt.datetime
+) -> dict[str, str] | None:
+    """A ProvisioningRequest worth a look, judged as Kueue judges it for its Workload
+    (pkg/controller/admissionchecks/provisioning/controller.go syncCheckStates)."""
+    owner = next(
+        (
+            w
+            for w in snap.workloads
+            if namespace(w) == namespace(pr) and name(w) == workload_owner(pr)
+        ),
+        None,
+    )
+    live = owner is not None and (owner.get("spec") or {}).get("active") is not False
+    live = live and owner is not None and not is_true(owner, "Finished")
+    admitted = owner is not None and is_true(owner, "Admitted")
+    kind = None
+    if is_true(pr, "Failed"):
+        kind = ("failed", "Failed")
+    elif is_true(pr, "CapacityRevoked") and live:
+        # Kueue rejects the check, which deactivates the Workload.
+        kind = ("revoked", "CapacityRevoked")
+    elif is_true(pr, "BookingExpired") and live and not admitted:
+        # After admission the booking's end is expected (the autoscaler's 10 min reservation,
+        # or all pods scheduled); Kueue ignores it then. Before, Kueue retries or rejects.
+        kind = ("expired", "BookingExpired")
+    if kind is None:
+        return None
+    c = condition(pr, kind[1]) or {}
+    return _warning(
+        "ProvisioningRequestFailed",
+        snap.cluster,
+        f"{namespace(pr)}/{name(pr)}",
+        f"{kind[0]}: {c.get('reason', '')} {c.get('message', '')}".strip()
+        + f" ({human(age(c.get('lastTransitionTime'), now))} ago)",
+    )
+
+
 def warnings(
-    snaps: Sequence[Snapshot], now: dt.datetime, stranded_after: float
+    snaps: Sequence[Snapshot],
+    now: dt.datetime,
+    stranded_after: float,
+    timings: Timings | None = None,
 ) -> list[dict[str, str]]:
+    timings = timings or Timings()
     out: list[dict[str, str]] = []
     for snap in snaps:
         if not snap.reachable:
@@ -296,36 +461,19 @@ def warnings(
                         "MultiKueueClusterNotActive",
                         snap.cluster,
                         row["name"],
-                        f"{row['reason']}{since}: {row['message']}".rstrip(": "),
+                        f"{row['reason']}{since}: {row['message']}".rstrip(": ")
+                        + _lost_jobs(snap, row["name"], row["sinceSeconds"], timings),
                     )
                 )
         if snap.is_manager:
-            for ds in dispatch_rows(snap, now):
-                for w in ds["workloads"]:
-                    held = w["reservedSeconds"]
-                    if w["worker"] is None and held is not None and held > stranded_after:
-                        out.append(
-                            _warning(
-                                "Undispatched",
-                                snap.cluster,
-                                f"{w['namespace']}/{w['name']}",
-                                f"quota reserved {human(held)} ago and no worker admitted it "
-                                f"(dispatch set {ds['config']}, check {w['check']} "
-                                f"{w['checkState'] or 'without state'}"
-                                + (f": {w['checkMessage']}" if w["checkMessage"] else "")
-                                + ")",
-                            )
-                        )
-        for row in provisioning_rows(snap, now):
-            if row["state"] in ("failed", "revoked", "expired"):
-                out.append(
-                    _warning(
-                        "ProvisioningRequestFailed",
-                        snap.cluster,
-                        f"{row['namespace']}/{row['name']}",
-                        f"{row['state']}: {row['reason']} {row['message']}".strip(),
-                    )
-                )
+            for wl in sorted(snap.workloads, key=ref):
+                found = _stranding(snaps, snap, wl, now, grace=stranded_after, timings=timings)
+                if found is not None:
+                    out.append(found)
+        for pr in sorted(snap.provisioning_requests, key=ref):
+            found = _request_warning(snap, pr, now)
+            if found is not None:
+                out.append(found)
     return out
 
 
@@ -349,8 +497,12 @@ def report(
     snaps: Sequence[Snapshot],
     now: dt.datetime,
     stranded_after: float = DEFAULT_STRANDED_AFTER,
+    timings: Timings | None = None,
+    states: Mapping[tuple[str, str, str], str] | None = None,
 ) -> dict[str, Any]:
-    """The whole `status` report (its JSON form; the tables render this)."""
+    """The whole `status` report (its JSON form; the tables render this). `states`: `why`'s
+    state per manager Workload (fleetview.why.states), shown in the dispatch rows."""
+    timings = timings or Timings()
     workers = manager_workers(snaps)
     clusters = []
     for snap in snaps:
@@ -375,12 +527,13 @@ def report(
             row["nodePools"] = pool_rows(snap)
             if snap.is_manager:
                 row["multiKueueClusters"] = multikueue_cluster_rows(snap, now)
-                row["dispatchSets"] = dispatch_rows(snap, now)
+                row["dispatchSets"] = dispatch_rows(snap, now, states)
         clusters.append(row)
     return {
         "schemaVersion": SCHEMA_VERSION,
         "generatedAt": now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "strandedAfterSeconds": stranded_after,
+        "timings": timings.as_json(),
         "clusters": clusters,
-        "warnings": warnings(snaps, now, stranded_after),
+        "warnings": warnings(snaps, now, stranded_after, timings),
     }

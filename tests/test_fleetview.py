@@ -5,6 +5,7 @@ The live states (a real Kueue on each plane) are in tests/realtier/test_fleetvie
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import socket
@@ -19,75 +20,26 @@ from typing import Any
 import pytest
 
 from fleetview.fetch import read_all
-from fleetview.objects import MULTIKUEUE_CONTROLLER, PROVISIONING_CONTROLLER, Snapshot
+from fleetview.objects import Snapshot
 from fleetview.status import report
 from fleetview.why import explain
 from tests import crdschema
 from tests.conftest import ROOT
 from tests.fleetview_objects import (
+    JOB,
     NOW,
+    PENDING_MESSAGE,
+    TEAM,
+    WL,
     Obj,
-    admission_check,
     check_state,
     cluster_queue,
     cond,
-    local_queue,
-    multikueue_cluster,
-    multikueue_config,
-    node,
+    manager,
     provisioning_request,
+    worker,
     workload,
 )
-
-TEAM = "team-a"
-JOB = "train"
-WL = f"job-{JOB}-1a2b3"
-PENDING_MESSAGE = (
-    "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor "
-    "default, 1 more needed"
-)
-
-
-def manager(*workloads: Obj, down: tuple[str, ...] = ()) -> Snapshot:
-    return Snapshot(
-        "manager",
-        cluster_queues=[
-            cluster_queue(
-                TEAM, nominal="4", used="3", pending=1, admitted=1, checks=("multikueue",)
-            )
-        ],
-        local_queues=[local_queue(TEAM, TEAM, TEAM)],
-        admission_checks=[
-            admission_check("multikueue", MULTIKUEUE_CONTROLLER, "MultiKueueConfig", "multikueue")
-        ],
-        multikueue_clusters=[
-            multikueue_cluster(w, active=w not in down, seconds=400)
-            for w in ("worker-1", "worker-2")
-        ],
-        multikueue_configs=[multikueue_config("multikueue", ["worker-1", "worker-2"])],
-        workloads=list(workloads),
-        nodes=[node("aks-system-0", "system")],
-    )
-
-
-def worker(name: str, *workloads: Obj, prs: tuple[Obj, ...] = ()) -> Snapshot:
-    return Snapshot(
-        name,
-        cluster_queues=[cluster_queue(TEAM, nominal="8", used="1", checks=("provisioning",))],
-        local_queues=[local_queue(TEAM, TEAM, TEAM)],
-        admission_checks=[
-            admission_check(
-                "provisioning", PROVISIONING_CONTROLLER, "ProvisioningRequestConfig", "provisioning"
-            )
-        ],
-        workloads=list(workloads),
-        provisioning_requests=list(prs),
-        nodes=[
-            node("aks-system-0", "system"),
-            node("aks-batch-0", "batch"),
-            node("aks-batch-1", "batch", ready=False),
-        ],
-    )
 
 
 def pending_on_quota() -> Obj:
@@ -128,6 +80,14 @@ def copy_running() -> Obj:
         conditions=[
             cond("QuotaReserved", "True", "QuotaReserved", "Quota reserved"),
             cond("Admitted", "True", "Admitted", "The workload is admitted"),
+            # jobframework/reconciler.go: PodsReady once every pod is ready.
+            cond(
+                "PodsReady",
+                "True",
+                "Started",
+                "All pods reached readiness and the workload is running",
+                seconds=30,
+            ),
         ],
         checks=[check_state("provisioning", "Ready", "")],
         admitted_to=TEAM,
@@ -184,6 +144,7 @@ def every_fixture_object() -> Iterator[tuple[str, Obj]]:
             "multikueue_clusters",
             "multikueue_configs",
             "provisioning_requests",
+            "provisioning_request_configs",
         ):
             for obj in getattr(snap, field):
                 yield f"{snap.cluster} {obj['kind']} {obj['metadata']['name']}", obj
@@ -350,7 +311,11 @@ def test_why_waiting_on_the_provisioning_request_says_the_autoscaler_has_not_ans
         manager(dispatched("worker-1")),
         worker("worker-1", copy_waiting_for_capacity(), prs=(waiting_pr(),)),
     )
-    assert "waits for its ProvisioningRequest (waiting: Capacity is not found" in answer["verdict"]
+    assert answer["state"] == "at-gate"
+    assert (
+        "waits at its provisioning gate provisioning (Pending, first attempt); the cluster "
+        "autoscaler says waiting: Capacity is not found, CA will try to find it later."
+    ) in answer["verdict"]
     assert "get provisioningrequests -n team-a" in answer["next"]
     assert any(f["object"].startswith("ProvisioningRequest ") for f in answer["facts"])
 
@@ -366,7 +331,9 @@ def test_why_a_lost_worker_is_named_with_the_managers_condition() -> None:
     assert ("worker-2", "-") in {(f["cluster"], f["object"]) for f in answer["facts"]}
 
 
-def test_why_stranded_on_the_manager_and_why_the_copy_waits() -> None:
+def test_why_a_nominated_job_waiting_for_worker_quota_is_backlog_not_stranded() -> None:
+    """15 minutes nominated to worker-1, whose queue is full: Kueue's normal wait, not stranding
+    (the old verdict called it "looks stranded" because it counted only the manager's quota)."""
     answer = why(
         manager(reserved(900, nominated=["worker-1"])),
         worker(
@@ -379,20 +346,23 @@ def test_why_stranded_on_the_manager_and_why_the_copy_waits() -> None:
             ),
         ),
     )
+    assert answer["state"] == "nominated"
     assert "holds quota on manager ClusterQueue team-a for 15m00s" in answer["verdict"]
-    assert "it looks stranded" in answer["verdict"]
+    assert "nominated to worker-1" in answer["verdict"]
+    assert "stranded" not in answer["verdict"]
     assert f"on worker-1 it waits for quota: {PENDING_MESSAGE}" in answer["verdict"]
 
 
 def test_why_no_active_worker_in_the_set() -> None:
     answer = why(manager(reserved(30), down=("worker-1", "worker-2")))
+    assert answer["state"] == "no-worker"
     assert "No worker of dispatch set multikueue is Active" in answer["verdict"]
     assert "it looks stranded" not in answer["verdict"]
 
 
 def test_why_unknown_job_says_kueue_never_saw_it() -> None:
     answer = why(manager(), worker("worker-1"))
-    assert answer["workload"] is None
+    assert (answer["workload"], answer["state"]) == (None, "not-found")
     assert "No Workload for team-a/train on manager" in answer["verdict"]
 
 
@@ -473,7 +443,7 @@ def test_a_hung_a_refusing_and_a_plugin_waiting_cluster_each_answer_within_the_b
     assert errors["manager"].startswith("unreachable: no answer (https://127.0.0.1:"), errors
     assert errors["worker-1"].startswith("unreachable: connection refused (https://"), errors
     assert errors["worker-2"], errors  # the plugin never returned: a row, not a hang
-    assert errors["worker-3"].startswith("kubeconfig: "), errors
+    assert errors["worker-3"].startswith("malformed kubeconfig: not YAML"), errors
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -502,11 +472,31 @@ def test_cli_status_on_an_unreachable_fleet_answers_in_json_and_rows(tmp_path: P
         server = f"https://127.0.0.1:{s.getsockname()[1]}"
     path = _kubeconfig(tmp_path, "manager", server)
     out = _cli("status", "--json", "--timeout", "3", "--kubeconfig", f"manager={path}")
-    assert out.returncode == 0, out.stderr
+    # Answered (JSON on stdout), and exit 2: a cluster could not be read.
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith("fleetview: manager: unreachable: connection refused"), out.stderr
     data = json.loads(out.stdout)
     assert data["clusters"][0]["reachable"] is False
     assert data["warnings"][0]["kind"] == "Unreachable"
     table = _cli("why", f"{TEAM}/{JOB}", "--timeout", "3", "--kubeconfig", f"manager={path}")
-    assert table.returncode == 1, table.stderr
+    assert table.returncode == 2, table.stderr
     assert "unreachable" in table.stdout
     assert "Traceback" not in table.stderr
+
+
+def test_only_fetch_imports_the_kubernetes_client_in_every_fleetview_module() -> None:
+    """The import-linter contract names fleetview's modules one by one; this holds every module,
+    new ones included (kueuestate, settings, kubelogin are pure: objects in, words out)."""
+    importing = set()
+    for path in sorted((ROOT / "fleetview").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            if any(n == "kubernetes" or n.startswith("kubernetes.") for n in names):
+                importing.add(path.name)
+    assert importing == {"fetch.py"}
