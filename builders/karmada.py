@@ -33,6 +33,7 @@ from builders.manifest import KARMADA_TARGET, HelmRelease, Manifest
 from config.karmada import KarmadaSettings
 from config.models import ClusterConfig, FleetConfig, version_tuple
 from config.resolve import credential_schedule, host_name, member_names
+from constants import WAIT_FOR
 from upstream.podsecurity import labels as pod_security_labels
 
 CHART: Final = "oci://docker.io/karmada/karmada"  # `make push-chart` at each release tag
@@ -445,7 +446,9 @@ def impersonator_secret_name(cluster: str, generation: int = 0) -> str:
 
 
 def _token_secret(service_account: str, generation: int = 0) -> dict[str, Any]:
-    # The token controller fills data.token and data["ca.crt"]; join waits for them as well.
+    # The token controller fills data.token and data["ca.crt"] after the create: the provider
+    # waits for the token (pulumi.com/waitFor) before anything reads it, as `karmadactl join`
+    # waits, so a credential is never built from an unfilled Secret.
     return {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -453,7 +456,10 @@ def _token_secret(service_account: str, generation: int = 0) -> dict[str, Any]:
         "metadata": _meta(
             token_secret_name(service_account, generation),
             CLUSTER_NAMESPACE,
-            annotations={"kubernetes.io/service-account.name": service_account},
+            annotations={
+                "kubernetes.io/service-account.name": service_account,
+                WAIT_FOR: "jsonpath={.data.token}",
+            },
         ),
     }
 

@@ -54,7 +54,14 @@ class KarmadaArgs:
 
 
 def _data(data: Mapping[str, str] | None, key: str) -> str:
-    return (data or {}).get(key) or ""
+    """A field of a member's token Secret as the API server returned it (after its waitFor)."""
+    value = (data or {}).get(key)
+    if not value:
+        raise RuntimeError(
+            f"a Karmada member token Secret has no data[{key!r}]: the token controller did not "
+            "fill it (does the ServiceAccount exist?); no credential is built from it"
+        )
+    return value
 
 
 def _kubeconfig(data: Mapping[str, str] | None, address: str) -> str:

@@ -215,7 +215,8 @@ def test_the_member_token_still_belongs_to_the_same_account() -> None:
     ]
     assert secret["metadata"]["name"] == "karmada-worker-1-token-4"
     assert secret["metadata"]["annotations"] == {
-        "kubernetes.io/service-account.name": "karmada-worker-1"
+        "kubernetes.io/service-account.name": "karmada-worker-1",
+        "pulumi.com/waitFor": "jsonpath={.data.token}",
     }
     assert secret["type"] == "kubernetes.io/service-account-token"
 

@@ -280,7 +280,11 @@ def test_member_objects_are_what_karmadactl_join_creates() -> None:
         secret = objs[("Secret", account)]
         assert secret["type"] == "kubernetes.io/service-account-token"
         assert secret["metadata"]["namespace"] == "karmada-cluster"
-        assert secret["metadata"]["annotations"] == {"kubernetes.io/service-account.name": account}
+        assert secret["metadata"]["annotations"] == {
+            "kubernetes.io/service-account.name": account,
+            # The provider waits for the token controller before the credential reads it.
+            "pulumi.com/waitFor": "jsonpath={.data.token}",
+        }
         assert "data" not in secret  # the token controller fills it
     # util.ClusterPolicyRules at v1.18.2: everything, plus GET on every non-resource URL.
     role = objs[("ClusterRole", "karmada-controller-manager:karmada-worker-1")]

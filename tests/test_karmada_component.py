@@ -372,3 +372,12 @@ def test_dev_stack_registers_the_seed_application() -> None:
     ]
     assert len(graph.of_type(CLUSTER)) == 2
     assert len([r for r in graph.of_type(RELEASE) if r.name.endswith("kruise-release")]) == 2
+
+
+def test_an_unfilled_member_token_is_an_error_not_an_empty_credential() -> None:
+    from components.karmada import _data  # pyright: ignore[reportPrivateUsage]  # noqa: PLC0415
+
+    assert _data({"token": "dG9r"}, "token") == "dG9r"
+    for unfilled in (None, {}, {"token": ""}):
+        with pytest.raises(RuntimeError, match=r"has no data\['token'\]: the token controller"):
+            _data(unfilled, "token")
