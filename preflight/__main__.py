@@ -1,5 +1,6 @@
 """`python -m preflight <stack> [--json] [--render DIR] [--against [REF]] [--markdown]
-[--diagram]`, `python -m preflight placement ...` and `python -m preflight dashboard [--out FILE]`.
+[--diagram]`, `python -m preflight placement ...`, `python -m preflight dashboard [--out FILE]`
+and `python -m preflight alerts <stack> [--out FILE]`.
 
 Exit status: 0 valid, 1 invalid config (every error printed with its key path), 2 bad usage.
 """
@@ -220,6 +221,36 @@ def run_dashboard(argv: list[str]) -> int:
     return 0
 
 
+def run_alerts(argv: list[str]) -> int:
+    """The stack's Prometheus alert rules as a rule file (docs/metrics.md), on stdout or a file."""
+    parser = argparse.ArgumentParser(
+        prog="python -m preflight alerts",
+        description="Print the stack's Prometheus alert rules (a rule file, YAML).",
+    )
+    parser.add_argument("stack", help="the stack whose Pulumi.<stack>.yaml to read")
+    parser.add_argument("--out", type=Path, metavar="FILE", help="write the rules to FILE")
+    args = parser.parse_args(argv)
+    import yaml  # noqa: PLC0415 - only this subcommand
+
+    from builders.alerts import alert_rules, rule_file  # noqa: PLC0415
+    from checks.alerts import rule_problems  # noqa: PLC0415
+
+    try:
+        fleet, _ = load_from_file(args.stack)
+    except ConfigError as err:
+        return _invalid(err, as_json=False)
+    problems = rule_problems(alert_rules(fleet))
+    if problems:
+        Console(stderr=True, soft_wrap=True).print("\n".join(problems), style="red", markup=False)
+        return 1
+    text = yaml.safe_dump(rule_file(fleet), sort_keys=False, width=100)
+    if args.out is None:
+        sys.stdout.write(text)
+    else:
+        args.out.write_text(text)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     console = Console(soft_wrap=False, width=140)
@@ -229,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_placement(argv[1:], console)
     if argv and argv[0] == "dashboard":
         return run_dashboard(argv[1:])
+    if argv and argv[0] == "alerts":
+        return run_alerts(argv[1:])
     return run_stack(argv, console)
 
 
