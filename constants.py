@@ -64,3 +64,8 @@ KUBERNETES_PROVIDER_VERSION: Final = "4.25.0"
 # (a queue with its own workers gets `multikueue-<queue>`).
 MULTIKUEUE_ADMISSION_CHECK: Final = "multikueue"
 MULTIKUEUE_CONFIG: Final = "multikueue"
+
+
+def resource_group_of(configured: str | None, stack: str) -> str:
+    """The stack's resource group: `resourceGroup`, else `aks-batch-fleet-<stack>`."""
+    return configured or f"{PROJECT}-{stack}"

@@ -19,7 +19,7 @@ from builders.monitoring import azure_monitor_profile
 from config.errors import key_path
 from config.models import ClusterConfig, FleetConfig
 from config.resolve import access_of
-from constants import PROJECT, TAG_CLUSTER, TAG_MANAGED_BY, TAG_STACK
+from constants import PROJECT, TAG_CLUSTER, TAG_MANAGED_BY, TAG_STACK, resource_group_of
 from upstream.aks import ROLE_CONTRIBUTOR, ROLE_NETWORK_CONTRIBUTOR
 
 KNOWN_AFTER_DEPLOY = "(known after deploy)"
@@ -333,7 +333,7 @@ def azure_requests(
     if not aks:
         return []
     tags = {TAG_MANAGED_BY: PROJECT, TAG_STACK: stack, **fleet.tags}
-    group = fleet.resource_group or f"{PROJECT}-{stack}"
+    group = resource_group_of(fleet.resource_group, stack)
     out = [
         AzureRequest(
             RG,

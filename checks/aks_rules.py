@@ -245,10 +245,6 @@ AKS_RULE_CHECKS: tuple[Check, ...] = (
 # --- across stacks -------------------------------------------------------------------------
 
 
-def default_resource_group(project: str, stack: str) -> str:
-    return f"{project}-{stack}"
-
-
 def shared_resource_groups(stack: str, groups: Mapping[str, tuple[str, str | None]]) -> list[Issue]:
     """Stacks that claim this stack's resource group (in one subscription, or one not named).
 

@@ -20,7 +20,7 @@ from components.kueue import Kueue, KueueArgs
 from components.multikueue import MultiKueue, MultiKueueArgs
 from config.models import FleetConfig
 from config.resolve import access_of, dispatch_sets, with_mirrored_queues
-from constants import PROJECT, TAG_MANAGED_BY, TAG_STACK, TYPE_PREFIX
+from constants import PROJECT, TAG_MANAGED_BY, TAG_STACK, TYPE_PREFIX, resource_group_of
 
 Cluster = AksCluster | ExistingCluster
 
@@ -67,7 +67,7 @@ class Fleet(pulumi.ComponentResource):
         if aks:
             group = resources.ResourceGroup(
                 f"{name}-rg",
-                resource_group_name=cfg.resource_group or f"{PROJECT}-{args.stack}",
+                resource_group_name=resource_group_of(cfg.resource_group, args.stack),
                 location=location,
                 tags=tags,
                 opts=pulumi.ResourceOptions(parent=self),

@@ -16,7 +16,7 @@ from pydantic_core import ErrorDetails
 from config import yamlsafe
 from config.errors import ConfigError, Issue, key_path
 from config.models import FleetConfig
-from constants import CONFIG_KEY, PROJECT
+from constants import CONFIG_KEY, PROJECT, resource_group_of
 from upstream.karmada import KARMADA_CRD_FILES, kruise_app_version
 
 SECRET_PLACEHOLDER = "<secret>"
@@ -452,7 +452,7 @@ def stack_resource_groups(root: Path | None = None) -> dict[str, tuple[str, str 
         group = fleet.get("resourceGroup")
         subscription = config.get("azure-native:subscriptionId")
         out[stack] = (
-            group if isinstance(group, str) else f"{PROJECT}-{stack}",
+            resource_group_of(group if isinstance(group, str) else None, stack),
             subscription if isinstance(subscription, str) else None,
         )
     return out
