@@ -7,6 +7,10 @@ answers, unreachable clusters included), 1 `why` found no Workload, 2 bad usage 
 
 from __future__ import annotations
 
+import environment
+
+environment.require("fleetview")  # before the first third-party import: advice, not a traceback
+
 import argparse
 import datetime as dt
 import json

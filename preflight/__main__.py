@@ -6,6 +6,12 @@ Exit status: 0 valid, 1 invalid config (every error printed with its key path), 
 
 from __future__ import annotations
 
+import environment
+
+# Before the first third-party import: a Python without the project's packages gets the command
+# to run instead of a traceback.
+environment.require("preflight")
+
 import argparse
 import json
 import sys
