@@ -17,6 +17,7 @@ from config.loader import (
     read_existing_kubeconfigs,
     read_karmada_kubeconfig,
     read_stack_file,
+    stack_lines,
 )
 from config.models import FleetConfig
 
@@ -104,12 +105,15 @@ def load_from_file(
     """Offline: `Pulumi.<stack>.yaml` parsed and checked, as the program would see it.
 
     `files=False` skips the file-path keys: for a stack file taken alone from another git ref.
+    Every error names the line of its key (the file is read for lines only when there are errors).
     """
-    raw, source = read_stack_file(stack, root)
-    fleet, warnings = parse_fleet(raw, source=source)
-    if files:
-        try:
+    raw: Any = None
+    try:
+        raw, source = read_stack_file(stack, root)
+        fleet, warnings = parse_fleet(raw, source=source)
+        if files:
             read_files(fleet, root or PROJECT_ROOT, source=source)
-        except ConfigError as err:
-            raise ConfigError(err.issues, source, raw) from None
+    except ConfigError as err:
+        lines = stack_lines(stack, root)
+        raise ConfigError(err.issues, err.source, err.data or raw, lines) from None
     return fleet, warnings

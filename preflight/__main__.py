@@ -23,7 +23,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from checks.stack import load_from_file
-from config.errors import ConfigError, named_path
+from config.errors import ConfigError, named_path, path_parts
+from config.loader import stack_lines
 from preflight.access import access_section, azure_access
 from preflight.plan import build_plan, quota_section
 from preflight.render import write_render
@@ -128,7 +129,9 @@ def _print_tables(plan: dict[str, Any], console: Console) -> None:
         console.print(table)
     for w in plan["warnings"]:
         # Paths name items in brackets (`pools[gpu]`): escaped, never read as markup.
-        line = f"[yellow]warning[/] {escape(w.get('at', w['path']))}: {escape(w['message'])}"
+        at = f"{plan['file']}:{w['line']}: " if w.get("line") else ""
+        text = f"{at}{w.get('at', w['path'])}: {w['message']}"
+        line = f"[yellow]warning[/] {escape(text)}"
         console.print(line, soft_wrap=True, highlight=False)
 
 
@@ -136,9 +139,14 @@ def _invalid(err: ConfigError, *, as_json: bool) -> int:
     """Every error with its key path (JSON or red text); exit status 1."""
     if as_json:
         # `path` addresses the key by position; `at` names the items, as the text does.
-        errors = [
-            {"path": i.path, "at": err.named(i).path, "message": i.message} for i in err.errors
-        ]
+        errors: list[dict[str, Any]] = []
+        for issue in err.errors:
+            found = err.found(issue)
+            error: dict[str, Any] = {"path": issue.path, "at": err.named(issue).path}
+            error["message"] = err.written(issue, found).message
+            if found is not None:  # the line of its key in the stack file
+                error["line"] = found.line
+            errors.append(error)
         print(json.dumps({"valid": False, "errors": errors}, indent=2))
     else:
         # soft_wrap: a key path is never broken across lines (rich wraps at 80 columns
@@ -171,11 +179,18 @@ def run_stack(argv: list[str], console: Console) -> int:
     refused = azure_issues(fleet, args.stack)
     if refused:
         source = f"the Azure requests of stack {args.stack}"
-        return _invalid(ConfigError(refused, source, written), as_json=args.json)
+        lines = stack_lines(args.stack)
+        return _invalid(ConfigError(refused, source, written, lines), as_json=args.json)
     sections, more_warnings = extra_sections(fleet)
     plan = build_plan(args.stack, fleet, [*warnings, *more_warnings])
+    lines = stack_lines(args.stack) if plan["warnings"] else None
     for w in plan["warnings"]:
         w["at"] = named_path(w["path"], written)
+        found = lines.find(path_parts(w["path"], written)) if lines and w["path"] else None
+        if found is not None:  # the line of its key in the stack file
+            w["line"] = found.line
+    if lines is not None:
+        plan["file"] = lines.file
     plan["azureAccess"] = azure_access(fleet)
     plan["sections"] = [
         quota_section(plan["azureQuotas"]),
