@@ -2,9 +2,9 @@
 before their first third-party import, so that a bare `python` prints the command to run instead
 of a ModuleNotFoundError traceback.
 
-The packages asked for are pyproject.toml's `[project].dependencies`, the list `uv sync` installs
-from: a dependency added there is asked for here with no second list to keep. Standard library only,
-and importable by any Python 3 (the version check comes first).
+What it asks for is read from pyproject.toml, which `uv sync` installs from: the Python versions of
+`requires-python` and the packages of `[project].dependencies`, so a dependency added there is asked
+for here with no second list to keep. Standard library only, importable by any Python 3.
 """
 
 from __future__ import annotations
@@ -16,20 +16,33 @@ from importlib import metadata
 from pathlib import Path
 
 PYPROJECT = Path(__file__).resolve().parent / "pyproject.toml"
-OLDEST, NEWEST = (3, 11), (3, 13)
 # The exit status of a command that cannot run (preflight's and fleetview's "bad usage").
 EXIT_STATUS = 2
 # A requirement's distribution name (PEP 508): `pyyaml==6.0.4`, `pyright[nodejs]==...`.
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+# `requires-python = ">=3.11,<3.14"`, read without tomllib (which older Pythons lack).
+_REQUIRES_PYTHON = re.compile(r'^requires-python\s*=\s*"([^"]*)"', re.MULTILINE)
+_BOUND = re.compile(r"^(>=|<)\s*(\d+)\.(\d+)$")
+
+
+def python_range(pyproject: Path = PYPROJECT) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """`requires-python` as (oldest, first too new) minor versions, when it says `>=X.Y,<X.Z`."""
+    try:
+        found = _REQUIRES_PYTHON.search(pyproject.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    bounds = [_BOUND.match(part.strip()) for part in found.group(1).split(",")] if found else []
+    limits = {m.group(1): (int(m.group(2)), int(m.group(3))) for m in bounds if m}
+    return (limits[">="], limits["<"]) if set(limits) == {">=", "<"} else None
 
 
 def declared_dependencies(pyproject: Path = PYPROJECT) -> list[str]:
     """Distribution names in `[project].dependencies` (none when the file cannot be read)."""
-    import tomllib  # noqa: PLC0415 - Python 3.11+, checked before this runs
-
     try:
+        import tomllib  # noqa: PLC0415 - Python 3.11+; `problem` checks the version first
+
         project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
-    except (OSError, ValueError):
+    except (ImportError, OSError, ValueError):
         return []
     names = [_NAME.match(str(r)) for r in project.get("dependencies", [])]
     return [m.group(1) for m in names if m]
@@ -48,9 +61,11 @@ def missing_dependencies(names: list[str]) -> list[str]:
 
 def problem(version: tuple[int, ...] = sys.version_info[:3]) -> str | None:
     """Why this Python cannot run the project, or None."""
-    if not OLDEST <= tuple(version[:2]) <= NEWEST:
+    supported = python_range()
+    if supported is not None and not supported[0] <= tuple(version[:2]) < supported[1]:
+        (major, oldest), (_, too_new) = supported
         found = ".".join(str(part) for part in version[:3])
-        return f"needs Python {OLDEST[0]}.{OLDEST[1]}-{NEWEST[0]}.{NEWEST[1]}, this is {found}"
+        return f"needs Python {major}.{oldest}-{major}.{too_new - 1}, this is {found}"
     missing = missing_dependencies(declared_dependencies())
     if missing:
         more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""

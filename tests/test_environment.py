@@ -66,10 +66,14 @@ def test_the_packages_asked_for_are_pyprojects_dependencies(tmp_path: Path) -> N
     assert environment.missing_dependencies(added) == ["no-such-package-here"]
 
 
-def test_a_python_outside_the_supported_versions_is_named() -> None:
+def test_a_python_outside_pyprojects_versions_is_named(tmp_path: Path) -> None:
+    assert environment.python_range() == ((3, 11), (3, 14))  # requires-python = ">=3.11,<3.14"
     assert environment.problem((3, 10, 12)) == "needs Python 3.11-3.13, this is 3.10.12"
     assert environment.problem((3, 14, 0)) == "needs Python 3.11-3.13, this is 3.14.0"
     assert environment.problem(sys.version_info[:3]) is None
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[project]\nrequires-python = ">=3.12, <3.15"\n')
+    assert environment.python_range(pyproject) == ((3, 12), (3, 15))
 
 
 def _imported_top_levels(paths: list[Path]) -> set[str]:
