@@ -99,6 +99,19 @@ def read_files(fleet: FleetConfig, root: Path, *, source: str = "") -> StackFile
     )
 
 
+def with_lines(err: ConfigError, stack: str, root: Path | None = None) -> ConfigError:
+    """`err` naming the lines of `Pulumi.<stack>.yaml` when that file holds the very config it is
+    about: the program's config comes from the CLI, which may have read it elsewhere
+    (`--config-file`), and a fleet with secrets differs from the file's placeholders."""
+    try:
+        written, _ = read_stack_file(stack, root)
+    except ConfigError:
+        return err
+    if err.data is None or written != err.data:
+        return err
+    return ConfigError(err.issues, err.source, err.data, stack_lines(stack, root))
+
+
 def load_from_file(
     stack: str, root: Path | None = None, *, files: bool = True
 ) -> tuple[FleetConfig, list[Issue]]:

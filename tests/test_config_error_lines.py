@@ -7,17 +7,27 @@ from __future__ import annotations
 
 import json
 import re
+import runpy
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import pulumi
 import pytest
 
 from checks.stack import load_from_file
 from config import yamlsafe
 from config.errors import ConfigError
-from tests.conftest import ROOT, copy_preflight_sources
+from config.loader import read_stack_file
+from tests.conftest import (
+    ROOT,
+    Graph,
+    copy_preflight_sources,
+    run_program,
+    set_stack_config,
+)
 
 DEV = (ROOT / "Pulumi.dev.yaml").read_text()
 PROD = (ROOT / "Pulumi.prod.yaml").read_text()
@@ -211,3 +221,28 @@ def test_finding_lines_costs_milliseconds() -> None:
     for _ in range(10):
         yamlsafe.positions(text)
     assert (time.perf_counter() - start) / 10 < 0.05
+
+
+def test_the_programs_errors_name_their_lines_when_the_stack_file_holds_the_config(
+    graph: Graph, tmp_path: Path
+) -> None:
+    """`pulumi up` on a stack whose file holds the config the CLI passed: the same lines."""
+    text = edited(DEV, "vmSize: Standard_D4s_v5", "vmSize: Standard_D4sv5")
+    (tmp_path / "Pulumi.test.yaml").write_text(text)  # the mocks' stack is `test`
+    shutil.copy(ROOT / "__main__.py", tmp_path / "__main__.py")
+    raw, _ = read_stack_file("test", tmp_path)
+    set_stack_config(raw)
+    with pytest.raises(pulumi.RunError) as info:
+        run_program(lambda: runpy.run_path(str(tmp_path / "__main__.py")))
+    number = next(i for i, x in enumerate(text.splitlines(), 1) if "Standard_D4sv5" in x)
+    assert f"  - Pulumi.test.yaml:{number}: clusters[worker-1].pools[batch].vmSize: " in str(
+        info.value
+    )
+    # Config from elsewhere (the file says otherwise): key paths alone, never a wrong line.
+    raw["clusters"][0]["systemPool"]["count"] = 2
+    set_stack_config(raw)
+    with pytest.raises(pulumi.RunError) as info:
+        run_program(lambda: runpy.run_path(str(tmp_path / "__main__.py")))
+    assert "  - clusters[worker-1].pools[batch].vmSize: " in str(info.value)
+    assert "Pulumi.test.yaml:" not in str(info.value)
+    assert graph.resources == []
