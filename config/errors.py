@@ -225,10 +225,10 @@ class ConfigError(Exception):
     def reports(self) -> list[Report]:
         """The errors as printed: named, with their lines, a mistake in anchored text once."""
         groups: dict[tuple[object, ...], list[_Seen]] = {}
-        for issue in self.errors:
+        for position, issue in enumerate(self.errors):
             found = self.found(issue)
             shown = self.named(self.written(issue, found))
-            key: tuple[object, ...] = (id(issue),)
+            key: tuple[object, ...] = (position,)
             prefix = ""
             if found is not None and found.through:
                 anchor, depth, _, _ = found.through[0]

@@ -231,7 +231,10 @@ def read_stack_file(stack: str, root: Path | None = None) -> tuple[Any, str]:
 def _missing_fleet(config: dict[str, Any], name: str) -> Issue:
     """No fleet key: a key spelled close to it is the likely mistake (`aks-batch-fleet:fleets`)."""
     written = [str(k) for k in config]
-    close = difflib.get_close_matches(FULL_KEY, written, n=1, cutoff=0.8)
+    # A typo in it, or the fleet under another namespace (`fleet:`, `myproject:fleet`).
+    close = difflib.get_close_matches(FULL_KEY, written, n=1, cutoff=0.8) or [
+        k for k in written if k.rpartition(":")[2] == CONFIG_KEY
+    ]
     if close:
         return Issue(
             close[0],
@@ -243,8 +246,9 @@ def _missing_fleet(config: dict[str, Any], name: str) -> Issue:
 def stack_lines(stack: str, root: Path | None = None) -> Lines | None:
     """Where the keys of `Pulumi.<stack>.yaml` are written, for error messages (None when the file
     cannot be read as YAML). A path of the fleet key is under `config.<FULL_KEY>`; a path that
-    starts with a config key (`aks-batch-fleet:fleets`) under `config`; `location`, when the fleet
-    does not set it, is `azure-native:location` (`with_default_location`)."""
+    starts with a config key (`aks-batch-fleet:fleets`), or any path when the file has no fleet
+    key, under `config`; `location`, when the fleet does not set it, is `azure-native:location`
+    (`with_default_location`)."""
     path = stack_file(stack, root)
     try:
         with path.open("rb") as f:
@@ -261,7 +265,7 @@ def stack_lines(stack: str, root: Path | None = None) -> Lines | None:
     own_location = fleet is not None and "location" in fleet.value.keys
 
     def find(parts: tuple[str | int, ...]) -> yamlsafe.Found:
-        if isinstance(parts[0], str) and ":" in parts[0]:
+        if fleet is None or (isinstance(parts[0], str) and ":" in parts[0]):
             return yamlsafe.find(top, parts, under=("config",))
         if parts[0] == "location" and not own_location:
             return yamlsafe.find(top, ("azure-native:location",), under=("config",))

@@ -180,12 +180,13 @@ def test_a_boolean_where_a_string_belongs_gets_the_same_hint(tmp_path: Path) -> 
     )
 
 
-def test_a_misspelled_fleet_key_gets_did_you_mean(tmp_path: Path) -> None:
-    text = edited(DEV, "aks-batch-fleet:fleet:", "aks-batch-fleet:fleets:")
+@pytest.mark.parametrize("written", ["aks-batch-fleet:fleets", "fleet", "other-project:fleet"])
+def test_a_misspelled_fleet_key_gets_did_you_mean(tmp_path: Path, written: str) -> None:
+    text = edited(DEV, "aks-batch-fleet:fleet:", f"{written}:")
     _, (line,) = errors_in(tmp_path, text)
-    number = text.splitlines().index("  aks-batch-fleet:fleets:") + 1
+    number = text.splitlines().index(f"  {written}:") + 1
     assert line.startswith(
-        f"  - Pulumi.mine.yaml:{number}: aks-batch-fleet:fleets: unknown key; "
+        f"  - Pulumi.mine.yaml:{number}: {written}: unknown key; "
         "did you mean 'aks-batch-fleet:fleet'?"
     )
 
