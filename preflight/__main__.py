@@ -1,7 +1,8 @@
 """`python -m preflight <stack> [--json] [--render DIR] [--against [REF]] [--markdown]
 [--diagram]`, `python -m preflight placement ...` and `python -m preflight dashboard [--out FILE]`.
 
-Exit status: 0 valid, 1 invalid config (every error printed with its key path), 2 bad usage.
+Exit status: 0 valid, 1 invalid config (every error printed with its line and key path), 2 bad
+usage or a Python without the project's environment.
 """
 
 from __future__ import annotations
