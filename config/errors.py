@@ -178,6 +178,60 @@ def _unnamed(message: str, names: Iterable[str]) -> str:
     return message
 
 
+@dataclass(frozen=True, slots=True)
+class Written:
+    """A config as written: its data (paths name the items) and, when it was read from a file,
+    where its keys are (paths name their lines)."""
+
+    data: object = None
+    lines: Lines | None = None
+
+    def named(self, issue: Issue) -> Issue:
+        """`issue` with its path, and paths in its message, naming the items the user named
+        (when the data is known)."""
+        data = self.data
+        if data is None:
+            return issue
+        message = _PATH_IN_TEXT.sub(lambda m: named_path(m.group(0), data), issue.message)
+        return replace(issue, path=named_path(issue.path, data), message=message)
+
+    def found(self, issue: Issue) -> Found | None:
+        """Where `issue`'s key is written (the deepest part of it the file holds), when known."""
+        parts = path_parts(issue.path, self.data)
+        return self.lines.find(parts) if self.lines is not None and parts else None
+
+    def with_text(self, issue: Issue, found: Found | None) -> Issue:
+        """`issue` quoting the file's own text where the data lost it (`1.30`, read as 1.3)."""
+        if found is None or found.text is None or not issue.message.startswith(NEEDS_TEXT):
+            return issue
+        steps = _steps(issue.path, self.data)
+        value = steps[-1][2] if steps else None
+        return replace(issue, message=quote_it(found.text, value)) if value is not None else issue
+
+    def reports(self, issues: Iterable[Issue]) -> list[Report]:
+        """`issues` as printed: named, with their lines, a mistake in anchored text once."""
+        groups: dict[tuple[object, ...], list[_Seen]] = {}
+        for position, issue in enumerate(issues):
+            found = self.found(issue)
+            shown = self.named(self.with_text(issue, found))
+            key: tuple[object, ...] = (position,)
+            prefix = ""
+            if found is not None and found.through:
+                anchor, depth, _, _ = found.through[0]
+                parts = path_parts(issue.path, self.data)
+                index_prefix = key_path(*parts[:depth])
+                prefix = named_path(index_prefix, self.data)
+                names = [prefix, index_prefix, *re.findall(r"\[([^\]]+)\]", prefix)]
+                key = (anchor, parts[depth:], issue.severity, _unnamed(issue.message, names))
+            groups.setdefault(key, []).append(_Seen(shown, found, prefix))
+        return [_report(seen) for seen in groups.values()]
+
+    def line_of(self, report: Report) -> str:
+        """`Pulumi.dev.yaml:42: path: message (note)`: the form editors and CI logs link."""
+        at = f"{self.lines.file}:{report.line}: " if self.lines and report.line else ""
+        return f"{at}{report.issue}{report.note}"
+
+
 class ConfigError(Exception):
     """The stack config is invalid; carries every error found (and the warnings)."""
 
@@ -196,60 +250,24 @@ class ConfigError(Exception):
         self.lines = lines
         super().__init__(self.render())
 
+    @property
+    def written(self) -> Written:
+        return Written(self.data, self.lines)
+
     def named(self, issue: Issue) -> Issue:
-        """`issue` with its path, and paths in its message, naming the items the user named
-        (when the data is known)."""
-        data = self.data
-        if data is None:
-            return issue
-        message = _PATH_IN_TEXT.sub(lambda m: named_path(m.group(0), data), issue.message)
-        return replace(issue, path=named_path(issue.path, data), message=message)
-
-    def found(self, issue: Issue) -> Found | None:
-        """Where `issue`'s key is written (the deepest part of it the file holds), when known."""
-        parts = path_parts(issue.path, self.data)
-        return self.lines.find(parts) if self.lines is not None and parts else None
-
-    def written(self, issue: Issue, found: Found | None) -> Issue:
-        """`issue` quoting the file's own text where the data lost it (`1.30`, read as 1.3)."""
-        if found is None or found.text is None or not issue.message.startswith(NEEDS_TEXT):
-            return issue
-        steps = _steps(issue.path, self.data)
-        value = steps[-1][2] if steps else None
-        return replace(issue, message=quote_it(found.text, value)) if value is not None else issue
+        """`issue` naming the items the user named (`Written.named`)."""
+        return self.written.named(issue)
 
     @property
     def errors(self) -> list[Issue]:
         return [i for i in self.issues if i.severity == "error"]
 
-    def reports(self) -> list[Report]:
-        """The errors as printed: named, with their lines, a mistake in anchored text once."""
-        groups: dict[tuple[object, ...], list[_Seen]] = {}
-        for position, issue in enumerate(self.errors):
-            found = self.found(issue)
-            shown = self.named(self.written(issue, found))
-            key: tuple[object, ...] = (position,)
-            prefix = ""
-            if found is not None and found.through:
-                anchor, depth, _, _ = found.through[0]
-                parts = path_parts(issue.path, self.data)
-                index_prefix = key_path(*parts[:depth])
-                prefix = named_path(index_prefix, self.data)
-                names = [prefix, index_prefix, *re.findall(r"\[([^\]]+)\]", prefix)]
-                key = (anchor, parts[depth:], _unnamed(issue.message, names))
-            groups.setdefault(key, []).append(_Seen(shown, found, prefix))
-        return [_report(seen) for seen in groups.values()]
-
     def render(self) -> str:
-        reports = self.reports()
+        written = self.written
+        reports = written.reports(self.errors)
         where = f" in {self.source}" if self.source else ""
         head = f"{len(reports)} config error{'s' if len(reports) != 1 else ''}{where}:"
-        return "\n".join([head, *(f"  - {self.line_of(r)}" for r in reports)])
-
-    def line_of(self, report: Report) -> str:
-        """`Pulumi.dev.yaml:42: path: message (note)`: the form editors and CI logs link."""
-        at = f"{self.lines.file}:{report.line}: " if self.lines and report.line else ""
-        return f"{at}{report.issue}{report.note}"
+        return "\n".join([head, *(f"  - {written.line_of(r)}" for r in reports)])
 
 
 def _report(seen: list[_Seen]) -> Report:

@@ -16,6 +16,7 @@ environment.require("preflight")
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from checks.stack import load_from_file
-from config.errors import ConfigError, named_path, path_parts
+from config.errors import ConfigError, Written
 from config.loader import stack_lines
 from preflight.access import access_section, azure_access
 from preflight.plan import build_plan, quota_section
@@ -55,7 +56,7 @@ def _stack_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _print_tables(plan: dict[str, Any], console: Console) -> None:
+def _print_tables(plan: dict[str, Any], console: Console, warnings: Sequence[str] = ()) -> None:
     console.print(
         f"[bold]stack[/] {plan['stack']}  [bold]resource group[/] {plan['resourceGroup'] or '-'}"
         f"  [bold]location[/] {plan['location']}"
@@ -128,12 +129,9 @@ def _print_tables(plan: dict[str, Any], console: Console) -> None:
         for row in section["rows"]:
             table.add_row(*(str(v) for v in row))
         console.print(table)
-    for w in plan["warnings"]:
+    for text in warnings:
         # Paths name items in brackets (`pools[gpu]`): escaped, never read as markup.
-        at = f"{plan['file']}:{w['line']}: " if w.get("line") else ""
-        text = f"{at}{w.get('at', w['path'])}: {w['message']}"
-        line = f"[yellow]warning[/] {escape(text)}"
-        console.print(line, soft_wrap=True, highlight=False)
+        console.print(f"[yellow]warning[/] {escape(text)}", soft_wrap=True, highlight=False)
 
 
 def _invalid(err: ConfigError, *, as_json: bool) -> int:
@@ -141,10 +139,11 @@ def _invalid(err: ConfigError, *, as_json: bool) -> int:
     if as_json:
         # `path` addresses the key by position; `at` names the items, as the text does.
         errors: list[dict[str, Any]] = []
+        written = err.written
         for issue in err.errors:
-            found = err.found(issue)
-            error: dict[str, Any] = {"path": issue.path, "at": err.named(issue).path}
-            error["message"] = err.written(issue, found).message
+            found = written.found(issue)
+            error: dict[str, Any] = {"path": issue.path, "at": written.named(issue).path}
+            error["message"] = written.with_text(issue, found).message
             if found is not None:  # the line of its key in the stack file
                 error["line"] = found.line
             errors.append(error)
@@ -183,15 +182,16 @@ def run_stack(argv: list[str], console: Console) -> int:
         lines = stack_lines(args.stack)
         return _invalid(ConfigError(refused, source, written, lines), as_json=args.json)
     sections, more_warnings = extra_sections(fleet)
-    plan = build_plan(args.stack, fleet, [*warnings, *more_warnings])
-    lines = stack_lines(args.stack) if plan["warnings"] else None
-    for w in plan["warnings"]:
-        w["at"] = named_path(w["path"], written)
-        found = lines.find(path_parts(w["path"], written)) if lines and w["path"] else None
+    every_warning = [*warnings, *more_warnings]
+    plan = build_plan(args.stack, fleet, every_warning)
+    # As errors read: named paths, lines, one warning for anchored text (docs/checks.md).
+    shown = Written(written, stack_lines(args.stack) if every_warning else None)
+    for w, issue in zip(plan["warnings"], every_warning, strict=True):
+        w["at"] = shown.named(issue).path
+        found = shown.found(issue)
         if found is not None:  # the line of its key in the stack file
             w["line"] = found.line
-    if lines is not None:
-        plan["file"] = lines.file
+    warning_lines = [shown.line_of(r) for r in shown.reports(every_warning)]
     plan["azureAccess"] = azure_access(fleet)
     plan["sections"] = [
         quota_section(plan["azureQuotas"]),
@@ -205,7 +205,7 @@ def run_stack(argv: list[str], console: Console) -> int:
     if args.json:
         print(json.dumps({"valid": True, **plan}, indent=2))
     else:
-        _print_tables(plan, console)
+        _print_tables(plan, console, warning_lines)
         if args.render:
             console.print(f"rendered {len(plan['rendered'])} files into {args.render}")
     return 0

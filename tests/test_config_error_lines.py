@@ -129,6 +129,26 @@ def test_a_mistake_in_anchored_text_is_reported_once_at_the_anchor(tmp_path: Pat
     )
 
 
+def test_a_warning_in_anchored_text_is_printed_once_with_its_line(tmp_path: Path) -> None:
+    copy_preflight_sources(tmp_path)
+    text = edited(DEV, "managedResources: [cpu]", "managedResources: [cpux]")
+    (tmp_path / "Pulumi.mine.yaml").write_text(text)
+    result = subprocess.run(
+        [sys.executable, "-m", "preflight", "mine"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    (line,) = [x for x in result.stdout.splitlines() if x.startswith("warning ")]
+    gate = next(i for i, x in enumerate(text.splitlines(), 1) if "provisioningGate:" in x)
+    assert line.startswith(
+        f"warning Pulumi.mine.yaml:{gate}: clusters[worker-1].queues.clusterQueues[team-a]"
+    )
+    assert "clusters[worker-2].queues (line " in line
+
+
 def test_a_mistake_in_prods_anchored_system_pool_names_every_alias(tmp_path: Path) -> None:
     _, rendered = errors_in(
         tmp_path,
