@@ -149,7 +149,8 @@ class Lines:
 
 @dataclass(frozen=True, slots=True)
 class Report:
-    """One error as printed: named paths, its line when known, and what shares its text."""
+    """One error (or warning) as printed: named paths, its line when known, and what shares its
+    text."""
 
     issue: Issue
     line: int | None = None

@@ -5,7 +5,8 @@
 Limits are checked on the event stream (libyaml's parser is iterative) before any node is built,
 so a billion-laughs document or ten thousand nesting levels costs milliseconds, not gigabytes.
 Scalars resolve as YAML 1.2's core schema, as the Pulumi CLI (go-yaml v3) reads the same file:
-`yes`, `on` and `1:20` are strings, not a boolean and a sexagesimal 80.
+`yes`, `on` and `1:20` are strings, not a boolean and a sexagesimal 80. `positions` says where each
+value is written (and through which anchor), for messages that name lines.
 """
 
 from __future__ import annotations
