@@ -70,6 +70,18 @@ MISTAKES = {
     "fleet key misspelled": (DEV, "aks-batch-fleet:fleet:", "aks-batch-fleet:fleets:"),
     "top-level key misspelled": (DEV, "    clusters:", "    clusterz:"),
     "region written as a name": (DEV, "location: westeurope", "location: West Europe"),
+    "weekday misspelled": (PROD, "dayOfWeek: Saturday", "dayOfWeek: Saturdy"),
+    "a MultiKueue worker that does not exist": (
+        DEV,
+        "multiKueue: {}",
+        "multiKueue: {workers: [worker-1, worker-3]}",
+    ),
+    "an extraSpec field that does not exist": (
+        DEV,
+        "            - name: team-a\n              namespaceSelector:",
+        "            - name: team-a\n              extraSpec: {stopPolicyy: Hold}\n"
+        "              namespaceSelector:",
+    ),
     "system pool typo, in anchored text": (
         PROD,
         "count: 3\n          zones",
