@@ -279,3 +279,15 @@ def test_the_programs_errors_name_their_lines_when_the_stack_file_holds_the_conf
     assert "  - clusters[worker-1].pools[batch].vmSize: " in str(info.value)
     assert "Pulumi.test.yaml:" not in str(info.value)
     assert graph.resources == []
+
+
+def test_docs_checks_shows_what_preflight_prints(tmp_path: Path) -> None:
+    """docs/checks.md "How a message reads" opens with two mistakes as preflight says them."""
+    page = (ROOT / "docs" / "checks.md").read_text()
+    shown = page.split("## How a message reads", 1)[1].split("```\n", 2)[1].rstrip("\n")
+    text = edited(DEV, 'kubernetesVersion: "1.36"', "kubernetesVersion: 1.30")
+    text = edited(text, "role: manager", "role: Manager")
+    (tmp_path / "Pulumi.dev.yaml").write_text(text)
+    with pytest.raises(ConfigError) as failed:
+        load_from_file("dev", root=tmp_path, files=False)
+    assert failed.value.render() == shown
