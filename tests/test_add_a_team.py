@@ -98,7 +98,9 @@ def test_the_recipe_adds_a_team_that_preflight_accepts_and_renders_everywhere(
         assert done.returncode == 0, f"`{line}`:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
         assert not [w for w in done.stdout.splitlines() if "warning" in w and TEAM in w]
     plan = run("uv run python -m preflight dev", project).stdout
-    assert re.search(rf"│ worker-2 +│ {TEAM} +│ batch", plan), plan
+    assert re.search(rf"│ worker-2 +│ {TEAM} +│ batch +│ batch +│ cpu +│ 3 ", plan), plan
+    # The manager's quota is the workers' sum, as the recipe's comment says.
+    assert re.search(rf"│ {TEAM} +│ cpu +│ 6 +│ 6 +│ worker-1=3, worker-2=3 +│ ok", plan), plan
     for cluster in ("manager", "worker-1", "worker-2"):
         rendered = objects(project / "out" / f"{cluster}.yaml")
         for kind in ("Namespace", "ClusterQueue", "LocalQueue"):
