@@ -5,6 +5,7 @@ copy of a committed stack."""
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import runpy
@@ -13,14 +14,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any, cast
 
 import pulumi
 import pytest
+import yaml
 
 from checks.stack import load_from_file
 from config import yamlsafe
 from config.errors import ConfigError
-from config.loader import read_stack_file
+from config.loader import FULL_KEY, read_stack_file
 from tests.conftest import (
     ROOT,
     Graph,
@@ -291,3 +294,45 @@ def test_docs_checks_shows_what_preflight_prints(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as failed:
         load_from_file("dev", root=tmp_path, files=False)
     assert failed.value.render() == shown
+
+
+def _leaves(value: Any, here: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    if isinstance(value, dict):
+        items = cast("dict[str, Any]", value).items()
+        return [p for k, v in items for p in _leaves(v, (*here, k))]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(cast("list[Any]", value)) for p in _leaves(v, (*here, i))]
+    return [here]
+
+
+def _wrong(value: object) -> object:
+    """A value of the right type that is wrong, or one of the wrong type."""
+    if isinstance(value, str):
+        return "zzz-no-such"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return 10**6
+    return {"unexpected": [1]}
+
+
+@pytest.mark.parametrize("change", ["wrong value", "wrong type"])
+def test_every_error_of_every_one_value_change_to_dev_names_its_line(
+    tmp_path: Path, change: str
+) -> None:
+    document = yaml.safe_load(DEV)
+    fleet = document["config"][FULL_KEY]
+    unnamed: list[str] = []
+    for path in _leaves(fleet):
+        changed = copy.deepcopy(document)
+        node = changed["config"][FULL_KEY]
+        for part in path[:-1]:
+            node = node[part]
+        old = node[path[-1]]
+        node[path[-1]] = _wrong(old) if change == "wrong value" else {"unexpected": [1]}
+        text = yaml.safe_dump(changed, sort_keys=False)
+        (tmp_path / "Pulumi.mine.yaml").write_text(text)
+        try:
+            load_from_file("mine", root=tmp_path)
+        except ConfigError as err:
+            rendered = err.render().splitlines()[1:]
+            unnamed += [f"{path}: {x}" for x in rendered if not ERROR_LINE.match(x)]
+    assert unnamed == []
