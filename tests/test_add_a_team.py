@@ -15,6 +15,8 @@ from typing import Any, Final
 import yaml
 
 from config.loader import FULL_KEY
+from preflight.diff import compare
+from preflight.snapshot import snapshot
 from tests.conftest import ROOT, copy_preflight_sources
 
 PAGE: Final = ROOT / "docs" / "configuration.md"
@@ -116,3 +118,20 @@ def test_a_team_without_its_worker_queue_gets_the_error_the_recipe_quotes(
     done = run("uv run python -m preflight dev", project)
     assert done.returncode == 1
     assert quoted[1] in " ".join(done.stderr.split()), done.stderr
+
+
+def test_the_plan_diff_flags_the_teams_new_access_on_each_worker(tmp_path: Path) -> None:
+    """What the recipe says a reviewer sees: the new RoleBinding on each worker, flagged."""
+    (tmp_path / "Pulumi.dev.yaml").write_text(
+        yaml.safe_dump(dev_with(fragments()), sort_keys=False)
+    )
+    diff = compare(snapshot("dev", files=False), snapshot("dev", root=tmp_path, files=False))
+    changes = [c for section in diff["sections"] for c in section["changes"]]
+    flagged = sorted(c["text"].split(":")[0] for c in changes if c["flag"])
+    assert flagged == ["worker-1", "worker-2"]
+    assert all(
+        "RoleBinding team-b/multikueue-sa-write" in c["text"] and c["flag"] == "widens access"
+        for c in changes
+        if c["flag"]
+    )
+    assert any("ClusterQueue manager/team-b" in c["text"] for c in changes)
