@@ -104,7 +104,7 @@ def test_the_recipe_adds_a_team_that_preflight_accepts_and_renders_everywhere(
     # The manager's quota is the workers' sum, as the recipe's comment says.
     assert re.search(rf"│ {TEAM} +│ cpu +│ 6 +│ 6 +│ worker-1=3, worker-2=3 +│ ok", plan), plan
     for cluster in ("manager", "worker-1", "worker-2"):
-        rendered = objects(project / "out" / f"{cluster}.yaml")
+        rendered = objects(project / "render" / f"{cluster}.yaml")
         for kind in ("Namespace", "ClusterQueue", "LocalQueue"):
             assert (kind, TEAM) in rendered, (cluster, kind)
 
