@@ -314,6 +314,12 @@ def test_diff_errors_name_their_items(tmp_path: Path) -> None:
     document = {"config": {"azure-native:location": "westeurope", FULL_KEY: raw}}
     (tmp_path / "Pulumi.staging.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
     snap = snapshot("staging", root=tmp_path, files=False)
+    text = (tmp_path / "Pulumi.staging.yaml").read_text().splitlines()
+    line = next(i for i, x in enumerate(text, 1) if "minCount: 25" in x)
     assert snap["errors"] == [
-        {"path": "clusters[worker-2].pools[cpu].minCount", "message": "must be <= maxCount (20)"}
+        {
+            "path": "clusters[worker-2].pools[cpu].minCount",
+            "message": "must be <= maxCount (20)",
+            "at": f"Pulumi.staging.yaml:{line}",
+        }
     ]
