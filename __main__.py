@@ -5,7 +5,7 @@ from pathlib import Path
 import pulumi
 
 import constants as c
-from checks.stack import kubeconfig_issue, parse_fleet, read_files, stack_collisions
+from checks.stack import kubeconfig_issue, parse_fleet, read_files, stack_collisions, with_lines
 from components.aks import AksCluster
 from components.fleet import Fleet, FleetArgs
 from config import login, yamlsafe
@@ -115,7 +115,7 @@ try:
         karmada_kubeconfig = pulumi.Config().require_secret(karmada_source.kubeconfig_secret)
 except ConfigError as err:
     # A clean, complete message and no resources: nothing is registered before this point.
-    raise pulumi.RunError(str(err)) from None
+    raise pulumi.RunError(str(with_lines(err, pulumi.get_stack(), ROOT))) from None
 for warning in warnings:
     pulumi.log.warn(str(warning))
 # The deploying identity's principal type, for its role assignments (ARM refuses a mismatch).

@@ -18,6 +18,7 @@ from config.loader import (
     read_existing_kubeconfigs,
     read_karmada_kubeconfig,
     read_stack_file,
+    stack_lines,
     stack_resource_groups,
 )
 from config.models import FleetConfig
@@ -100,23 +101,39 @@ def read_files(fleet: FleetConfig, root: Path, *, source: str = "") -> StackFile
     )
 
 
+def with_lines(err: ConfigError, stack: str, root: Path | None = None) -> ConfigError:
+    """`err` naming the lines of `Pulumi.<stack>.yaml` when that file holds the very config it is
+    about: the program's config comes from the CLI, which may have read it elsewhere
+    (`--config-file`), and a fleet with secrets differs from the file's placeholders."""
+    try:
+        written, _ = read_stack_file(stack, root)
+    except ConfigError:
+        return err
+    if err.data is None or written != err.data:
+        return err
+    return ConfigError(err.issues, err.source, err.data, stack_lines(stack, root))
+
+
 def load_from_file(
     stack: str, root: Path | None = None, *, files: bool = True
 ) -> tuple[FleetConfig, list[Issue]]:
     """Offline: `Pulumi.<stack>.yaml` parsed and checked, as the program would see it.
 
     `files=False` skips the file-path keys: for a stack file taken alone from another git ref.
+    Every error names the line of its key (the file is read for lines only when there are errors).
     """
-    raw, source = read_stack_file(stack, root)
-    fleet, warnings = parse_fleet(raw, source=source)
-    if files:
-        try:
+    raw: Any = None
+    try:
+        raw, source = read_stack_file(stack, root)
+        fleet, warnings = parse_fleet(raw, source=source)
+        if files:
             read_files(fleet, root or PROJECT_ROOT, source=source)
-        except ConfigError as err:
-            raise ConfigError(err.issues, source, raw) from None
-        shared = stack_collisions(stack, fleet, root or PROJECT_ROOT)
-        if shared:
-            raise ConfigError(shared, source, raw)
+            shared = stack_collisions(stack, fleet, root or PROJECT_ROOT)
+            if shared:
+                raise ConfigError(shared, source, raw)
+    except ConfigError as err:
+        lines = stack_lines(stack, root)
+        raise ConfigError(err.issues, err.source, err.data or raw, lines) from None
     return fleet, warnings
 
 

@@ -6,6 +6,7 @@ The cross-field rules run on the result in `checks`; `checks.stack` puts the two
 from __future__ import annotations
 
 import difflib
+import re
 import stat
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, cast
@@ -14,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from config import yamlsafe
-from config.errors import ConfigError, Issue, key_path
+from config.errors import ConfigError, Issue, Lines, key_path, quote_it
 from config.models import FleetConfig
 from constants import CONFIG_KEY, PROJECT, resource_group_of
 from upstream.karmada import KARMADA_CRD_FILES, kruise_app_version
@@ -72,6 +73,11 @@ def _issue_from(error: ErrorDetails) -> Issue:
     if kind == "missing":
         return Issue(path, "required")
     message = error["msg"]
+    value = error.get("input")
+    if kind == "string_type" and isinstance(value, int | float) and not on_key:
+        # An unquoted `1.36` or `true`; ConfigError quotes the file's own text (`1.30`) instead.
+        written = str(value).lower() if isinstance(value, bool) else str(value)
+        return Issue(path, quote_it(written, value))
     if kind == "value_error":
         message = message.removeprefix("Value error, ")
     elif kind == "literal_error":
@@ -86,8 +92,23 @@ def parse_model(raw: Any, *, source: str = "") -> FleetConfig:
     try:
         return FleetConfig.model_validate(raw)
     except ValidationError as exc:
-        issues = [_issue_from(e) for e in exc.errors()]
+        issues = _one_per_mistake([_issue_from(e) for e in exc.errors()])
         raise ConfigError(issues, source, cast("object", raw)) from None
+
+
+_DID_YOU_MEAN = re.compile(r"unknown key; did you mean '([^']+)'")
+
+
+def _one_per_mistake(issues: list[Issue]) -> list[Issue]:
+    """A misspelled key is one mistake: the "required" error of the key it was meant to be is
+    left out when the unknown key beside it says "did you mean" that key."""
+    meant: set[str] = set()
+    for issue in issues:
+        hint = _DID_YOU_MEAN.match(issue.message)
+        if hint:
+            parent = issue.path.rpartition(".")[0] if "." in issue.path else ""
+            meant.add(f"{parent}.{hint.group(1)}" if parent else hint.group(1))
+    return [i for i in issues if not (i.message == "required" and i.path in meant)]
 
 
 def with_default_location(raw: object, location: object) -> object:
@@ -199,12 +220,58 @@ def read_stack_file(stack: str, root: Path | None = None) -> tuple[Any, str]:
         raise ConfigError([Issue("", f"no stack file {path.name} in {path.parent}")])
     config, name = found
     if FULL_KEY not in config:
-        raise ConfigError([Issue(FULL_KEY, f"required in {name}")], name)
+        raise ConfigError([_missing_fleet(config, name)], name)
     raw = config[FULL_KEY]
     issues = secret_issues(secure_paths(raw))
     if issues:
         raise ConfigError(issues, name)
     return with_default_location(_opaque_secrets(raw), config.get("azure-native:location")), name
+
+
+def _missing_fleet(config: dict[str, Any], name: str) -> Issue:
+    """No fleet key: a key spelled close to it is the likely mistake (`aks-batch-fleet:fleets`)."""
+    written = [str(k) for k in config]
+    # A typo in it, or the fleet under another namespace (`fleet:`, `myproject:fleet`).
+    close = difflib.get_close_matches(FULL_KEY, written, n=1, cutoff=0.8) or [
+        k for k in written if k.rpartition(":")[2] == CONFIG_KEY
+    ]
+    if close:
+        return Issue(
+            close[0],
+            f"unknown key; did you mean {FULL_KEY!r}? That key, missing here, holds the fleet",
+        )
+    return Issue(FULL_KEY, f"required in {name}")
+
+
+def stack_lines(stack: str, root: Path | None = None) -> Lines | None:
+    """Where the keys of `Pulumi.<stack>.yaml` are written, for error messages (None when the file
+    cannot be read as YAML). A path of the fleet key is under `config.<FULL_KEY>`; a path that
+    starts with a config key (`aks-batch-fleet:fleets`), or any path when the file has no fleet
+    key, under `config`; `location`, when the fleet does not set it, is `azure-native:location`
+    (`with_default_location`)."""
+    path = stack_file(stack, root)
+    try:
+        with path.open("rb") as f:
+            text = f.read(yamlsafe.MAX_BYTES + 1).decode("utf-8-sig")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if len(text) > yamlsafe.MAX_BYTES:
+        return None
+    top = yamlsafe.positions(text)
+    if top is None:
+        return None
+    config = top.keys.get("config")
+    fleet = config.value.keys.get(FULL_KEY) if config else None
+    own_location = fleet is not None and "location" in fleet.value.keys
+
+    def find(parts: tuple[str | int, ...]) -> yamlsafe.Found:
+        if fleet is None or (isinstance(parts[0], str) and ":" in parts[0]):
+            return yamlsafe.find(top, parts, under=("config",))
+        if parts[0] == "location" and not own_location:
+            return yamlsafe.find(top, ("azure-native:location",), under=("config",))
+        return yamlsafe.find(top, parts, under=("config", FULL_KEY))
+
+    return Lines(path.name, find)
 
 
 def _inside(root: Path, relative: str, path: str, missing: str) -> Path | Issue:

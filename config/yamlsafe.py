@@ -5,12 +5,14 @@
 Limits are checked on the event stream (libyaml's parser is iterative) before any node is built,
 so a billion-laughs document or ten thousand nesting levels costs milliseconds, not gigabytes.
 Scalars resolve as YAML 1.2's core schema, as the Pulumi CLI (go-yaml v3) reads the same file:
-`yes`, `on` and `1:20` are strings, not a boolean and a sexagesimal 80.
+`yes`, `on` and `1:20` are strings, not a boolean and a sexagesimal 80. `positions` says where each
+value is written (and through which anchor), for messages that name lines.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import yaml
@@ -162,6 +164,143 @@ def _check_shape(text: str) -> None:
                     f"more than {MAX_NODES} values once aliases are expanded "
                     f"(at {_where(event.start_mark)}): an alias bomb or a file far too large"
                 )
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One key of a mapping or item of a sequence: the line it is written on, and its value."""
+
+    line: int
+    value: Where
+    # `*name` written here: the value is the anchored text (its lines are the anchor's).
+    alias: str | None = None
+
+
+@dataclass(eq=False, slots=True)
+class Where:
+    """Where a value is written (1-based line) and where its children are: the file's shape beside
+    the data, for messages. A value written once under an anchor is one Where wherever an alias
+    repeats it, so a path through `*name` ends on the lines of the `&name` text."""
+
+    line: int
+    anchor: str | None = None
+    # A plain scalar as written (`1.30`, which the data holds as 1.3).
+    text: str | None = None
+    keys: dict[str, Step] = field(default_factory=dict[str, Step])
+    items: list[Step] = field(default_factory=list[Step])
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """Where a path ends in the file, and the anchored text it went through, outermost first."""
+
+    line: int
+    # (anchor name, how many path steps lead to it, the anchored text's line, the line of the
+    # `*name` the path takes, or None when it goes through the anchor's own text).
+    through: tuple[tuple[str, int, int, int | None], ...] = ()
+    text: str | None = None
+
+
+def _step(node: Where, part: str | int) -> Step | None:
+    if isinstance(part, int):
+        return node.items[part] if 0 <= part < len(node.items) else None
+    return node.keys.get(part)
+
+
+def find(root: Where, parts: tuple[str | int, ...], *, under: tuple[str | int, ...] = ()) -> Found:
+    """The line of the deepest step of `parts` that the file holds (a missing key: its parent),
+    `parts` taken from the value at `under` (whose steps `Found.through` does not count)."""
+    line, node = root.line, root
+    for part in under:
+        step = _step(node, part)
+        if step is None:
+            return Found(line)
+        line, node = step.line, step.value
+    through: list[tuple[str, int, int, int | None]] = []
+    if node.anchor:
+        through.append((node.anchor, 0, node.line, None))
+    for depth, part in enumerate(parts, start=1):
+        step = _step(node, part)
+        if step is None:
+            return Found(line, tuple(through))
+        line, node = step.line, step.value
+        if step.alias:
+            through.append((step.alias, depth, node.line, step.line))
+        elif node.anchor:
+            through.append((node.anchor, depth, node.line, None))
+    return Found(line, tuple(through), node.text)
+
+
+def _merge(mapping: Where) -> None:
+    """`<<: *base` (or a list of them): the anchored keys, under the keys written here."""
+    merged = mapping.keys.pop("<<", None)
+    if merged is None:
+        return
+    sources = [s.value for s in merged.value.items] if merged.value.items else [merged.value]
+    for source in sources:
+        for key, step in source.keys.items():
+            mapping.keys.setdefault(key, step)
+
+
+@dataclass(slots=True)
+class _Open:
+    """A collection being read: its Where, and in a mapping the key awaiting its value."""
+
+    where: Where
+    mapping: bool
+    key: str | None = None
+    key_line: int = 0
+
+
+def positions(text: str) -> Where | None:
+    """Where each value of a YAML document is written; None when it is not valid YAML.
+
+    Read from the event stream (libyaml), where an alias keeps its own line (composed nodes forget
+    it). Call it on text that `load` accepted.
+    """
+    anchors: dict[str, Where] = {}
+    open_: list[_Open] = []
+    root: Where | None = None
+    try:
+        for event in yaml.parse(text, Loader=_Loader):
+            if isinstance(event, yaml.CollectionEndEvent):
+                done = open_.pop()
+                if done.mapping:
+                    _merge(done.where)
+                continue
+            if not isinstance(
+                event, yaml.ScalarEvent | yaml.CollectionStartEvent | yaml.AliasEvent
+            ):
+                continue
+            line = event.start_mark.line + 1
+            alias = None
+            if isinstance(event, yaml.AliasEvent):
+                alias = str(event.anchor)
+                value = anchors.get(alias, Where(line))
+            else:
+                # A plain scalar's text (libyaml gives style '' for plain, PyYAML None).
+                plain = isinstance(event, yaml.ScalarEvent) and not event.style
+                written = str(cast("yaml.ScalarEvent", event).value) if plain else None
+                value = Where(line, event.anchor, written)
+                if event.anchor:
+                    anchors[event.anchor] = value
+            frame = open_[-1] if open_ else None
+            if frame is None:
+                root = value
+            elif frame.mapping and frame.key is None:
+                # A key: a scalar's text (a collection as a key has no path that could name it).
+                frame.key = str(event.value) if isinstance(event, yaml.ScalarEvent) else "?"
+                frame.key_line = line
+            elif frame.mapping:
+                frame.where.keys[str(frame.key)] = Step(frame.key_line, value, alias)
+                frame.key = None
+            else:
+                frame.where.items.append(Step(line, value, alias))
+            if isinstance(event, yaml.CollectionStartEvent):
+                open_.append(_Open(value, isinstance(event, yaml.MappingStartEvent)))
+    except (yaml.YAMLError, ValueError, RecursionError):
+        return None
+    return root
 
 
 def check_data(value: Any, *, name: str) -> None:

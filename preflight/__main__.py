@@ -2,14 +2,22 @@
 [--diagram]`, `python -m preflight placement ...`, `python -m preflight dashboard [--out FILE]`
 and `python -m preflight alerts <stack> [--out FILE]`.
 
-Exit status: 0 valid, 1 invalid config (every error printed with its key path), 2 bad usage.
+Exit status: 0 valid, 1 invalid config (every error printed with its line and key path), 2 bad
+usage or a Python without the project's environment.
 """
 
 from __future__ import annotations
 
+import environment
+
+# Before the first third-party import: a Python without the project's packages gets the command
+# to run instead of a traceback.
+environment.require("preflight")
+
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +27,8 @@ from rich.table import Table
 
 from checks.stack import load_from_file
 from config import login
-from config.errors import ConfigError, named_path
-from config.loader import read_stack_config
+from config.errors import ConfigError, Written
+from config.loader import read_stack_config, stack_lines
 from preflight.access import access_section, azure_access
 from preflight.plan import build_plan, quota_section
 from preflight.render import write_render
@@ -50,7 +58,7 @@ def _stack_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _print_tables(plan: dict[str, Any], console: Console) -> None:
+def _print_tables(plan: dict[str, Any], console: Console, warnings: Sequence[str] = ()) -> None:
     console.print(
         f"[bold]stack[/] {plan['stack']}  [bold]resource group[/] {plan['resourceGroup'] or '-'}"
         f"  [bold]location[/] {plan['location']}"
@@ -123,19 +131,24 @@ def _print_tables(plan: dict[str, Any], console: Console) -> None:
         for row in section["rows"]:
             table.add_row(*(str(v) for v in row))
         console.print(table)
-    for w in plan["warnings"]:
+    for text in warnings:
         # Paths name items in brackets (`pools[gpu]`): escaped, never read as markup.
-        line = f"[yellow]warning[/] {escape(w.get('at', w['path']))}: {escape(w['message'])}"
-        console.print(line, soft_wrap=True, highlight=False)
+        console.print(f"[yellow]warning[/] {escape(text)}", soft_wrap=True, highlight=False)
 
 
 def _invalid(err: ConfigError, *, as_json: bool) -> int:
     """Every error with its key path (JSON or red text); exit status 1."""
     if as_json:
         # `path` addresses the key by position; `at` names the items, as the text does.
-        errors = [
-            {"path": i.path, "at": err.named(i).path, "message": i.message} for i in err.errors
-        ]
+        errors: list[dict[str, Any]] = []
+        written = err.written
+        for issue in err.errors:
+            found = written.found(issue)
+            error: dict[str, Any] = {"path": issue.path, "at": written.named(issue).path}
+            error["message"] = written.with_text(issue, found).message
+            if found is not None:  # the line of its key in the stack file
+                error["line"] = found.line
+            errors.append(error)
         print(json.dumps({"valid": False, "errors": errors}, indent=2))
     else:
         # soft_wrap: a key path is never broken across lines (rich wraps at 80 columns
@@ -173,11 +186,19 @@ def run_stack(argv: list[str], console: Console) -> int:
     refused = azure_issues(fleet, args.stack, deployer.principal_type)
     if refused:
         source = f"the Azure requests of stack {args.stack}"
-        return _invalid(ConfigError(refused, source, written), as_json=args.json)
+        lines = stack_lines(args.stack)
+        return _invalid(ConfigError(refused, source, written, lines), as_json=args.json)
     sections, more_warnings = extra_sections(fleet)
-    plan = build_plan(args.stack, fleet, [*warnings, *more_warnings])
-    for w in plan["warnings"]:
-        w["at"] = named_path(w["path"], written)
+    every_warning = [*warnings, *more_warnings]
+    plan = build_plan(args.stack, fleet, every_warning)
+    # As errors read: named paths, lines, one warning for anchored text (docs/checks.md).
+    shown = Written(written, stack_lines(args.stack) if every_warning else None)
+    for w, issue in zip(plan["warnings"], every_warning, strict=True):
+        w["at"] = shown.named(issue).path
+        found = shown.found(issue)
+        if found is not None:  # the line of its key in the stack file
+            w["line"] = found.line
+    warning_lines = [shown.line_of(r) for r in shown.reports(every_warning)]
     plan["deployer"] = {"principalType": deployer.principal_type, "reason": deployer.reason}
     plan["azureAccess"] = azure_access(fleet, deployer)
     plan["sections"] = [
@@ -192,7 +213,7 @@ def run_stack(argv: list[str], console: Console) -> int:
     if args.json:
         print(json.dumps({"valid": True, **plan}, indent=2))
     else:
-        _print_tables(plan, console)
+        _print_tables(plan, console, warning_lines)
         if args.render:
             console.print(f"rendered {len(plan['rendered'])} files into {args.render}")
     return 0

@@ -108,10 +108,14 @@ def _fields(key: str, pairs: list[str | None], flag: str | None = None) -> Chang
 
 def _issues(base: list[dict[str, str]], head: list[dict[str, str]], kind: str) -> list[Change]:
     def keyed(items: list[dict[str, str]]) -> dict[str, str]:
-        return {f"{i['path'] or '(file)'}: {i['message']}": i["path"] for i in items}
+        return {f"{i['path'] or '(file)'}: {i['message']}": i.get("at", "") for i in items}
 
     old, new = keyed(base), keyed(head)
-    out = [_change("added", k, k, f"new {kind}" if kind == "error" else None) for k in new]
+    # A new error says where it is now (`Pulumi.dev.yaml:42: ...`); its key leaves the line out.
+    out = [
+        _change("added", k, f"{at}: {k}" if at else k, f"new {kind}" if kind == "error" else None)
+        for k, at in new.items()
+    ]
     out = [c for c in out if c["key"] not in old]
     out += [_change("removed", k, k) for k in old if k not in new]
     return out

@@ -69,9 +69,15 @@ def snapshot(stack: str, root: Path | None = None, *, files: bool = True) -> Sna
     except ConfigError as err:
         out = empty(stack)
         out["valid"] = False
-        # As the user reads them: paths name the items (clusters[worker-2].pools[gpu]...).
-        named = [err.named(i) for i in err.errors]
-        out["errors"] = [{"path": i.path, "message": i.message} for i in named]
+        # As the user reads them: paths name the items (clusters[worker-2].pools[gpu]...), and a
+        # mistake in anchored text is one error. `at` (file:line) is shown, never compared:
+        # lines move with every edit above them.
+        written = err.written
+        out["errors"] = [
+            {"path": r.issue.path, "message": r.issue.message}
+            | ({"at": f"{written.lines.file}:{r.line}"} if written.lines and r.line else {})
+            for r in written.reports(err.errors)
+        ]
         return out
     sections, more_warnings = extra_sections(fleet)
     plan = build_plan(stack, fleet, [*warnings, *more_warnings])

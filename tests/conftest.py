@@ -465,7 +465,15 @@ def render_kueue(
 
 
 # What `python -m preflight` needs, copied into a throw-away project by tests that edit stacks.
-PREFLIGHT_SOURCES = ("upstream", "config", "builders", "checks", "preflight", "constants.py")
+PREFLIGHT_SOURCES = (
+    "upstream",
+    "config",
+    "builders",
+    "checks",
+    "preflight",
+    "constants.py",
+    "environment.py",
+)
 
 
 def copy_preflight_sources(target: Path, *extra: str) -> None:

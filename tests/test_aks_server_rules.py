@@ -19,7 +19,14 @@ from checks.stack import load_from_file, parse_fleet
 from config import login
 from config.errors import ConfigError, Issue
 from config.loader import read_stack_file
-from tests.conftest import ROOT, Graph, built_stack, run_program, set_stack_config
+from tests.conftest import (
+    COMMITTED_STACKS,
+    ROOT,
+    Graph,
+    built_stack,
+    run_program,
+    set_stack_config,
+)
 from upstream.aks_rules import RULES
 
 Raw = dict[str, Any]
@@ -175,7 +182,7 @@ def test_a_mutation_of_a_committed_stack_is_refused_with_its_key_path_and_source
 
 
 def test_the_committed_stacks_pass_every_rule() -> None:
-    for stack in ("dev", "prod"):
+    for stack in COMMITTED_STACKS:
         sources = {r.source for r in RULES.values()}
         cited = [
             str(i) for i in issues_of(committed(stack)) if any(s in i.message for s in sources)
@@ -239,7 +246,7 @@ def test_a_copy_that_keeps_devs_resource_group_is_refused_by_preflight_of_either
 
 
 def test_every_system_pool_carries_its_control_planes_version() -> None:
-    for stack in ("dev", "prod"):
+    for stack in COMMITTED_STACKS:
         for mc in built_stack(stack).graph.of_type("azure-native:containerservice:ManagedCluster"):
             (system,) = mc.inputs["agentPoolProfiles"]
             assert system["orchestratorVersion"] == mc.inputs["kubernetesVersion"]

@@ -16,9 +16,10 @@ from checks.alerts import rule_problems
 from checks.stack import load_from_file, parse_fleet
 from config.loader import read_stack_file
 from preflight.__main__ import main
+from tests.conftest import COMMITTED_STACKS
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
+@pytest.mark.parametrize("stack", COMMITTED_STACKS)
 def test_every_rule_parses_and_names_only_what_kueue_and_the_scrape_export(stack: str) -> None:
     fleet, _ = load_from_file(stack)
     rules = alert_rules(fleet)

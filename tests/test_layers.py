@@ -33,7 +33,7 @@ def lint_imports(project: Path) -> subprocess.CompletedProcess[str]:
 def project(tmp_path: Path) -> Path:
     for name in PACKAGES:
         shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "constants.py"):
+    for name in ("pyproject.toml", "constants.py", "environment.py"):
         shutil.copy(ROOT / name, tmp_path / name)
     return tmp_path
 
@@ -72,13 +72,23 @@ def test_a_wrong_way_import_breaks_the_check(
     assert contract in broken, result.stdout
 
 
-def test_constants_import_nothing_of_the_project() -> None:
-    """constants.py is a module, so import-linter cannot hold it; this test does."""
-    tree = ast.parse((ROOT / "constants.py").read_text())
-    imported = {
+def _imports_of(module: str) -> set[str]:
+    tree = ast.parse((ROOT / module).read_text())
+    return {
         (node.module or "").split(".")[0] if isinstance(node, ast.ImportFrom) else alias.name
         for node in ast.walk(tree)
         if isinstance(node, ast.Import | ast.ImportFrom)
         for alias in node.names
     }
+
+
+def test_constants_import_nothing_of_the_project() -> None:
+    """constants.py is a module, so import-linter cannot hold it; this test does."""
+    imported = _imports_of("constants.py")
     assert imported <= {"typing", "__future__"}, imported
+
+
+def test_the_environment_check_imports_the_standard_library_only() -> None:
+    """environment.py runs before any third-party import, in whatever Python started it."""
+    imported = _imports_of("environment.py")
+    assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -145,7 +146,10 @@ def test_a_long_key_path_stays_on_one_line_through_a_pipe(tmp_path: Path) -> Non
     result = run_preflight(tmp_path, raw)
     assert result.returncode == 1, result.stdout
     line = next(x for x in result.stderr.splitlines() if "nominalQuota 500" in x)
-    assert line.startswith(f"  - {QUOTA_PATH}: nominalQuota 500 cpu exceeds what pool 'cpu'")
+    assert re.match(r"  - Pulumi\.staging\.yaml:\d+: ", line), line
+    assert line.split(": ", 1)[1].startswith(
+        f"{QUOTA_PATH}: nominalQuota 500 cpu exceeds what pool 'cpu'"
+    )
     assert line.rstrip().endswith("lower the quota or raise maxCount")
     # JSON keeps the position path for tools, and names the items beside it.
     as_json = json.loads(run_preflight(tmp_path, raw, "--json").stdout)
@@ -164,8 +168,9 @@ def test_warnings_name_their_items_and_stay_whole(tmp_path: Path) -> None:
     result = run_preflight(tmp_path, raw)
     assert result.returncode == 0, result.stderr
     line = next(x for x in result.stdout.splitlines() if "no LocalQueue points at" in x)
-    assert line.startswith(
-        "warning clusters[worker-3].queues.clusterQueues[spare-queue-with-a-long-name]: "
+    assert re.match(r"warning Pulumi\.staging\.yaml:\d+: ", line), line
+    assert line.split(": ", 1)[1].startswith(
+        "clusters[worker-3].queues.clusterQueues[spare-queue-with-a-long-name]: "
     )
     assert line.rstrip().endswith("nothing can be submitted to it")
 
@@ -315,6 +320,12 @@ def test_diff_errors_name_their_items(tmp_path: Path) -> None:
     document = {"config": {"azure-native:location": "westeurope", FULL_KEY: raw}}
     (tmp_path / "Pulumi.staging.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
     snap = snapshot("staging", root=tmp_path, files=False)
+    text = (tmp_path / "Pulumi.staging.yaml").read_text().splitlines()
+    line = next(i for i, x in enumerate(text, 1) if "minCount: 25" in x)
     assert snap["errors"] == [
-        {"path": "clusters[worker-2].pools[cpu].minCount", "message": "must be <= maxCount (20)"}
+        {
+            "path": "clusters[worker-2].pools[cpu].minCount",
+            "message": "must be <= maxCount (20)",
+            "at": f"Pulumi.staging.yaml:{line}",
+        }
     ]

@@ -275,6 +275,21 @@ def test_stack_absent_at_ref_shows_everything_added(dev: Snapshot) -> None:
     assert ("manager: karmada apiServer", "widens exposure") in flags(diff)
 
 
+def test_a_new_error_says_where_it_is_now(dev: Snapshot, tmp_path: Path) -> None:
+    def pool_max(fleet: Fleet) -> None:
+        cluster(fleet, "worker-2")["pools"][0]["maxCount"] = 4
+
+    head = edited(tmp_path, pool_max)
+    (error,) = compare(dev, head)["sections"][0]["changes"]
+    text = (tmp_path / "edited" / "Pulumi.dev.yaml").read_text().splitlines()
+    at, _, rest = error["text"].partition(": ")
+    file, _, number = at.partition(":")
+    assert file == "Pulumi.dev.yaml"
+    assert "nominalQuota" in text[int(number) - 1]
+    # The key leaves the line out: an edit above it does not make the same error new.
+    assert rest == error["key"]
+
+
 def test_invalid_at_ref_shows_the_errors_that_disappear(dev: Snapshot, tmp_path: Path) -> None:
     def broken(fleet: Fleet) -> None:
         cluster(fleet, "worker-1")["role"] = "wrker"

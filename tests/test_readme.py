@@ -18,8 +18,12 @@ from pathlib import Path
 from typing import Final
 
 import pytest
+import yaml
 
+import environment
+import preflight.__main__ as preflight_main
 from tests.conftest import ROOT
+from upstream.kueue import DEFAULT_KUEUE_VERSION
 
 README: Final = ROOT / "README.md"
 DOCS: Final = ROOT / "docs"
@@ -233,6 +237,35 @@ def reader_env() -> dict[str, str]:
         venv_bin = str(Path(sys.prefix) / "bin")
         env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if p != venv_bin)
     return env
+
+
+def kept_numbers() -> dict[str, str]:
+    """The numbers README may state, each as this test reads it from where it is decided."""
+    (major, oldest), (_, too_new) = environment.python_range() or ((0, 0), (0, 1))
+    pins = dict(re.findall(r'"([\w-]+)==([^"]+)"', (ROOT / "pyproject.toml").read_text()))
+    job = yaml.safe_load((ROOT / "examples" / "sleep-job.yaml").read_text())
+    statuses = re.findall(r"(\d) \w+", (preflight_main.__doc__ or "").split("Exit status:")[-1])
+    return {
+        f"{major}.{oldest}-{major}.{too_new - 1}": "pyproject.toml requires-python",
+        pins["pulumi"]: "pyproject.toml's pulumi pin (the CLI matches the SDK)",
+        f"0/{job['spec']['completions']}": "examples/sleep-job.yaml completions",
+        f"{job['spec']['completions']}/{job['spec']['completions']}": "the same",
+        DEFAULT_KUEUE_VERSION: "upstream/kueue.py DEFAULT_KUEUE_VERSION",
+        **{f"exit {s}": "preflight's exit statuses" for s in statuses},
+        **{f"exits {s}": "preflight's exit statuses" for s in statuses},
+    }
+
+
+def test_readme_states_no_number_a_test_does_not_keep() -> None:
+    """Prose numbers (not commands, code or link targets) are each read from their source here;
+    a measurement (a time, a test count) belongs in docs/testing.md, which dates it."""
+    text = _FENCE.sub("", README.read_text())
+    text = re.sub(r"<!--.*?-->|`[^`]*`|\]\([^)]*\)", "", text, flags=re.DOTALL)
+    text = re.sub(r"^\s*\d+\. ", "", text, flags=re.MULTILINE)  # numbered steps
+    kept = kept_numbers()
+    stated = re.finditer(r"(?:exits? )?(?<![\w.])\d+(?:[.,/-]\d+)*", text)
+    unkept = [m.group(0) for m in stated if m.group(0) not in kept]
+    assert unkept == [], f"README states {unkept}; numbers it may state: {kept}"
 
 
 @pytest.mark.parametrize("line", OFFLINE)
