@@ -224,7 +224,7 @@ def _queue_changed(key: str, old: dict[str, Any], new: dict[str, Any]) -> Change
 
 def _quota_text(key: str, q: dict[str, Any]) -> str:
     return (
-        f"{key}: nominal {q['nominal']} (with borrowing {q['with borrowing']}) "
+        f"{key}: nominal {q['nominal']} (with borrowing {q['reachable']}) "
         f"of capacity {q['capacity']}, {q['status']}"
     )
 
@@ -235,7 +235,7 @@ def _quota_changed(key: str, old: dict[str, Any], new: dict[str, Any]) -> Change
         key,
         [
             _arrow("nominal", old["nominal"], new["nominal"]),
-            _arrow("with borrowing", old["with borrowing"], new["with borrowing"]),
+            _arrow("with borrowing", old["reachable"], new["reachable"]),
             _arrow("capacity", old["capacity"], new["capacity"]),
             _arrow("status", old["status"], new["status"]),
         ],
@@ -244,7 +244,7 @@ def _quota_changed(key: str, old: dict[str, Any], new: dict[str, Any]) -> Change
 
 
 def _manager_quota_text(key: str, q: dict[str, Any]) -> str:
-    workers = f"workers {q['workers total']} ({q['per worker']})"
+    workers = f"workers {q['workersTotal']} ({q['perWorker']})"
     return f"{key}: manager {q['manager']}, {workers}, {q['status']}"
 
 
@@ -254,8 +254,8 @@ def _manager_quota_changed(key: str, old: dict[str, Any], new: dict[str, Any]) -
         key,
         [
             _arrow("manager", old["manager"], new["manager"]),
-            _arrow("workers", old["workers total"], new["workers total"]),
-            _arrow("per worker", old["per worker"], new["per worker"]),
+            _arrow("workers", old["workersTotal"], new["workersTotal"]),
+            _arrow("per worker", old["perWorker"], new["perWorker"]),
             _arrow("status", old["status"], new["status"]),
         ],
         f"manager quota {new['status']}" if worse else None,
@@ -275,8 +275,8 @@ def _dispatch_changed(key: str, old: list[str], new: list[str]) -> Change:
 
 def _drain_text(worker: str, d: dict[str, Any]) -> str:
     return (
-        f"{worker} drained: no new work from {d['dispatch sets']} "
-        f"(held: {d['held LocalQueues']}); what runs there finishes there"
+        f"{worker} drained: no new work from {d['dispatchSets']} "
+        f"(held: {d['held']}); what runs there finishes there"
     )
 
 
@@ -287,8 +287,8 @@ def _drain(base: dict[str, Any], head: dict[str, Any]) -> list[Change]:
         return _fields(
             worker,
             [
-                _arrow("dispatch sets", old["dispatch sets"], new["dispatch sets"]),
-                _arrow("held", old["held LocalQueues"], new["held LocalQueues"]),
+                _arrow("dispatch sets", old["dispatchSets"], new["dispatchSets"]),
+                _arrow("held", old["held"], new["held"]),
             ],
         )
 
@@ -446,10 +446,13 @@ def _exposure(base: dict[str, str], head: dict[str, str]) -> list[Change]:
     )
 
 
-def _other(base: dict[str, list[str]], head: dict[str, list[str]]) -> list[Change]:
+def _other(base: dict[str, Any], head: dict[str, Any]) -> list[Change]:
+    """Rows added or removed in the plan tables the diff has no comparison of its own for."""
+    titles = {kind: (head.get(kind) or base[kind])["title"] for kind in base.keys() | head.keys()}
     out: list[Change] = []
-    for title in sorted(base.keys() | head.keys()):
-        old, new = base.get(title, []), head.get(title, [])
+    for kind, title in sorted(titles.items(), key=lambda item: item[1]):
+        old = base.get(kind, {}).get("rows", [])
+        new = head.get(kind, {}).get("rows", [])
         out += [_change("added", f"{title}: {r}", f"{title}: {r}") for r in new if r not in old]
         out += [_change("removed", f"{title}: {r}", f"{title}: {r}") for r in old if r not in new]
     return out

@@ -7,6 +7,7 @@ from typing import Any
 from config.errors import Issue
 from config.models import ClusterConfig, FleetConfig
 from config.resolve import custom_shapes
+from preflight.sources import AZURE_QUOTAS
 from preflight.upgrades import add_pool_upgrades, upgrade_fields
 from upstream.aks import (
     CLUSTERS_PER_REGION,
@@ -123,6 +124,7 @@ def quota_section(quotas: list[dict[str, Any]]) -> dict[str, Any]:
             [q["region"], key, v["min"], v["max"], VCPU_QUOTA_HINT] for key, v in q["vcpus"].items()
         ]
     return {
+        "kind": AZURE_QUOTAS,
         "title": "Azure quotas this stack draws on (at min nodes / at max nodes)",
         "columns": ["region", "quota", "at min", "at max", "compare with"],
         "rows": rows,
