@@ -273,9 +273,13 @@ class FleetConfig(Model):
         """The cluster's `upgrades`, else the fleet's (a cluster's section replaces it whole)."""
         return cluster.upgrades if cluster.upgrades is not None else self.upgrades
 
-    def pool_version_of(self, cluster: ClusterConfig, pool: PoolConfig) -> str:
-        """A user pool's orchestratorVersion: its own, else its control plane's."""
-        return pool.kubernetes_version or self.version_of(cluster)
+    def pool_version_of(self, cluster: ClusterConfig, pool: PoolConfig | SystemPoolConfig) -> str:
+        """A pool's orchestratorVersion: a user pool's own, else its cluster's, else the fleet's.
+
+        The system pool has no version of its own: it moves with its control plane.
+        """
+        own = pool.kubernetes_version if isinstance(pool, PoolConfig) else None
+        return own or self.version_of(cluster)
 
 
 def version_tuple(version: str) -> tuple[int, int]:

@@ -43,13 +43,12 @@ def add_pool_upgrades(
 ) -> None:
     """Each pool row gets its Kubernetes version and its upgrade settings (in place)."""
     node_pools = fleet.upgrades_of(cluster).node_pools
-    pools = {cluster.system_pool.name: (None, cluster.system_pool.upgrade_settings)}
-    pools |= {p.name: (p.kubernetes_version, p.upgrade_settings) for p in cluster.pools}
+    pools = {p.name: p for p in (cluster.system_pool, *cluster.pools)}
     spot = {p.name for p in cluster.pools if p.priority == "Spot"}
     for row in rows:
-        version, own = pools.get(row["pool"], (None, None))
-        row["kubernetesVersion"] = version or fleet.version_of(cluster)
-        settings = own or node_pools
+        pool = pools[row["pool"]]
+        row["kubernetesVersion"] = fleet.pool_version_of(cluster, pool)
+        settings = pool.upgrade_settings or node_pools
         if row["pool"] in spot and settings.max_surge is not None:
             # What is sent: AKS refuses any max surge on a Spot pool (builders.aks).
             settings = settings.model_copy(update={"max_surge": None})
