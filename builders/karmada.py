@@ -31,9 +31,10 @@ from builders.interpreter import united_deployment_interpreter
 from builders.kruise import critical_addons_toleration, kruise_release
 from builders.manifest import KARMADA_TARGET, HelmRelease, Manifest
 from config.karmada import KarmadaSettings
-from config.models import ClusterConfig, FleetConfig, version_tuple
+from config.models import ClusterConfig, FleetConfig
 from config.resolve import credential_schedule, host_name, member_names
 from upstream.podsecurity import labels as pod_security_labels
+from upstream.podsecurity import policy_version
 
 CHART: Final = "oci://docker.io/karmada/karmada"  # `make push-chart` at each release tag
 RELEASE: Final = "karmada"
@@ -520,10 +521,7 @@ def member_objects(
     ]
     if not scoped(settings):
         return out
-    version = "latest"
-    if kubernetes_version:
-        major, minor = version_tuple(kubernetes_version)
-        version = f"v{major}.{minor}"
+    version = policy_version(kubernetes_version)
     for ns in app_namespace_names(settings):
         needs: tuple[str, ...] = ()
         if ns != "default":

@@ -28,9 +28,9 @@ from upstream.aks_versions import (
     RULE_POOL_SKEW,
     RULE_SECURITY_PATCH_GPU,
     WARN_DAYS,
-    minor_of,
     supported_on,
 )
+from upstream.k8s import minor_of
 from upstream.kueue import KUEUE_KUBERNETES
 
 

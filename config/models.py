@@ -280,9 +280,3 @@ class FleetConfig(Model):
         """
         own = pool.kubernetes_version if isinstance(pool, PoolConfig) else None
         return own or self.version_of(cluster)
-
-
-def version_tuple(version: str) -> tuple[int, int]:
-    """'1.33.2' -> (1, 33)."""
-    major, minor, *_ = version.split(".")
-    return int(major), int(minor)

@@ -7,7 +7,8 @@ from typing import Any
 
 from config.errors import key_path
 from config.models import ClusterConfig, FleetConfig
-from upstream.aks_versions import CALENDAR, LTS_PLAN, RULE_ONE_MINOR, minor_of
+from upstream.aks_versions import CALENDAR, LTS_PLAN, RULE_ONE_MINOR
+from upstream.k8s import minor_of
 
 
 def upgrade_fields(fleet: FleetConfig, index: int, cluster: ClusterConfig) -> dict[str, Any]:
