@@ -18,6 +18,7 @@ from preflight.access import widens
 from preflight.snapshot import EXPOSURE_RANK, Snapshot, empty, snapshot
 from preflight.sources import CREDENTIAL_NAMES
 from preflight.upgrades import version_steps
+from upstream.aks import GPU_RESOURCE
 
 Change = dict[str, Any]
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -141,7 +142,7 @@ def _cluster_changed(name: str, old: dict[str, Any], new: dict[str, Any]) -> Cha
 
 
 def _alloc(a: dict[str, Any]) -> str:
-    gpus = a.get("nvidia.com/gpu")
+    gpus = a.get(GPU_RESOURCE)
     return f"{a['cpu']} CPU, {a['memory']}" + (f", {gpus} GPU" if gpus else "")
 
 
@@ -155,7 +156,7 @@ def _pool_text(key: str, p: dict[str, Any]) -> str:
 def _pool_changed(key: str, old: dict[str, Any], new: dict[str, Any]) -> Change | None:
     shrinks = any(
         _num(new["maxAllocatable"].get(r)) < _num(old["maxAllocatable"].get(r))
-        for r in ("cpu", "nvidia.com/gpu")
+        for r in ("cpu", GPU_RESOURCE)
     )
     return _fields(
         key,

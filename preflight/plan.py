@@ -12,6 +12,7 @@ from preflight.upgrades import add_pool_upgrades, upgrade_fields
 from upstream.aks import (
     CLUSTERS_PER_REGION,
     DEFAULT_MAX_PODS,
+    GPU_RESOURCE,
     QUOTA_SOURCE,
     VCPU_QUOTA_HINT,
     format_mib,
@@ -62,7 +63,7 @@ def _pool_rows(fleet: FleetConfig, cluster: ClusterConfig) -> list[dict[str, Any
                 "maxAllocatable": {
                     "cpu": format_millis(cap.max_cpu_millis),
                     "memory": format_mib(cap.max_memory_mib),
-                    "nvidia.com/gpu": cap.max_gpus,
+                    GPU_RESOURCE: cap.max_gpus,
                 },
                 "idleVcpus": low * shape.vcpus,
             }

@@ -34,6 +34,8 @@ ENTRA_OBJECT_ID: Final = re.compile(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9
 # The NVIDIA device plugin chart (https://nvidia.github.io/k8s-device-plugin): AKS GPU node images
 # carry the driver, but a node advertises `nvidia.com/gpu` only with the plugin.
 NVIDIA_DEVICE_PLUGIN_CHART_VERSION: Final = "0.17.1"
+# The extended resource the plugin advertises a node's GPUs as, and what a pod or quota asks for.
+GPU_RESOURCE: Final = "nvidia.com/gpu"
 
 # The AKS-managed cluster autoscaler serves the ProvisioningRequest API from Kubernetes 1.33 (read
 # 2026-12-03): Azure/AKS pull request #5867 (merged 2026-09, the "Kueue and Cluster Autoscaler Gang
@@ -220,7 +222,7 @@ class PoolCapacity:
         return {
             "cpu": self.max_cpu_millis,
             "memory": self.max_memory_mib,
-            "nvidia.com/gpu": self.max_gpus,
+            GPU_RESOURCE: self.max_gpus,
         }.get(resource)
 
 
