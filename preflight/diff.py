@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from constants import PROJECT_ROOT
 from preflight.access import widens
 from preflight.snapshot import EXPOSURE_RANK, Snapshot, empty, snapshot
 from preflight.sources import CREDENTIAL_NAMES
@@ -21,7 +22,6 @@ from preflight.upgrades import version_steps
 from upstream.aks import GPU_RESOURCE
 
 Change = dict[str, Any]
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 class RefError(Exception):

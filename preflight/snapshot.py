@@ -13,6 +13,7 @@ from typing import Any
 from builders.egress import ANY_ADDRESS, api_server_ranges
 from checks.stack import load_from_file
 from config.errors import ConfigError
+from constants import PROJECT_ROOT
 from preflight.access import azure_access
 from preflight.plan import build_plan
 from preflight.sources import (
@@ -71,7 +72,7 @@ def snapshot(stack: str, root: Path | None = None, *, files: bool = True) -> Sna
     An invalid stack gives `valid: False` and its errors (never an exception); a missing file gives
     an empty snapshot with `exists: False`.
     """
-    path = (root or Path(__file__).resolve().parent.parent) / f"Pulumi.{stack}.yaml"
+    path = (root or PROJECT_ROOT) / f"Pulumi.{stack}.yaml"
     if not path.is_file():
         return empty(stack, exists=False)
     try:

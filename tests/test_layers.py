@@ -81,4 +81,4 @@ def test_constants_import_nothing_of_the_project() -> None:
         if isinstance(node, ast.Import | ast.ImportFrom)
         for alias in node.names
     }
-    assert imported <= {"typing", "__future__"}, imported
+    assert imported <= {"typing", "pathlib", "__future__"}, imported
