@@ -5,21 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from config.errors import key_path
 from config.models import ClusterConfig, FleetConfig
+from config.resolve import version_key
 from upstream.aks_versions import CALENDAR, LTS_PLAN, RULE_ONE_MINOR
 from upstream.k8s import minor_of
 
 
 def upgrade_fields(fleet: FleetConfig, index: int, cluster: ClusterConfig) -> dict[str, Any]:
     """What a cluster row of the plan says about its version's life and its upgrades."""
-    version_key = (
-        key_path("clusters", index, "kubernetesVersion")
-        if cluster.kubernetes_version
-        else "kubernetesVersion"
-    )
+    key = version_key(index, cluster)
     if cluster.source != "aks":
-        return {"versionKey": version_key, "supportPlan": "-", "supportEnds": "-",
+        return {"versionKey": key, "supportPlan": "-", "supportEnds": "-",
                 "upgradeChannel": "-", "nodeOsChannel": "-", "upgradeWindow": "-",
                 "nodeOsWindow": "-"}  # fmt: skip
     up = fleet.upgrades_of(cluster)
@@ -29,7 +25,7 @@ def upgrade_fields(fleet: FleetConfig, index: int, cluster: ClusterConfig) -> di
     if row is not None:
         ends = f"{row.lts_end} (LTS)" if lts else f"{row.end_of_life} (end of life)"
     return {
-        "versionKey": version_key,
+        "versionKey": key,
         "supportPlan": cluster.support_plan,
         "supportEnds": ends,
         "upgradeChannel": up.channel,
