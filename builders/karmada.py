@@ -347,11 +347,6 @@ def kruise_releases(fleet: FleetConfig) -> list[HelmRelease]:
     ]
 
 
-def member_version(fleet: FleetConfig, cluster: ClusterConfig) -> str | None:
-    """A member's Kubernetes version when the stack sets it (its namespaces' Pod Security pin)."""
-    return fleet.version_of(cluster) if cluster.source == "aks" else None
-
-
 def on_aks(fleet: FleetConfig, member: str) -> bool:
     """Whether a member is an AKS cluster this stack creates (existing ones may be anything)."""
     cluster = fleet.cluster(member)
@@ -654,7 +649,7 @@ def render_karmada(fleet: FleetConfig) -> list[Manifest]:
     for cluster in member_clusters(fleet):
         name = cluster.name
         generation = member_generation(fleet, name)
-        out += member_objects(name, settings, member_version(fleet, cluster), generation)
+        out += member_objects(name, settings, fleet.known_version_of(cluster), generation)
         secret = credential_secret(name, token=REDACTED, ca_bundle=REDACTED, generation=generation)
         out.append(Manifest(KARMADA_TARGET, secret))
         if not scoped(settings):

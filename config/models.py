@@ -267,7 +267,13 @@ class FleetConfig(Model):
         return [c for c in self.clusters if c.role == "worker"]
 
     def version_of(self, cluster: ClusterConfig) -> str:
+        """A cluster's control plane version: its own, else the fleet's."""
         return cluster.kubernetes_version or self.kubernetes_version
+
+    def known_version_of(self, cluster: ClusterConfig) -> str | None:
+        """`version_of` for an AKS cluster the stack creates; None for an existing one, whose
+        version is not the stack's to know (its namespaces' Pod Security labels say `latest`)."""
+        return self.version_of(cluster) if cluster.source == "aks" else None
 
     def upgrades_of(self, cluster: ClusterConfig) -> UpgradeSettings:
         """The cluster's `upgrades`, else the fleet's (a cluster's section replaces it whole)."""
