@@ -19,7 +19,7 @@ from config.models import (
     SystemPoolConfig,
 )
 from config.upgrades import MaintenanceWindow, PoolUpgradeSettings, UpgradeSettings
-from constants import ACI_ADDON
+from constants import ACI_ADDON, ACI_DELEGATION
 from upstream.aks import (
     AGENTPOOL_LABEL,
     AKS_RBAC_ROLES,
@@ -270,7 +270,7 @@ def subnets(cluster: ClusterConfig) -> list[dict[str, Any]]:
                 "delegations": [
                     {
                         "name": "aci",
-                        "service_name": "Microsoft.ContainerInstance/containerGroups",
+                        "service_name": ACI_DELEGATION,
                     }
                 ],
             }
