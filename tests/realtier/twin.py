@@ -50,7 +50,6 @@ from upstream.k8s import parse_taint
 ROOT: Final = Path(__file__).resolve().parents[2]
 # kwok manages exactly the nodes with this annotation (its --manage-nodes-with-annotation-selector).
 KWOK_ANNOTATION: Final = ("kwok.x-k8s.io/node", "fake")
-AGENTPOOL_LABEL: Final = "kubernetes.azure.com/agentpool"
 # AKS labels GPU nodes with their accelerator (and the NVIDIA device plugin advertises the GPUs).
 ACCELERATOR_LABEL: Final = ("kubernetes.azure.com/accelerator", "nvidia")
 # The ACI connector registers one node; its taint is `virtual-kubelet.io/provider=azure`.
