@@ -33,6 +33,13 @@ from builders.manifest import KARMADA_TARGET, HelmRelease, Manifest
 from config.karmada import KarmadaSettings
 from config.models import ClusterConfig, FleetConfig
 from config.resolve import credential_schedule, host_name, member_names
+from upstream.aks import (
+    ALLOWED_RANGES_ANNOTATION,
+    INTERNAL_ANNOTATION,
+    IPV4_ANNOTATION,
+    PIP_GROUP_ANNOTATION,
+    PIP_NAME_ANNOTATION,
+)
 from upstream.podsecurity import labels as pod_security_labels
 from upstream.podsecurity import policy_version
 
@@ -158,14 +165,6 @@ CHART_CERT_HOSTS: Final = (
     "localhost",
     "127.0.0.1",
 )
-# cloud-provider-azure Service annotations (kubernetes-sigs.github.io/cloud-provider-azure).
-PIP_NAME_ANNOTATION: Final = "service.beta.kubernetes.io/azure-pip-name"
-PIP_GROUP_ANNOTATION: Final = "service.beta.kubernetes.io/azure-load-balancer-resource-group"
-INTERNAL_ANNOTATION: Final = "service.beta.kubernetes.io/azure-load-balancer-internal"
-IPV4_ANNOTATION: Final = "service.beta.kubernetes.io/azure-load-balancer-ipv4"
-# NSG source ranges for the Service (cloud-provider-azure >= 1.27; the chart's Service has no
-# loadBalancerSourceRanges value, only serviceAnnotations).
-ALLOWED_RANGES_ANNOTATION: Final = "service.beta.kubernetes.io/azure-allowed-ip-ranges"
 HOOK_JOBS: Final = (
     "preInstallJob",
     "preUpdateJob",

@@ -27,6 +27,7 @@ from preflight.sources import (
     extra_sections,
     fields,
 )
+from upstream.aks import INTERNAL_ANNOTATION
 
 Snapshot = dict[str, Any]
 
@@ -291,8 +292,7 @@ def _service_reach(service_type: str | None, annotations: dict[str, Any]) -> str
     if service_type not in ("LoadBalancer", "NodePort"):
         return "cluster"
     internal = any(
-        k.endswith("azure-load-balancer-internal") and str(v).lower() == "true"
-        for k, v in annotations.items()
+        k == INTERNAL_ANNOTATION and str(v).lower() == "true" for k, v in annotations.items()
     )
     return "internal" if internal else "public"
 

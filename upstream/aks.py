@@ -90,6 +90,14 @@ VIRTUAL_NODE_TOLERATION: Final = {"key": "virtual-kubelet.io/provider", "operato
 # the node; a pod that tolerates only the first never lands on a node carrying the second.
 ACI_TOLERATION: Final = {"key": "azure.com/aci", "operator": "Exists", "effect": "NoSchedule"}
 VIRTUAL_NODE_TOLERATIONS: Final = (VIRTUAL_NODE_TOLERATION, ACI_TOLERATION)
+# cloud-provider-azure Service annotations (kubernetes-sigs.github.io/cloud-provider-azure).
+PIP_NAME_ANNOTATION: Final = "service.beta.kubernetes.io/azure-pip-name"
+PIP_GROUP_ANNOTATION: Final = "service.beta.kubernetes.io/azure-load-balancer-resource-group"
+INTERNAL_ANNOTATION: Final = "service.beta.kubernetes.io/azure-load-balancer-internal"
+IPV4_ANNOTATION: Final = "service.beta.kubernetes.io/azure-load-balancer-ipv4"
+# NSG source ranges for the Service (cloud-provider-azure >= 1.27), for a Service whose owner
+# cannot set loadBalancerSourceRanges (Karmada's chart offers only serviceAnnotations).
+ALLOWED_RANGES_ANNOTATION: Final = "service.beta.kubernetes.io/azure-allowed-ip-ranges"
 
 
 @dataclass(frozen=True, slots=True)
