@@ -177,14 +177,6 @@ OWNED_VALUES = {
     "fullnameOverride": "object names such as kueue-controller-manager derive from the release",
     "nameOverride": "object names such as kueue-controller-manager derive from the release",
 }
-# Namespaces a team namespace may not be: they exist already (creating them fails) or are Kueue's.
-RESERVED_NAMESPACES: Final = (
-    "default",
-    "kube-system",
-    "kube-public",
-    "kube-node-lease",
-    "kueue-system",
-)
 
 # ------------------------------------------------------------------------------------------------
 # The chart and the API
@@ -195,6 +187,14 @@ RESERVED_NAMESPACES: Final = (
 KUEUE_CHART: Final = "oci://registry.k8s.io/kueue/charts/kueue"
 KUEUE_RELEASE: Final = "kueue"
 KUEUE_NAMESPACE: Final = "kueue-system"
+# Namespaces a team namespace may not be: they exist already (creating them fails) or are Kueue's.
+RESERVED_NAMESPACES: Final = (
+    "default",
+    "kube-system",
+    "kube-public",
+    "kube-node-lease",
+    KUEUE_NAMESPACE,
+)
 # The controller pods' labels (the chart's kueue.selectorLabels for release `kueue`).
 KUEUE_SELECTOR_LABELS: Final = {
     "app.kubernetes.io/name": "kueue",
