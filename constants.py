@@ -1,13 +1,16 @@
-"""Names that the program, preflight and tests share: project, config key, outputs.
+"""Names that the program, preflight and tests share: project, its directory, config key, outputs.
 
 Version pins live next to what they pin: Python packages in pyproject.toml/uv.lock, charts and
 per-version facts in upstream/ (kueue.py, karmada.py), CRD schemas in scripts/crd-pins.json;
 docs/architecture.md "Pins" lists every one.
 """
 
+from pathlib import Path
 from typing import Final
 
 PROJECT: Final = "aks-batch-fleet"
+# The project's directory: the stack files, scripts/crd-pins.json and the fetched CRDs under it.
+PROJECT_ROOT: Final = Path(__file__).resolve().parent
 CONFIG_KEY: Final = "fleet"
 TYPE_PREFIX: Final = "fleet:index"
 

@@ -19,7 +19,7 @@ from config.models import (
     SystemPoolConfig,
 )
 from config.upgrades import MaintenanceWindow, PoolUpgradeSettings, UpgradeSettings
-from constants import ACI_ADDON
+from constants import ACI_ADDON, ACI_DELEGATION
 from upstream.aks import (
     AGENTPOOL_LABEL,
     AKS_RBAC_ROLES,
@@ -85,8 +85,8 @@ def user_pool_args(
 ) -> dict[str, Any]:
     """AgentPool arguments of a user pool: always autoscaled between minCount and maxCount.
 
-    `version` is the control plane's; a pool's own `kubernetesVersion` (a pool that lags, within
-    AKS's skew: checks.upgrades) wins.
+    `version` is the pool's orchestratorVersion (FleetConfig.pool_version_of: a pool may lag its
+    control plane, within AKS's skew: checks.upgrades).
     """
     args: dict[str, Any] = {
         "agent_pool_name": pool.name,
@@ -95,7 +95,7 @@ def user_pool_args(
         "os_type": "Linux",
         "os_sku": pool.os_sku,
         "type": "VirtualMachineScaleSets",
-        "orchestrator_version": pool.kubernetes_version or version,
+        "orchestrator_version": version,
         "enable_auto_scaling": True,
         "min_count": pool.min_count,
         "max_count": pool.max_count,
@@ -270,7 +270,7 @@ def subnets(cluster: ClusterConfig) -> list[dict[str, Any]]:
                 "delegations": [
                     {
                         "name": "aci",
-                        "service_name": "Microsoft.ContainerInstance/containerGroups",
+                        "service_name": ACI_DELEGATION,
                     }
                 ],
             }

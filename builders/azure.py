@@ -253,7 +253,7 @@ def _cluster_requests(
             "resource_name": cfg.name,
             **({"vnet_subnet_id": node_subnet} if node_subnet else {}),
             "tags": tags,
-            **shapes.user_pool_args(pool, fleet.version_of(cfg), upgrades),
+            **shapes.user_pool_args(pool, fleet.pool_version_of(cfg, pool), upgrades),
         }
         out.append(
             AzureRequest(

@@ -39,8 +39,7 @@ def kueue_objects(fleet: FleetConfig) -> dict[str, list[Manifest]]:
                 Manifest(cluster.name, multikueue.admission_check(s.name, s.name))
                 for s in dispatch_sets(fleet)
             ]
-        # An existing cluster's version is not the stack's to know: its labels say `latest`.
-        version = fleet.version_of(cluster) if cluster.source == "aks" else None
+        version = fleet.known_version_of(cluster)
         objects += kueue.cluster_objects(
             cluster,
             added.get(cluster.name),

@@ -31,10 +31,18 @@ from builders.interpreter import united_deployment_interpreter
 from builders.kruise import critical_addons_toleration, kruise_release
 from builders.manifest import KARMADA_TARGET, HelmRelease, Manifest
 from config.karmada import KarmadaSettings
-from config.models import ClusterConfig, FleetConfig, version_tuple
+from config.models import ClusterConfig, FleetConfig
 from config.resolve import credential_schedule, host_name, member_names
 from constants import WAIT_FOR
+from upstream.aks import (
+    ALLOWED_RANGES_ANNOTATION,
+    INTERNAL_ANNOTATION,
+    IPV4_ANNOTATION,
+    PIP_GROUP_ANNOTATION,
+    PIP_NAME_ANNOTATION,
+)
 from upstream.podsecurity import labels as pod_security_labels
+from upstream.podsecurity import policy_version
 
 CHART: Final = "oci://docker.io/karmada/karmada"  # `make push-chart` at each release tag
 RELEASE: Final = "karmada"
@@ -158,14 +166,6 @@ CHART_CERT_HOSTS: Final = (
     "localhost",
     "127.0.0.1",
 )
-# cloud-provider-azure Service annotations (kubernetes-sigs.github.io/cloud-provider-azure).
-PIP_NAME_ANNOTATION: Final = "service.beta.kubernetes.io/azure-pip-name"
-PIP_GROUP_ANNOTATION: Final = "service.beta.kubernetes.io/azure-load-balancer-resource-group"
-INTERNAL_ANNOTATION: Final = "service.beta.kubernetes.io/azure-load-balancer-internal"
-IPV4_ANNOTATION: Final = "service.beta.kubernetes.io/azure-load-balancer-ipv4"
-# NSG source ranges for the Service (cloud-provider-azure >= 1.27; the chart's Service has no
-# loadBalancerSourceRanges value, only serviceAnnotations).
-ALLOWED_RANGES_ANNOTATION: Final = "service.beta.kubernetes.io/azure-allowed-ip-ranges"
 HOOK_JOBS: Final = (
     "preInstallJob",
     "preUpdateJob",
@@ -347,11 +347,6 @@ def kruise_releases(fleet: FleetConfig) -> list[HelmRelease]:
     ]
 
 
-def member_version(fleet: FleetConfig, cluster: ClusterConfig) -> str | None:
-    """A member's Kubernetes version when the stack sets it (its namespaces' Pod Security pin)."""
-    return fleet.version_of(cluster) if cluster.source == "aks" else None
-
-
 def on_aks(fleet: FleetConfig, member: str) -> bool:
     """Whether a member is an AKS cluster this stack creates (existing ones may be anything)."""
     cluster = fleet.cluster(member)
@@ -526,10 +521,7 @@ def member_objects(
     ]
     if not scoped(settings):
         return out
-    version = "latest"
-    if kubernetes_version:
-        major, minor = version_tuple(kubernetes_version)
-        version = f"v{major}.{minor}"
+    version = policy_version(kubernetes_version)
     for ns in app_namespace_names(settings):
         needs: tuple[str, ...] = ()
         if ns != "default":
@@ -662,7 +654,7 @@ def render_karmada(fleet: FleetConfig) -> list[Manifest]:
     for cluster in member_clusters(fleet):
         name = cluster.name
         generation = member_generation(fleet, name)
-        out += member_objects(name, settings, member_version(fleet, cluster), generation)
+        out += member_objects(name, settings, fleet.known_version_of(cluster), generation)
         secret = credential_secret(name, token=REDACTED, ca_bundle=REDACTED, generation=generation)
         out.append(Manifest(KARMADA_TARGET, secret))
         if not scoped(settings):

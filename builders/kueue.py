@@ -32,7 +32,7 @@ from config.kueue import (
     WaitForPodsReady,
     WorkloadPriorityClassConfig,
 )
-from config.models import ClusterConfig, FleetConfig, PoolConfig, version_tuple
+from config.models import ClusterConfig, FleetConfig, PoolConfig
 from config.resolve import gate_flavors
 from upstream.aks import AGENTPOOL_LABEL
 from upstream.k8s import toleration_for_taint
@@ -52,6 +52,7 @@ from upstream.kueue import (
     WAIT_FOR_PODS_READY_BY_DEFAULT,
 )
 from upstream.podsecurity import labels as pod_security_labels
+from upstream.podsecurity import policy_version
 
 # ClusterQueue name -> admission checks another layer adds to it (MultiKueue's, on the manager).
 AdmissionChecks = Mapping[str, Sequence[str]]
@@ -361,10 +362,7 @@ def namespace(ns: TeamNamespace, kubernetes_version: str | None = None) -> dict[
     with the program), else `latest`.
     """
     meta = _meta(ns.name)
-    version = "latest"
-    if kubernetes_version:
-        major, minor = version_tuple(kubernetes_version)
-        version = f"v{major}.{minor}"
+    version = policy_version(kubernetes_version)
     meta["labels"] = dict(ns.labels) | pod_security_labels(ns.pod_security, version)
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
 

@@ -15,6 +15,7 @@ from config.models import AccessConfig, ClusterConfig, FleetConfig
 from config.resolve import access_of, gpu_of, gpu_pools
 from upstream.aks import (
     DEFAULT_MAX_PODS,
+    GPU_RESOURCE,
     RULE_AZURE_RBAC,
     RULE_CILIUM_DATAPLANE,
     RULE_CILIUM_POLICY,
@@ -24,8 +25,6 @@ from upstream.aks import (
     RULE_VIRTUAL_NODE_POLICY,
     RULE_VIRTUAL_NODE_RANGES,
 )
-
-GPU_RESOURCE = "nvidia.com/gpu"
 
 
 def check_network(fleet: FleetConfig) -> Iterator[Issue]:

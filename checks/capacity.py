@@ -24,11 +24,10 @@ from config.resolve import (
     queue_workers,
     worker_queue_for,
 )
-from upstream.aks import DEFAULT_MAX_PODS, PoolCapacity, lookup_vm, pool_capacity
+from upstream.aks import DEFAULT_MAX_PODS, GPU_RESOURCE, PoolCapacity, lookup_vm, pool_capacity
 from upstream.k8s import format_quantity, quantity_value
 
 QuotaStatus = Literal["ok", "warn", "error"]
-GPU = "nvidia.com/gpu"
 # A size of the built-in table with GPUs, named in advice (the A100 size the committed stacks use).
 GPU_EXAMPLE = "Standard_NC24ads_A100_v4"
 
@@ -67,7 +66,7 @@ def _capacity_of(
         return Decimal(cap.max_cpu_millis) / 1000
     if resource == "memory":
         return Decimal(cap.max_memory_mib) * 2**20
-    if resource == "nvidia.com/gpu":
+    if resource == GPU_RESOURCE:
         return Decimal(cap.max_gpus)
     if resource == "pods":
         return Decimal((pool.max_pods or DEFAULT_MAX_PODS[cluster.network_mode]) * cap.max_nodes)
@@ -157,7 +156,7 @@ def _row(pq: _PoolQuota) -> QuotaRow:
     capacity = f"{_show(res, pq.capacity)}{unit} at maxCount"
     status: QuotaStatus = "ok"
     message = ""
-    no_gpus = nominal > pq.capacity and res == GPU and pq.cap.node.gpus == 0
+    no_gpus = nominal > pq.capacity and res == GPU_RESOURCE and pq.cap.node.gpus == 0
     if no_gpus:
         # More nodes never add GPUs: the fix is a GPU size or another pool, not maxCount.
         status = "error"

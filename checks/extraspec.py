@@ -40,11 +40,11 @@ from checks.common import Check
 from config.errors import Issue, key_path
 from config.loader import PINNED_CRDS, PINS_FILE
 from config.models import FleetConfig
+from constants import PROJECT_ROOT
 from upstream.k8s import TAINT_EFFECTS
 from upstream.kueue import KUEUE_API, KUEUE_GROUP
 from upstream.structural import Schema, Where, crd_version_schema, schema_errors, with_defaults
 
-PROJECT_ROOT: Final = Path(__file__).resolve().parent.parent
 # The config list of each kind in clusters[i].queues, and the CRD file that defines it.
 KINDS: Final = {
     "ResourceFlavor": ("flavors", "resourceflavors"),

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 from checks.common import Check, duplicates
 from config.errors import Issue, key_path
-from config.models import FleetConfig, PoolConfig, version_tuple
+from config.models import FleetConfig, PoolConfig
 from config.resolve import custom_shapes
 from constants import MIN_KUBERNETES, PROGRAM_TAGS
 from upstream.aks import (
@@ -28,6 +28,7 @@ from upstream.aks import (
     is_plausible_size,
     lookup_vm,
 )
+from upstream.k8s import minor_of
 
 
 def check_location(fleet: FleetConfig) -> Iterator[Issue]:
@@ -101,10 +102,10 @@ def check_names(fleet: FleetConfig) -> Iterator[Issue]:
 
 def check_versions(fleet: FleetConfig) -> Iterator[Issue]:
     lowest = ".".join(map(str, MIN_KUBERNETES))
-    if version_tuple(fleet.kubernetes_version) < MIN_KUBERNETES:
+    if minor_of(fleet.kubernetes_version) < MIN_KUBERNETES:
         yield Issue("kubernetesVersion", f"must be >= {lowest} (Kueue's minimum)")
     for i, c in enumerate(fleet.clusters):
-        if c.kubernetes_version and version_tuple(c.kubernetes_version) < MIN_KUBERNETES:
+        if c.kubernetes_version and minor_of(c.kubernetes_version) < MIN_KUBERNETES:
             yield Issue(
                 key_path("clusters", i, "kubernetesVersion"),
                 f"must be >= {lowest} (Kueue's minimum)",

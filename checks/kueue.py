@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Collection, Iterator, Mapping
-from decimal import Decimal
-from typing import Any, Final, cast
+from typing import Any, cast
 
 from builders.kueue import resource_flavor
 from checks.common import Check, duplicates
@@ -22,14 +21,18 @@ from upstream.kueue import (
     BATCH_JOB,
     DEFAULT_WORKER_LOST_TIMEOUT,
     DISABLE_WAIT_FOR_PODS_READY,
+    FAIR_SHARING_STRATEGIES,
     FEATURE_GATES,
     FRAMEWORK_GATES,
     FRAMEWORKS,
+    INCREMENTAL_CONFIG_VERSIONS,
     KUEUE_NAMESPACE,
     KUEUE_VERSIONS,
     LOCKED_GATES,
     MIN_QUIET_WORKER_LOST_TIMEOUT_SECONDS,
+    MIN_WEIGHT,
     OWNED_VALUES,
+    PROHIBITED_MANAGED_NAMESPACES,
     REMOVED_GATES,
     RESERVED_NAMESPACES,
     WAIT_FOR_PODS_READY_BY_DEFAULT,
@@ -96,17 +99,6 @@ def check_kueue_settings(fleet: FleetConfig) -> Iterator[Issue]:
             "applies only to a cluster with role 'manager'; this stack has none",
             "warning",
         )
-
-
-# The preemptionStrategies lists Kueue's config validation accepts (pkg/config/validation.go,
-# validStrategySets, at both pinned tags).
-FAIR_SHARING_STRATEGIES = (
-    ["LessThanOrEqualToFinalShare"],
-    ["LessThanInitialShare"],
-    ["LessThanOrEqualToFinalShare", "LessThanInitialShare"],
-)
-# Kueue versions whose Configuration has multiKueue.incrementalDispatcherConfig.
-INCREMENTAL_CONFIG_VERSIONS = ("0.19.2",)
 
 
 def _check_worker_lost_timeout(mk: MultiKueueManagerSettings) -> Iterator[Issue]:
@@ -469,14 +461,6 @@ def check_gate_conflicts(
                     f"ClusterQueue {cq.name!r} also gets the MultiKueue admission check; Kueue "
                     "keeps a queue with both inactive: put the gate on the workers' queues",
                 )
-
-
-# Kueue's webhook rule for a fair-sharing weight (pkg/webhooks/common.go validateFairSharing at
-# v0.19.2): not negative (every config quantity is), and when not 0 more than 1e-9.
-MIN_WEIGHT: Final = Decimal("1e-9")
-# The namespaces Kueue's managedJobsNamespaceSelector must never select (validation.go,
-# validateManagedJobsNamespaceSelector): kube-system and Kueue's own.
-PROHIBITED_MANAGED_NAMESPACES: Final = ("kube-system", KUEUE_NAMESPACE)
 
 
 def _weight_issues(path: str, share: FairShare | None, fair_on: bool, what: str) -> Iterator[Issue]:

@@ -9,6 +9,7 @@ from config.errors import Issue, key_path
 from config.models import FleetConfig
 from config.resolve import gate_flavors
 from upstream.aks import PROVISIONING_REQUEST_SINCE, PROVISIONING_REQUEST_SOURCE
+from upstream.k8s import minor_of
 from upstream.kueue import KUEUE_NAMESPACE
 
 
@@ -22,8 +23,7 @@ def provisioning_warnings(fleet: FleetConfig) -> list[Issue]:
             continue
         base = key_path("clusters", i)
         version = fleet.version_of(cluster)
-        major, minor = (int(p) for p in version.split(".")[:2])
-        if (major, minor) < PROVISIONING_REQUEST_SINCE:
+        if minor_of(version) < PROVISIONING_REQUEST_SINCE:
             # From 1.33 the AKS-managed autoscaler serves the API (upstream/aks.py), so no warning
             # there. Were the CRD still missing when Kueue starts, the gate's AdmissionCheck never
             # turns Active and its `pulumi.com/waitFor` fails `pulumi up` (docs/configuration.md

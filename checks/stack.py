@@ -22,8 +22,7 @@ from config.loader import (
     stack_resource_groups,
 )
 from config.models import FleetConfig
-
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+from constants import PROJECT_ROOT
 
 
 @dataclass(frozen=True)

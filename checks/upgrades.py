@@ -14,7 +14,7 @@ from checks.common import Check
 from config.clock import TODAY_ENV, today
 from config.errors import Issue, Severity, key_path
 from config.models import ClusterConfig, FleetConfig
-from config.resolve import custom_shapes
+from config.resolve import custom_shapes, version_key
 from config.upgrades import MaintenanceWindow, UpgradeSettings
 from upstream.aks import lookup_vm
 from upstream.aks_versions import (
@@ -28,23 +28,14 @@ from upstream.aks_versions import (
     RULE_POOL_SKEW,
     RULE_SECURITY_PATCH_GPU,
     WARN_DAYS,
-    minor_of,
     supported_on,
 )
+from upstream.k8s import minor_of
 from upstream.kueue import KUEUE_KUBERNETES
 
 
 def _name(minor: tuple[int, int]) -> str:
     return f"{minor[0]}.{minor[1]}"
-
-
-def _version_path(i: int, cluster: ClusterConfig) -> str:
-    """Where a cluster's version is written: its own key, else the fleet's default."""
-    return (
-        key_path("clusters", i, "kubernetesVersion")
-        if cluster.kubernetes_version
-        else ("kubernetesVersion")
-    )
 
 
 def calendar_issues(fleet: FleetConfig, day: date) -> Iterator[Issue]:
@@ -65,7 +56,7 @@ def calendar_issues(fleet: FleetConfig, day: date) -> Iterator[Issue]:
         verdict = _verdict(version, minor, lts, day, serves)
         if verdict is not None:
             who = f"{c.name!r} ({c.sku_tier} tier{', LTS' if lts else ''})"
-            found.setdefault((_version_path(i, c), *verdict), []).append(who)
+            found.setdefault((version_key(i, c), *verdict), []).append(who)
     for (path, text, severity), who in found.items():
         yield Issue(path, text.format(who=", ".join(who)), severity)
 
@@ -140,7 +131,7 @@ def check_kueue_minor(fleet: FleetConfig) -> Iterator[Issue]:
         minor = minor_of(fleet.version_of(c))
         if not low <= minor <= high:
             yield Issue(
-                _version_path(i, c),
+                version_key(i, c),
                 f"{fleet.version_of(c)} for cluster {c.name!r}: Kueue {fleet.kueue.version} runs "
                 f"on Kubernetes {_name(low)} to {_name(high)} (its README's minimum and newest "
                 "e2e-tested minor); move Kueue first (kueue.version) or stay on a tested minor",
@@ -204,7 +195,7 @@ def _cluster_issues(
     version = fleet.version_of(c)
     if up.channel != "none" and version.count(".") == 2:
         yield Issue(
-            _version_path(i, c),
+            version_key(i, c),
             f"{version} pins a patch while upgrades.channel is {up.channel!r}: AKS moves the "
             f"patch and the next `up` would ask it back; write {'.'.join(version.split('.')[:2])}",
         )

@@ -30,6 +30,8 @@ class AksClusterArgs:
     resource_group_name: pulumi.Input[str]
     location: str
     kubernetes_version: str
+    # Each user pool's orchestratorVersion by name (FleetConfig.pool_version_of).
+    pool_versions: Mapping[str, str]
     access: AccessConfig = field(default_factory=AccessConfig)
     tags: dict[str, str] = field(default_factory=dict[str, str])
     # The NVIDIA device plugin (builders.gpu), when the cluster has GPU pools.
@@ -211,7 +213,7 @@ class AksCluster(pulumi.ComponentResource):
                 resource_name_=mc.name,
                 vnet_subnet_id=node_subnet.id if node_subnet is not None else None,
                 tags=tags,
-                **shapes.user_pool_args(pool, args.kubernetes_version, args.upgrades),
+                **shapes.user_pool_args(pool, args.pool_versions[pool.name], args.upgrades),
                 # The autoscaler owns the node count once the pool exists.
                 opts=pulumi.ResourceOptions(parent=self, ignore_changes=["count"]),
             )

@@ -97,6 +97,7 @@ class Fleet(pulumi.ComponentResource):
                         resource_group_name=group.name,
                         location=c.location or location or "",
                         kubernetes_version=cfg.version_of(c),
+                        pool_versions={p.name: cfg.pool_version_of(c, p) for p in c.pools},
                         access=access_of(cfg, c),
                         tags=tags,
                         device_plugin=device_plugin_release(cfg, c),

@@ -130,7 +130,7 @@ class Karmada(pulumi.ComponentResource):
                 cluster=args.clusters[member],
                 control_plane=control_plane,
                 settings=settings,
-                version=kb.member_version(fleet, member_cfg) if member_cfg else None,
+                version=fleet.known_version_of(member_cfg) if member_cfg else None,
                 region=region,
                 # Computed once per member, so both sides name one generation.
                 generation=kb.member_generation(fleet, member),

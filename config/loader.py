@@ -17,7 +17,7 @@ from pydantic_core import ErrorDetails
 from config import yamlsafe
 from config.errors import ConfigError, Issue, Lines, key_path, quote_it
 from config.models import FleetConfig
-from constants import CONFIG_KEY, PROJECT, resource_group_of
+from constants import CONFIG_KEY, PROJECT, PROJECT_ROOT, resource_group_of
 from upstream.karmada import KARMADA_CRD_FILES, kruise_app_version
 
 SECRET_PLACEHOLDER = "<secret>"
@@ -181,7 +181,7 @@ def _opaque_secrets(value: Any) -> Any:
 
 
 def stack_file(stack: str, root: Path | None = None) -> Path:
-    return (root or Path(__file__).resolve().parent.parent) / f"Pulumi.{stack}.yaml"
+    return (root or PROJECT_ROOT) / f"Pulumi.{stack}.yaml"
 
 
 def read_stack_config(stack: str, root: Path | None = None) -> tuple[dict[str, Any], str] | None:
@@ -380,7 +380,7 @@ def read_karmada_kubeconfig(fleet: FleetConfig, root: Path) -> str | None:
 # scripts/fetch-crds fills this from the pins (docs/upstream-pins.md); nothing else is read. The
 # pinned CRDs belong to the program, not to a stack: they sit beside this code, wherever the stack
 # file is read from.
-PINNED_CRDS = Path(__file__).resolve().parent.parent / ".cache" / "crds"
+PINNED_CRDS = PROJECT_ROOT / ".cache" / "crds"
 PINS_FILE = "scripts/crd-pins.json"
 
 
@@ -495,7 +495,7 @@ def stack_resource_groups(root: Path | None = None) -> dict[str, tuple[str, str 
     Read leniently: a file that cannot be read, or has no fleet, is left out (its own preflight
     reports it).
     """
-    folder = root or Path(__file__).resolve().parent.parent
+    folder = root or PROJECT_ROOT
     out: dict[str, tuple[str, str | None]] = {}
     for path in sorted(folder.glob("Pulumi.*.yaml")):
         stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")

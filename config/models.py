@@ -267,18 +267,22 @@ class FleetConfig(Model):
         return [c for c in self.clusters if c.role == "worker"]
 
     def version_of(self, cluster: ClusterConfig) -> str:
+        """A cluster's control plane version: its own, else the fleet's."""
         return cluster.kubernetes_version or self.kubernetes_version
+
+    def known_version_of(self, cluster: ClusterConfig) -> str | None:
+        """`version_of` for an AKS cluster the stack creates; None for an existing one, whose
+        version is not the stack's to know (its namespaces' Pod Security labels say `latest`)."""
+        return self.version_of(cluster) if cluster.source == "aks" else None
 
     def upgrades_of(self, cluster: ClusterConfig) -> UpgradeSettings:
         """The cluster's `upgrades`, else the fleet's (a cluster's section replaces it whole)."""
         return cluster.upgrades if cluster.upgrades is not None else self.upgrades
 
-    def pool_version_of(self, cluster: ClusterConfig, pool: PoolConfig) -> str:
-        """A user pool's orchestratorVersion: its own, else its control plane's."""
-        return pool.kubernetes_version or self.version_of(cluster)
+    def pool_version_of(self, cluster: ClusterConfig, pool: PoolConfig | SystemPoolConfig) -> str:
+        """A pool's orchestratorVersion: a user pool's own, else its cluster's, else the fleet's.
 
-
-def version_tuple(version: str) -> tuple[int, int]:
-    """'1.33.2' -> (1, 33)."""
-    major, minor, *_ = version.split(".")
-    return int(major), int(minor)
+        The system pool has no version of its own: it moves with its control plane.
+        """
+        own = pool.kubernetes_version if isinstance(pool, PoolConfig) else None
+        return own or self.version_of(cluster)

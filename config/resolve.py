@@ -10,6 +10,7 @@ from datetime import date, timedelta
 from typing import Literal
 
 from config.clock import today
+from config.errors import key_path
 from config.karmada import ApplicationConfig
 from config.kueue import ClusterQueueConfig, KueueObjects, LocalQueueConfig
 from config.models import AccessConfig, ClusterConfig, FleetConfig, GpuSettings, PoolConfig
@@ -251,6 +252,13 @@ def gate_flavors(queues: KueueObjects, cq: ClusterQueueConfig) -> list[str] | No
         return list(ref.on_flavors) or None  # `[]` means what Kueue reads it as: every flavor
     bound = [n for n in cq.flavor_names if (f := queues.flavor(n)) is not None and f.pool]
     return bound or None
+
+
+def version_key(index: int, cluster: ClusterConfig) -> str:
+    """The key that sets a cluster's version (the `index`th): its own, else the fleet's default."""
+    if cluster.kubernetes_version:
+        return key_path("clusters", index, "kubernetesVersion")
+    return "kubernetesVersion"
 
 
 def custom_shapes(fleet: FleetConfig) -> dict[str, VmShape]:

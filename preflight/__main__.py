@@ -33,6 +33,7 @@ from preflight.access import access_section, azure_access
 from preflight.plan import build_plan, quota_section
 from preflight.render import write_render
 from preflight.sources import collect, extra_sections
+from upstream.aks import GPU_RESOURCE
 
 
 def _stack_parser() -> argparse.ArgumentParser:
@@ -105,7 +106,7 @@ def _print_tables(plan: dict[str, Any], console: Console, warnings: Sequence[str
     for c in plan["clusters"]:
         for p in c["pools"]:
             node, most = p["nodeAllocatable"], p["maxAllocatable"]
-            gpus = f", {most['nvidia.com/gpu']} GPU" if most["nvidia.com/gpu"] else ""
+            gpus = f", {most[GPU_RESOURCE]} GPU" if most[GPU_RESOURCE] else ""
             pools.add_row(
                 c["name"],
                 p["pool"],

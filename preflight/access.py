@@ -13,6 +13,7 @@ from builders.aks import access_grants
 from config.login import DeployerLogin
 from config.models import FleetConfig
 from config.resolve import access_of
+from preflight.sources import AZURE_ACCESS
 from upstream.aks import (
     AKS_RBAC_ROLES,
     ROLE_AKS_CLUSTER_USER,
@@ -111,6 +112,7 @@ def _row(cluster: str, scope: str, role: str, principal: str, key: str) -> dict[
 def access_section(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """`azure_access` as a plan table."""
     return {
+        "kind": AZURE_ACCESS,
         "title": "Azure access this stack grants (role assignments and AKS admin groups)",
         "columns": ["scope", "role", "principal", "config key"],
         "rows": [[r["scope"], r["role"], r["principal"], r["key"]] for r in rows],

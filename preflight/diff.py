@@ -14,13 +14,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from constants import PROJECT_ROOT
 from preflight.access import widens
 from preflight.snapshot import EXPOSURE_RANK, Snapshot, empty, snapshot
 from preflight.sources import CREDENTIAL_NAMES
 from preflight.upgrades import version_steps
+from upstream.aks import GPU_RESOURCE
 
 Change = dict[str, Any]
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 class RefError(Exception):
@@ -145,7 +146,7 @@ def _cluster_changed(name: str, old: dict[str, Any], new: dict[str, Any]) -> Cha
 
 
 def _alloc(a: dict[str, Any]) -> str:
-    gpus = a.get("nvidia.com/gpu")
+    gpus = a.get(GPU_RESOURCE)
     return f"{a['cpu']} CPU, {a['memory']}" + (f", {gpus} GPU" if gpus else "")
 
 
@@ -159,7 +160,7 @@ def _pool_text(key: str, p: dict[str, Any]) -> str:
 def _pool_changed(key: str, old: dict[str, Any], new: dict[str, Any]) -> Change | None:
     shrinks = any(
         _num(new["maxAllocatable"].get(r)) < _num(old["maxAllocatable"].get(r))
-        for r in ("cpu", "nvidia.com/gpu")
+        for r in ("cpu", GPU_RESOURCE)
     )
     return _fields(
         key,
@@ -228,7 +229,7 @@ def _queue_changed(key: str, old: dict[str, Any], new: dict[str, Any]) -> Change
 
 def _quota_text(key: str, q: dict[str, Any]) -> str:
     return (
-        f"{key}: nominal {q['nominal']} (with borrowing {q['with borrowing']}) "
+        f"{key}: nominal {q['nominal']} (with borrowing {q['reachable']}) "
         f"of capacity {q['capacity']}, {q['status']}"
     )
 
@@ -239,7 +240,7 @@ def _quota_changed(key: str, old: dict[str, Any], new: dict[str, Any]) -> Change
         key,
         [
             _arrow("nominal", old["nominal"], new["nominal"]),
-            _arrow("with borrowing", old["with borrowing"], new["with borrowing"]),
+            _arrow("with borrowing", old["reachable"], new["reachable"]),
             _arrow("capacity", old["capacity"], new["capacity"]),
             _arrow("status", old["status"], new["status"]),
         ],
@@ -248,7 +249,7 @@ def _quota_changed(key: str, old: dict[str, Any], new: dict[str, Any]) -> Change
 
 
 def _manager_quota_text(key: str, q: dict[str, Any]) -> str:
-    workers = f"workers {q['workers total']} ({q['per worker']})"
+    workers = f"workers {q['workersTotal']} ({q['perWorker']})"
     return f"{key}: manager {q['manager']}, {workers}, {q['status']}"
 
 
@@ -258,8 +259,8 @@ def _manager_quota_changed(key: str, old: dict[str, Any], new: dict[str, Any]) -
         key,
         [
             _arrow("manager", old["manager"], new["manager"]),
-            _arrow("workers", old["workers total"], new["workers total"]),
-            _arrow("per worker", old["per worker"], new["per worker"]),
+            _arrow("workers", old["workersTotal"], new["workersTotal"]),
+            _arrow("per worker", old["perWorker"], new["perWorker"]),
             _arrow("status", old["status"], new["status"]),
         ],
         f"manager quota {new['status']}" if worse else None,
@@ -279,8 +280,8 @@ def _dispatch_changed(key: str, old: list[str], new: list[str]) -> Change:
 
 def _drain_text(worker: str, d: dict[str, Any]) -> str:
     return (
-        f"{worker} drained: no new work from {d['dispatch sets']} "
-        f"(held: {d['held LocalQueues']}); what runs there finishes there"
+        f"{worker} drained: no new work from {d['dispatchSets']} "
+        f"(held: {d['held']}); what runs there finishes there"
     )
 
 
@@ -291,8 +292,8 @@ def _drain(base: dict[str, Any], head: dict[str, Any]) -> list[Change]:
         return _fields(
             worker,
             [
-                _arrow("dispatch sets", old["dispatch sets"], new["dispatch sets"]),
-                _arrow("held", old["held LocalQueues"], new["held LocalQueues"]),
+                _arrow("dispatch sets", old["dispatchSets"], new["dispatchSets"]),
+                _arrow("held", old["held"], new["held"]),
             ],
         )
 
@@ -450,10 +451,13 @@ def _exposure(base: dict[str, str], head: dict[str, str]) -> list[Change]:
     )
 
 
-def _other(base: dict[str, list[str]], head: dict[str, list[str]]) -> list[Change]:
+def _other(base: dict[str, Any], head: dict[str, Any]) -> list[Change]:
+    """Rows added or removed in the plan tables the diff has no comparison of its own for."""
+    titles = {kind: (head.get(kind) or base[kind])["title"] for kind in base.keys() | head.keys()}
     out: list[Change] = []
-    for title in sorted(base.keys() | head.keys()):
-        old, new = base.get(title, []), head.get(title, [])
+    for kind, title in sorted(titles.items(), key=lambda item: item[1]):
+        old = base.get(kind, {}).get("rows", [])
+        new = head.get(kind, {}).get("rows", [])
         out += [_change("added", f"{title}: {r}", f"{title}: {r}") for r in new if r not in old]
         out += [_change("removed", f"{title}: {r}", f"{title}: {r}") for r in old if r not in new]
     return out

@@ -7,10 +7,12 @@ from typing import Any
 from config.errors import Issue
 from config.models import ClusterConfig, FleetConfig
 from config.resolve import custom_shapes
+from preflight.sources import AZURE_QUOTAS
 from preflight.upgrades import add_pool_upgrades, upgrade_fields
 from upstream.aks import (
     CLUSTERS_PER_REGION,
     DEFAULT_MAX_PODS,
+    GPU_RESOURCE,
     QUOTA_SOURCE,
     VCPU_QUOTA_HINT,
     format_mib,
@@ -61,7 +63,7 @@ def _pool_rows(fleet: FleetConfig, cluster: ClusterConfig) -> list[dict[str, Any
                 "maxAllocatable": {
                     "cpu": format_millis(cap.max_cpu_millis),
                     "memory": format_mib(cap.max_memory_mib),
-                    "nvidia.com/gpu": cap.max_gpus,
+                    GPU_RESOURCE: cap.max_gpus,
                 },
                 "idleVcpus": low * shape.vcpus,
             }
@@ -123,6 +125,7 @@ def quota_section(quotas: list[dict[str, Any]]) -> dict[str, Any]:
             [q["region"], key, v["min"], v["max"], VCPU_QUOTA_HINT] for key, v in q["vcpus"].items()
         ]
     return {
+        "kind": AZURE_QUOTAS,
         "title": "Azure quotas this stack draws on (at min nodes / at max nodes)",
         "columns": ["region", "quota", "at min", "at max", "compare with"],
         "rows": rows,

@@ -13,9 +13,21 @@ from typing import Any
 from builders.egress import ANY_ADDRESS, api_server_ranges
 from checks.stack import load_from_file
 from config.errors import ConfigError
+from constants import PROJECT_ROOT
 from preflight.access import azure_access
 from preflight.plan import build_plan
-from preflight.sources import collect, extra_sections
+from preflight.sources import (
+    COLUMNS,
+    CREDENTIALS,
+    DRAIN,
+    MANAGER_QUOTAS,
+    PLACEMENT,
+    POOL_QUOTAS,
+    collect,
+    extra_sections,
+    fields,
+)
+from upstream.aks import INTERNAL_ANNOTATION
 
 Snapshot = dict[str, Any]
 
@@ -61,7 +73,7 @@ def snapshot(stack: str, root: Path | None = None, *, files: bool = True) -> Sna
     An invalid stack gives `valid: False` and its errors (never an exception); a missing file gives
     an empty snapshot with `exists: False`.
     """
-    path = (root or Path(__file__).resolve().parent.parent) / f"Pulumi.{stack}.yaml"
+    path = (root or PROJECT_ROOT) / f"Pulumi.{stack}.yaml"
     if not path.is_file():
         return empty(stack, exists=False)
     try:
@@ -133,32 +145,43 @@ def _azure_access(rows: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
 
 
 def _rows(section: dict[str, Any]) -> list[dict[str, Any]]:
-    return [dict(zip(section["columns"], row, strict=True)) for row in section["rows"]]
+    """A table's rows by field (sources.COLUMNS), not by the headings people read."""
+    keys = fields(section["kind"])
+    return [dict(zip(keys, row, strict=True)) for row in section["rows"]]
 
 
 def _add_sections(out: Snapshot, sections: Sequence[dict[str, Any]]) -> None:
-    """Sort the plan's tables by their columns (titles are prose and may be reworded)."""
+    """Sort the plan's tables by their kind (titles and headings are prose, reworded at will)."""
     for section in sections:
-        columns = set(section["columns"])
+        kind = section["kind"]
+        if kind not in COLUMNS:
+            out["other"][kind] = {
+                "title": section["title"],
+                "rows": [
+                    ", ".join(f"{c}={v}" for c, v in zip(section["columns"], row, strict=True))
+                    for row in section["rows"]
+                ],
+            }
+            continue
         rows = _rows(section)
-        if {"cluster", "clusterQueue", "flavor", "resource", "capacity"} <= columns:
+        if kind == POOL_QUOTAS:
             for r in rows:
                 key = f"{r['cluster']}/{r['clusterQueue']}/{r['flavor']}/{r['resource']}"
                 out["quotas"][key] = r
-        elif {"clusterQueue", "resource", "workers total"} <= columns:
+        elif kind == MANAGER_QUOTAS:
             for r in rows:
                 out["managerQuotas"][f"{r['clusterQueue']}/{r['resource']}"] = r
-        elif {"credential", "cluster", "rotation policy", "generation"} <= columns:
+        elif kind == CREDENTIALS:
             for r in rows:
                 out["credentials"][f"{r['cluster']}: {r['credential']}"] = {
                     "generation": r["generation"],
-                    "policy": r["rotation policy"],
-                    "mayDo": r["may do"],
+                    "policy": r["policy"],
+                    "mayDo": r["mayDo"],
                 }
-        elif {"worker", "held LocalQueues"} <= columns:
+        elif kind == DRAIN:
             for r in rows:
                 out["drain"][str(r["worker"])] = r
-        elif {"application", "member", "subset", "replicas"} <= columns:
+        elif kind == PLACEMENT:
             for r in rows:
                 # "ns/name (tie: ...)" carries a note, not part of the name.
                 app = str(r["application"]).split(" (", 1)[0]
@@ -170,10 +193,6 @@ def _add_sections(out: Snapshot, sections: Sequence[dict[str, Any]]) -> None:
                 if subset != "-":
                     entry["subsets"][f"{member}/{subset}"] = count
                     entry["virtual"][f"{member}/{subset}"] = r.get("on") == "virtual nodes"
-        else:
-            out["other"][section["title"]] = [
-                ", ".join(f"{c}={v}" for c, v in r.items()) for r in rows
-            ]
 
 
 def _name(obj: dict[str, Any]) -> str:
@@ -279,8 +298,7 @@ def _service_reach(service_type: str | None, annotations: dict[str, Any]) -> str
     if service_type not in ("LoadBalancer", "NodePort"):
         return "cluster"
     internal = any(
-        k.endswith("azure-load-balancer-internal") and str(v).lower() == "true"
-        for k, v in annotations.items()
+        k == INTERNAL_ANNOTATION and str(v).lower() == "true" for k, v in annotations.items()
     )
     return "internal" if internal else "public"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from builders.dashboard import panel_queries
 from builders.egress import api_server_ranges
@@ -30,6 +30,73 @@ from upstream.k8s import format_quantity
 
 Section = dict[str, Any]
 
+# Each plan table's kind: the id the plan diff (preflight.snapshot) keys it on, and `--json`
+# carries. Titles and headings are for people and may be reworded; a kind is not.
+POOL_QUOTAS: Final = "poolQuotas"
+MANAGER_QUOTAS: Final = "managerQuotas"
+DRAIN: Final = "drain"
+PLACEMENT: Final = "placement"
+CREDENTIALS: Final = "credentials"
+METRICS: Final = "metrics"
+API_SERVER_RANGES: Final = "apiServerRanges"
+AZURE_QUOTAS: Final = "azureQuotas"  # preflight.plan
+AZURE_ACCESS: Final = "azureAccess"  # preflight.access
+
+# The tables the diff reads row by row: per column, the field it reads and the heading shown.
+COLUMNS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
+    POOL_QUOTAS: (
+        ("cluster", "cluster"),
+        ("clusterQueue", "clusterQueue"),
+        ("flavor", "flavor"),
+        ("pool", "pool"),
+        ("resource", "resource"),
+        ("nominal", "nominal"),
+        ("reachable", "with borrowing"),
+        ("capacity", "capacity"),
+        ("status", "status"),
+    ),
+    MANAGER_QUOTAS: (
+        ("clusterQueue", "clusterQueue"),
+        ("resource", "resource"),
+        ("manager", "manager"),
+        ("workersTotal", "workers total"),
+        ("perWorker", "per worker"),
+        ("status", "status"),
+    ),
+    DRAIN: (
+        ("worker", "worker"),
+        ("dispatchSets", "dispatch sets"),
+        ("held", "held LocalQueues"),
+        ("running", "running work"),
+    ),
+    PLACEMENT: (
+        ("application", "application"),
+        ("member", "member"),
+        ("subset", "subset"),
+        ("replicas", "replicas"),
+        ("on", "on"),
+    ),
+    CREDENTIALS: (
+        ("credential", "credential"),
+        ("cluster", "cluster"),
+        ("mayDo", "may do"),
+        ("policy", "rotation policy"),
+        ("generation", "generation"),
+        ("ageBound", "age bound"),
+        ("nextRotation", "next rotation"),
+    ),
+}
+
+
+def headings(kind: str) -> list[str]:
+    """The column headings of a table the diff reads (COLUMNS), as the plan shows them."""
+    return [heading for _field, heading in COLUMNS[kind]]
+
+
+def fields(kind: str) -> tuple[str, ...]:
+    """The fields the diff reads a row of that table by, in column order."""
+    return tuple(field for field, _heading in COLUMNS[kind])
+
 
 def collect(fleet: FleetConfig) -> tuple[list[Manifest], list[HelmRelease]]:
     """Every object and Helm release the stack would apply, per target API server.
@@ -42,18 +109,9 @@ def collect(fleet: FleetConfig) -> tuple[list[Manifest], list[HelmRelease]]:
 def _quota_section(fleet: FleetConfig) -> dict[str, Any]:
     """`checks.capacity.quota_report` as a plan section (title, columns, rows)."""
     return {
+        "kind": POOL_QUOTAS,
         "title": "Kueue quota vs pool capacity (allocatable at maxCount)",
-        "columns": [
-            "cluster",
-            "clusterQueue",
-            "flavor",
-            "pool",
-            "resource",
-            "nominal",
-            "with borrowing",
-            "capacity",
-            "status",
-        ],
+        "columns": headings(POOL_QUOTAS),
         "rows": [
             [
                 r.cluster,
@@ -76,8 +134,9 @@ def _manager_quota_section(fleet: FleetConfig) -> Section | None:
     if not rows:
         return None
     return {
+        "kind": MANAGER_QUOTAS,
         "title": "MultiKueue: manager quota (admission) vs the workers' quotas (execution)",
-        "columns": ["clusterQueue", "resource", "manager", "workers total", "per worker", "status"],
+        "columns": headings(MANAGER_QUOTAS),
         "rows": [
             [
                 r.cluster_queue,
@@ -92,9 +151,6 @@ def _manager_quota_section(fleet: FleetConfig) -> Section | None:
     }
 
 
-DRAIN_COLUMNS = ["worker", "dispatch sets", "held LocalQueues", "running work"]
-
-
 def _drain_section(fleet: FleetConfig) -> Section | None:
     """`multiKueue.drain`: who gets no new work, through which held LocalQueues."""
     held = held_local_queues(fleet)
@@ -102,9 +158,10 @@ def _drain_section(fleet: FleetConfig) -> Section | None:
         return None
     sets = dispatch_sets(fleet)
     return {
+        "kind": DRAIN,
         "title": "MultiKueue drain: no new work, admitted work runs to completion "
         "(docs/operations.md, Draining a worker)",
-        "columns": DRAIN_COLUMNS,
+        "columns": headings(DRAIN),
         "rows": [
             [
                 worker,
@@ -132,21 +189,13 @@ def _placement_section(fleet: FleetConfig) -> Section | None:
                 [f"{app.namespace}/{app.name}", m, "-", n, "-"] for m, n in app.plan.members.items()
             ]
     return {
+        "kind": PLACEMENT,
         "title": "Karmada placement: replicas per member (static weights) and subset (Kruise)",
-        "columns": ["application", "member", "subset", "replicas", "on"],
+        "columns": headings(PLACEMENT),
         "rows": rows,
     }
 
 
-CREDENTIAL_COLUMNS = [
-    "credential",
-    "cluster",
-    "may do",
-    "rotation policy",
-    "generation",
-    "age bound",
-    "next rotation",
-]
 CREDENTIAL_NAMES: dict[CredentialKind, str] = {
     "multikueue": "MultiKueue worker token",
     "karmada": "Karmada member token",
@@ -185,8 +234,9 @@ def credential_section(fleet: FleetConfig) -> Section | None:
     if not rows:
         return None
     return {
+        "kind": CREDENTIALS,
         "title": f"Credentials the stack mints (on {today()})",
-        "columns": CREDENTIAL_COLUMNS,
+        "columns": headings(CREDENTIALS),
         "rows": rows,
     }
 
@@ -223,6 +273,7 @@ def metrics_section(fleet: FleetConfig) -> Section:
         for title, setting in empty_panels(fleet, panel_queries()).items()
     ]
     return {
+        "kind": METRICS,
         "title": "Metrics (docs/metrics.md): Kueue's https :8443/metrics on every cluster",
         "columns": ["cluster", "ClusterQueue gauges", "metrics add-on", "scrape", "scraper RBAC"],
         "rows": rows,
@@ -234,6 +285,7 @@ def _ranges_section(fleet: FleetConfig) -> Section | None:
     if not rows:
         return None
     return {
+        "kind": API_SERVER_RANGES,
         "title": "AKS API server authorized IP ranges (apiServerAccessProfile)",
         "columns": ["cluster", "range", "from"],
         "rows": [[r.cluster, r.range, r.source] for r in rows],

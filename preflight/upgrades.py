@@ -5,20 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from config.errors import key_path
 from config.models import ClusterConfig, FleetConfig
-from upstream.aks_versions import CALENDAR, LTS_PLAN, RULE_ONE_MINOR, minor_of
+from config.resolve import version_key
+from upstream.aks_versions import CALENDAR, LTS_PLAN, RULE_ONE_MINOR
+from upstream.k8s import minor_of
 
 
 def upgrade_fields(fleet: FleetConfig, index: int, cluster: ClusterConfig) -> dict[str, Any]:
     """What a cluster row of the plan says about its version's life and its upgrades."""
-    version_key = (
-        key_path("clusters", index, "kubernetesVersion")
-        if cluster.kubernetes_version
-        else "kubernetesVersion"
-    )
+    key = version_key(index, cluster)
     if cluster.source != "aks":
-        return {"versionKey": version_key, "supportPlan": "-", "supportEnds": "-",
+        return {"versionKey": key, "supportPlan": "-", "supportEnds": "-",
                 "upgradeChannel": "-", "nodeOsChannel": "-", "upgradeWindow": "-",
                 "nodeOsWindow": "-"}  # fmt: skip
     up = fleet.upgrades_of(cluster)
@@ -28,7 +25,7 @@ def upgrade_fields(fleet: FleetConfig, index: int, cluster: ClusterConfig) -> di
     if row is not None:
         ends = f"{row.lts_end} (LTS)" if lts else f"{row.end_of_life} (end of life)"
     return {
-        "versionKey": version_key,
+        "versionKey": key,
         "supportPlan": cluster.support_plan,
         "supportEnds": ends,
         "upgradeChannel": up.channel,
@@ -43,13 +40,12 @@ def add_pool_upgrades(
 ) -> None:
     """Each pool row gets its Kubernetes version and its upgrade settings (in place)."""
     node_pools = fleet.upgrades_of(cluster).node_pools
-    pools = {cluster.system_pool.name: (None, cluster.system_pool.upgrade_settings)}
-    pools |= {p.name: (p.kubernetes_version, p.upgrade_settings) for p in cluster.pools}
+    pools = {p.name: p for p in (cluster.system_pool, *cluster.pools)}
     spot = {p.name for p in cluster.pools if p.priority == "Spot"}
     for row in rows:
-        version, own = pools.get(row["pool"], (None, None))
-        row["kubernetesVersion"] = version or fleet.version_of(cluster)
-        settings = own or node_pools
+        pool = pools[row["pool"]]
+        row["kubernetesVersion"] = fleet.pool_version_of(cluster, pool)
+        settings = pool.upgrade_settings or node_pools
         if row["pool"] in spot and settings.max_surge is not None:
             # What is sent: AKS refuses any max surge on a Spot pool (builders.aks).
             settings = settings.model_copy(update={"max_surge": None})

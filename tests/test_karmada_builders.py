@@ -13,7 +13,7 @@ import base64
 import copy
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 import yaml
@@ -24,13 +24,13 @@ from builders import kruise as kr
 from builders.manifest import KARMADA_TARGET, Manifest
 from checks.karmada import placement_report
 from checks.stack import load_from_file, parse_fleet
-from config.karmada import KarmadaSettings, KruiseSettings
+from config.karmada import KarmadaSettings, KruiseSettings, ResourceName
 from config.loader import kruise_crd_files
 from config.models import FleetConfig
 from tests import crdschema
 from tests.conftest import FAKE_KUBECONFIG, ROOT
 from tests.test_karmada_config import BASE
-from upstream.aks import CRITICAL_ADDONS_TAINT, VIRTUAL_NODE_LABELS
+from upstream.aks import CRITICAL_ADDONS_TAINT, GPU_RESOURCE, VIRTUAL_NODE_LABELS
 from upstream.karmada import kruise_app_version
 
 KARMADA = ("karmada", "v1.18.2")
@@ -555,3 +555,8 @@ def test_a_deployment_template_has_no_service_name_and_no_service() -> None:
     assert apps.headless_service(app) is None
     ud = apps.united_deployment(app)
     assert "serviceName" not in ud["spec"]["template"]["deploymentTemplate"]["spec"]
+
+
+def test_a_subset_may_ask_for_the_gpu_resource_the_device_plugin_advertises() -> None:
+    """A type's Literal cannot name a constant: this holds config's spelling to upstream's."""
+    assert GPU_RESOURCE in get_args(ResourceName)

@@ -17,7 +17,6 @@ import yaml
 from builders.fleet import kueue_objects
 from checks.stack import load_from_file, parse_fleet
 from config.errors import ConfigError
-from config.models import version_tuple
 from tests.conftest import COMMITTED_STACKS, ROOT
 from tests.realtier.e2e import e2e_raw
 from tests.realtier.test_faults_deploy import _job as faults_job  # pyright: ignore[reportPrivateUsage]
@@ -26,7 +25,8 @@ from tests.realtier.test_provisioning_gate import Gated
 from tests.realtier.test_provisioning_gate import job as gated_job
 from tests.realtier.test_twin_jobs import job_for
 from tests.realtier.twin import Submission
-from upstream.podsecurity import LABEL_PREFIX, pod_spec_of, violations
+from upstream.k8s import minor_of
+from upstream.podsecurity import LABEL_PREFIX, pod_spec_of, policy_version, violations
 
 ENFORCE = f"{LABEL_PREFIX}enforce"
 
@@ -53,7 +53,7 @@ def test_every_team_namespace_enforces_restricted_by_default(stack: str) -> None
     fleet = load_from_file(stack)[0]
     for (cluster, _), labels in found.items():
         # Pinned to the cluster's minor, as `v1.N`.
-        major, minor = version_tuple(
+        major, minor = minor_of(
             fleet.version_of(next(c for c in fleet.clusters if c.name == cluster))
         )
         version = f"v{major}.{minor}"
@@ -221,3 +221,8 @@ def test_real_tier_jobs_pass_restricted(make: Any) -> None:
     spec = pod_spec_of(make())
     assert spec is not None
     assert violations(spec, "restricted") == []
+
+
+def test_the_policy_version_is_the_clusters_minor_else_latest() -> None:
+    assert policy_version("1.36") == policy_version("1.36.2") == "v1.36"
+    assert policy_version(None) == policy_version("") == "latest"

@@ -13,9 +13,11 @@ from typing import Any
 import pytest
 import yaml
 
+from checks.stack import load_from_file
 from preflight import diagram
 from preflight.diff import compare, render_markdown, render_text, stack_at_ref
 from preflight.snapshot import Snapshot, empty, snapshot
+from preflight.sources import extra_sections
 from tests.conftest import FAKE_KUBECONFIG, ROOT, copy_preflight_sources
 
 Fleet = dict[str, Any]
@@ -489,7 +491,7 @@ def test_subject_gaining_a_binding_and_unknown_plan_tables(dev: Snapshot) -> Non
     head = copy.deepcopy(dev)
     key = "worker-1: ClusterRoleBinding multikueue-sa-crb"
     head["bindings"][key]["subjects"].append("Group system:authenticated")
-    head["other"]["Future table"] = ["cluster=worker-1, thing=1"]
+    head["other"]["future"] = {"title": "Future table", "rows": ["cluster=worker-1, thing=1"]}
     diff = compare(dev, head)
     assert section(diff, "Access (bindings)") == [
         f"{key}: subjects ServiceAccount kueue-system/multikueue-sa -> "
@@ -550,7 +552,7 @@ def test_an_api_server_range_change_shows_per_cluster_with_its_source(tmp_path: 
         for name in ("manager", "worker-3", "worker-4")
     ]
     # The manager's egress stays admitted on the ranged workers, and the plan says why.
-    rows = base["other"][title]
+    rows = base["other"]["apiServerRanges"]["rows"]
     assert (
         "cluster=worker-3, range=<manager-egress>/32, from=manager's static egress (the "
         "MultiKueue manager; access.admitFleetEgress)"
@@ -587,3 +589,45 @@ def test_turning_virtual_nodes_on_under_the_fleets_ranges_widens_exposure(tmp_pa
     diff = compare(base, head)
     assert "worker-1: AKS API server: ranged -> public" in section(diff, "Exposure")
     assert ("worker-1: AKS API server", "widens exposure") in flags(diff)
+
+
+def test_reworded_plan_tables_keep_their_place_in_the_diff(
+    dev: Snapshot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Titles and column headings are for people: rewording every one of them leaves the diff of
+    quotas, manager quotas, placement and credentials as it was (the diff keys on each table's
+    kind), rather than moving those tables to "Other plan tables"."""
+
+    def change(fleet: Fleet) -> None:
+        cluster(fleet, "worker-1")["pools"][0]["maxCount"] = 4
+        worker_quota(fleet, "worker-1", "cpu")["nominalQuota"] = "12"
+        fleet["karmada"]["applications"][0]["propagation"]["weights"]["worker-1"] = 2
+        fleet["multiKueue"]["rotation"] = {"worker-2": 1}
+
+    as_written = compare(dev, edited(tmp_path / "as-written", change))
+    compared = {s["title"] for s in as_written["sections"]}
+    assert {"Quota vs pool capacity", "MultiKueue manager quota"} <= compared
+    assert {"Karmada placement", "Credentials"} <= compared
+
+    def reworded(fleet: Any) -> tuple[list[dict[str, Any]], list[Any]]:
+        sections, warnings = extra_sections(fleet)
+        return [
+            s
+            | {
+                "title": f"{s['title']}, reworded",
+                "columns": [f"{c}, reworded" for c in s["columns"]],
+            }
+            for s in sections
+        ], warnings
+
+    monkeypatch.setattr("preflight.snapshot.extra_sections", reworded)
+    assert compare(snapshot("dev"), edited(tmp_path / "reworded", change)) == as_written
+
+
+def test_every_plan_table_has_a_kind_of_its_own() -> None:
+    """The id the diff keys a table on (and `--json` carries): one per table, never shared."""
+    fleet, _ = load_from_file("prod")
+    sections, _ = extra_sections(fleet)
+    kinds = [s["kind"] for s in sections]
+    assert len(kinds) == len(set(kinds)), kinds
+    assert all(isinstance(k, str) and k for k in kinds), kinds

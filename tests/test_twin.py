@@ -15,7 +15,6 @@ import pytest
 from builders.fleet import kueue_objects
 from config.models import FleetConfig, PoolConfig
 from tests.realtier.twin import (
-    AGENTPOOL_LABEL,
     GPU_RESOURCE,
     VIRTUAL_NODE_NAME,
     PoolNodes,
@@ -28,6 +27,7 @@ from tests.realtier.twin import (
     twin_fleet,
     unserved,
 )
+from upstream.aks import AGENTPOOL_LABEL
 
 STACKS = stacks()
 

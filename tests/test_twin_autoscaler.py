@@ -31,7 +31,8 @@ from tests.realtier.autoscaler import (
     templates,
 )
 from tests.realtier.harness import ControlPlane, Tools
-from tests.realtier.twin import AGENTPOOL_LABEL, KWOK_ANNOTATION, fleet_nodes, load_stack, stacks
+from tests.realtier.twin import KWOK_ANNOTATION, fleet_nodes, load_stack, stacks
+from upstream.aks import AGENTPOOL_LABEL
 
 
 @pytest.mark.parametrize("stack", stacks())

@@ -21,7 +21,15 @@ from config.loader import read_stack_file
 from config.models import FleetConfig
 from preflight.diff import compare
 from preflight.snapshot import snapshot
-from tests.conftest import COMMITTED_STACKS, ROOT, Graph, built_stack, copy_preflight_sources
+from tests.conftest import (
+    COMMITTED_STACKS,
+    ROOT,
+    Graph,
+    built_stack,
+    copy_preflight_sources,
+    mocked_engine,
+    run_program,
+)
 from tests.realtier.upgrade_worker import MANAGER, documented, quoted_refusal
 from upstream.aks_versions import CALENDAR, READ_ON
 
@@ -442,3 +450,44 @@ def test_preflight_against_a_ref_two_minors_back_exits_1(tmp_path: Path) -> None
     assert "Version changes AKS refuses" in result.stdout
     assert "kubernetesVersion: 1.34 -> 1.36 skips 1.35" in result.stdout
     assert "[!] refused" in result.stdout
+
+
+def test_a_pools_version_is_its_own_else_its_clusters_else_the_fleets() -> None:
+    """One rule, read by what is registered, what the Azure check sends and what the plan says."""
+    from builders.azure import azure_requests  # noqa: PLC0415
+    from components.fleet import Fleet, FleetArgs  # noqa: PLC0415 - Pulumi only here
+    from preflight.plan import build_plan  # noqa: PLC0415
+
+    pools = [
+        {"name": "lags", "vmSize": "Standard_D4s_v5", "maxCount": 3, "kubernetesVersion": "1.35"},
+        {"name": "follows", "vmSize": "Standard_D4s_v5", "maxCount": 3},
+    ]
+    config = fleet(raw_with(cluster={"pools": pools}))
+    solo = config.clusters[0]
+    expected = {"system": "1.36", "lags": "1.35", "follows": "1.36"}
+    assert {p.name: config.pool_version_of(solo, p) for p in (solo.system_pool, *solo.pools)} == (
+        expected
+    )
+    # The cluster's version over the fleet's.
+    moved = fleet(
+        raw_with(kubernetesVersion="1.35", cluster={"pools": pools, "kubernetesVersion": "1.36"})
+    )
+    assert [moved.pool_version_of(moved.clusters[0], p) for p in moved.clusters[0].pools] == [
+        "1.35",
+        "1.36",
+    ]
+
+    with mocked_engine("test") as g:
+        run_program(lambda: Fleet("fleet", FleetArgs(config=config, stack="test")))
+    registered = {
+        r.inputs["agentPoolName"]: r.inputs["orchestratorVersion"] for r in g.of_type(POOL)
+    }
+    sent = {
+        r.inputs["agent_pool_name"]: r.inputs["orchestrator_version"]
+        for r in azure_requests(config, "test")
+        if r.token == POOL
+    }
+    (plan,) = build_plan("test", config, [])["clusters"]
+    shown = {p["pool"]: p["kubernetesVersion"] for p in plan["pools"]}
+    assert registered == sent == {"lags": "1.35", "follows": "1.36"}
+    assert shown == expected

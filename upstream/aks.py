@@ -34,6 +34,8 @@ ENTRA_OBJECT_ID: Final = re.compile(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9
 # The NVIDIA device plugin chart (https://nvidia.github.io/k8s-device-plugin): AKS GPU node images
 # carry the driver, but a node advertises `nvidia.com/gpu` only with the plugin.
 NVIDIA_DEVICE_PLUGIN_CHART_VERSION: Final = "0.17.1"
+# The extended resource the plugin advertises a node's GPUs as, and what a pod or quota asks for.
+GPU_RESOURCE: Final = "nvidia.com/gpu"
 
 # The AKS-managed cluster autoscaler serves the ProvisioningRequest API from Kubernetes 1.33 (read
 # 2026-12-03): Azure/AKS pull request #5867 (merged 2026-09, the "Kueue and Cluster Autoscaler Gang
@@ -88,6 +90,14 @@ VIRTUAL_NODE_TOLERATION: Final = {"key": "virtual-kubelet.io/provider", "operato
 # the node; a pod that tolerates only the first never lands on a node carrying the second.
 ACI_TOLERATION: Final = {"key": "azure.com/aci", "operator": "Exists", "effect": "NoSchedule"}
 VIRTUAL_NODE_TOLERATIONS: Final = (VIRTUAL_NODE_TOLERATION, ACI_TOLERATION)
+# cloud-provider-azure Service annotations (kubernetes-sigs.github.io/cloud-provider-azure).
+PIP_NAME_ANNOTATION: Final = "service.beta.kubernetes.io/azure-pip-name"
+PIP_GROUP_ANNOTATION: Final = "service.beta.kubernetes.io/azure-load-balancer-resource-group"
+INTERNAL_ANNOTATION: Final = "service.beta.kubernetes.io/azure-load-balancer-internal"
+IPV4_ANNOTATION: Final = "service.beta.kubernetes.io/azure-load-balancer-ipv4"
+# NSG source ranges for the Service (cloud-provider-azure >= 1.27), for a Service whose owner
+# cannot set loadBalancerSourceRanges (Karmada's chart offers only serviceAnnotations).
+ALLOWED_RANGES_ANNOTATION: Final = "service.beta.kubernetes.io/azure-allowed-ip-ranges"
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,7 +230,7 @@ class PoolCapacity:
         return {
             "cpu": self.max_cpu_millis,
             "memory": self.max_memory_mib,
-            "nvidia.com/gpu": self.max_gpus,
+            GPU_RESOURCE: self.max_gpus,
         }.get(resource)
 
 

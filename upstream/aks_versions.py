@@ -131,12 +131,6 @@ AUTO_UPGRADE_SCHEDULE: Final = "aksManagedAutoUpgradeSchedule"
 NODE_OS_SCHEDULE: Final = "aksManagedNodeOSUpgradeSchedule"
 
 
-def minor_of(version: str) -> tuple[int, int]:
-    """'1.36.2' -> (1, 36)."""
-    major, minor, *_ = version.split(".")
-    return int(major), int(minor)
-
-
 def supported_on(day: date, *, lts: bool = False) -> list[AksMinor]:
     """The minors AKS serves for a new cluster on `day` (GA reached, end not passed)."""
     return [

@@ -214,3 +214,9 @@ _DURATION_UNIT: Final = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1
 def go_duration_seconds(value: str) -> float:
     """Seconds in a duration GO_DURATION accepts ('0', '90s', '1h30m')."""
     return sum(float(n) * _DURATION_UNIT[u] for n, u in _DURATION_PART.findall(value))
+
+
+def minor_of(version: str) -> tuple[int, int]:
+    """A Kubernetes version's (major, minor): '1.36.2' -> (1, 36)."""
+    major, minor, *_ = version.split(".")
+    return int(major), int(minor)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Final, Literal
 
 # Versions whose CRDs (scripts/crd-pins.json) and tables (below) the project carries.
@@ -176,14 +177,6 @@ OWNED_VALUES = {
     "fullnameOverride": "object names such as kueue-controller-manager derive from the release",
     "nameOverride": "object names such as kueue-controller-manager derive from the release",
 }
-# Namespaces a team namespace may not be: they exist already (creating them fails) or are Kueue's.
-RESERVED_NAMESPACES: Final = (
-    "default",
-    "kube-system",
-    "kube-public",
-    "kube-node-lease",
-    "kueue-system",
-)
 
 # ------------------------------------------------------------------------------------------------
 # The chart and the API
@@ -194,6 +187,14 @@ RESERVED_NAMESPACES: Final = (
 KUEUE_CHART: Final = "oci://registry.k8s.io/kueue/charts/kueue"
 KUEUE_RELEASE: Final = "kueue"
 KUEUE_NAMESPACE: Final = "kueue-system"
+# Namespaces a team namespace may not be: they exist already (creating them fails) or are Kueue's.
+RESERVED_NAMESPACES: Final = (
+    "default",
+    "kube-system",
+    "kube-public",
+    "kube-node-lease",
+    KUEUE_NAMESPACE,
+)
 # The controller pods' labels (the chart's kueue.selectorLabels for release `kueue`).
 KUEUE_SELECTOR_LABELS: Final = {
     "app.kubernetes.io/name": "kueue",
@@ -228,6 +229,21 @@ DISPATCHERS: Final = {
     "AllAtOnce": "kueue.x-k8s.io/multikueue-dispatcher-all-at-once",
     "Incremental": "kueue.x-k8s.io/multikueue-dispatcher-incremental",
 }
+# Kueue versions whose Configuration has multiKueue.incrementalDispatcherConfig.
+INCREMENTAL_CONFIG_VERSIONS: Final = ("0.19.2",)
+# The preemptionStrategies lists Kueue's config validation accepts (pkg/config/validation.go,
+# validStrategySets, at both pinned tags).
+FAIR_SHARING_STRATEGIES: Final = (
+    ["LessThanOrEqualToFinalShare"],
+    ["LessThanInitialShare"],
+    ["LessThanOrEqualToFinalShare", "LessThanInitialShare"],
+)
+# Kueue's webhook rule for a fair-sharing weight (pkg/webhooks/common.go validateFairSharing at
+# v0.19.2): not negative (every config quantity is), and when not 0 more than 1e-9.
+MIN_WEIGHT: Final = Decimal("1e-9")
+# The namespaces Kueue's managedJobsNamespaceSelector must never select (validation.go,
+# validateManagedJobsNamespaceSelector): kube-system and Kueue's own.
+PROHIBITED_MANAGED_NAMESPACES: Final = ("kube-system", KUEUE_NAMESPACE)
 # waitForPodsReady (all-or-nothing start) when the Configuration has no `waitForPodsReady` block:
 # off up to 0.18 (the block's presence turned it on since v1beta2 dropped `enable`, 0.15), on from
 # 0.19 (apis/config/v1beta2/defaults.go at v0.19.2: timeout 30m, recoveryTimeout = timeout,

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, Final, Literal, cast
 
+from upstream.k8s import minor_of
+
 PodSecurityLevel = Literal["privileged", "baseline", "restricted"]
 LEVELS: Final[tuple[PodSecurityLevel, ...]] = ("privileged", "baseline", "restricted")
 LABEL_PREFIX: Final = "pod-security.kubernetes.io/"
@@ -54,6 +56,17 @@ RESTRICTED_VOLUMES: Final = frozenset(
 )
 # check_seccompProfile_restricted.go.
 RESTRICTED_SECCOMP: Final = frozenset({"RuntimeDefault", "Localhost"})
+
+
+def policy_version(kubernetes_version: str | None) -> str:
+    """The `<mode>-version` label: the cluster's minor as `v1.N` when known, else `latest`.
+
+    Pinned to the minor, the policy moves with an upgrade the program makes, on purpose.
+    """
+    if not kubernetes_version:
+        return "latest"
+    major, minor = minor_of(kubernetes_version)
+    return f"v{major}.{minor}"
 
 
 def labels(level: PodSecurityLevel, version: str) -> dict[str, str]:

@@ -44,7 +44,8 @@ from typing import Any, Final
 
 from config.models import AutoscalerProfile, FleetConfig
 from tests.realtier.harness import ControlPlane, StartError, _built, apply, cache_paths, free_port
-from tests.realtier.twin import AGENTPOOL_LABEL, PoolNodes, fleet_nodes
+from tests.realtier.twin import PoolNodes, fleet_nodes
+from upstream.aks import AGENTPOOL_LABEL
 
 TOOL: Final = "cluster-autoscaler"
 NAMESPACE: Final = "kube-system"

@@ -43,7 +43,7 @@ from tests.realtier.faults import timed_simulation
 from tests.realtier.harness import ControlPlane, Report, Tools, apply
 from tests.realtier.jobs import suspended_job
 from tests.realtier.kueue import kueue_binary
-from tests.realtier.twin import AGENTPOOL_LABEL, fleet_nodes, load_stack
+from tests.realtier.twin import fleet_nodes, load_stack
 from tests.realtier.twin_run import (
     PROVISIONING_API,
     SimulationTools,
@@ -51,6 +51,7 @@ from tests.realtier.twin_run import (
     running_twin,
 )
 from tests.realtier.wait import until
+from upstream.aks import AGENTPOOL_LABEL
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 

@@ -40,7 +40,6 @@ from tests.realtier.harness import ControlPlane, Report, Tools, apply
 from tests.realtier.jobs import suspended_job, workload_owned_by
 from tests.realtier.kueue import kueue_binary
 from tests.realtier.twin import (
-    AGENTPOOL_LABEL,
     GPU_RESOURCE,
     VIRTUAL_NODE_LABELS,
     Submission,
@@ -58,6 +57,7 @@ from tests.realtier.twin_run import (
     running_twin,
 )
 from tests.realtier.wait import until
+from upstream.aks import AGENTPOOL_LABEL
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 

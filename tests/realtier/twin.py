@@ -37,6 +37,7 @@ from config.resolve import custom_shapes, enabled_workers, with_mirrored_queues,
 from upstream.aks import (
     CRITICAL_ADDONS_TAINT,
     DEFAULT_MAX_PODS,
+    GPU_RESOURCE,
     VIRTUAL_NODE_LABELS,
     VIRTUAL_NODE_TOLERATION,
     lookup_vm,
@@ -49,8 +50,6 @@ from upstream.k8s import parse_taint
 ROOT: Final = Path(__file__).resolve().parents[2]
 # kwok manages exactly the nodes with this annotation (its --manage-nodes-with-annotation-selector).
 KWOK_ANNOTATION: Final = ("kwok.x-k8s.io/node", "fake")
-AGENTPOOL_LABEL: Final = "kubernetes.azure.com/agentpool"
-GPU_RESOURCE: Final = "nvidia.com/gpu"
 # AKS labels GPU nodes with their accelerator (and the NVIDIA device plugin advertises the GPUs).
 ACCELERATOR_LABEL: Final = ("kubernetes.azure.com/accelerator", "nvidia")
 # The ACI connector registers one node; its taint is `virtual-kubelet.io/provider=azure`.
