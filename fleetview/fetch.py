@@ -193,17 +193,7 @@ def _read(cluster: str, kubeconfig: str, timeout: float, login: str | None = Non
     missing: list[str] = []
     try:
         for field, (group, version, plural, _) in KINDS.items():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError
-            method, url, headers, _, _ = api.param_serialize(
-                "GET",
-                _path(group, version, plural),
-                header_params={"Accept": "application/json"},
-                auth_settings=["BearerToken"],
-            )
-            response = api.call_api(method, url, header_params=headers, _request_timeout=left)
-            body = response.read()
+            url, response, body = _get(api, _path(group, version, plural), deadline)
             if response.status == 404 and not group:
                 return Snapshot(
                     cluster,
@@ -216,6 +206,8 @@ def _read(cluster: str, kubeconfig: str, timeout: float, login: str | None = Non
             if response.status >= 400:
                 message = _status_message(body) or f"HTTP {response.status}"
                 kind = {401: "unauthorized", 403: "forbidden"}.get(response.status, "error")
+                if response.status in TRANSIENT:
+                    message += f" (HTTP {response.status} until the --timeout, asked again)"
                 return Snapshot(
                     cluster,
                     error=f"{kind}: list {plural}: {message}{hint}",
@@ -247,6 +239,46 @@ def _read(cluster: str, kubeconfig: str, timeout: float, login: str | None = Non
     )
 
 
+# An API server answers 429 or 503 while a list's storage is (re)initializing: after a CRD is
+# created or updated (Kueue's cert controller writes its CRDs' caBundle at start and on rotation,
+# a Helm upgrade rewrites them) and while it starts. Transient by design, with a Retry-After:
+# asked again until the deadline, never reported as an unreadable cluster at the first answer.
+TRANSIENT: Final = frozenset({429, 503})
+RETRY_CAP: Final = 1.0
+
+
+def _get(api: Any, path: str, deadline: float) -> tuple[str, Any, bytes]:
+    """GET `path` within `deadline`, asking again while the answer is transient (429/503)."""
+    pause = 0.1
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        method, url, headers, _, _ = api.param_serialize(
+            "GET",
+            path,
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+        )
+        response = api.call_api(method, url, header_params=headers, _request_timeout=left)
+        body = response.read()
+        if response.status not in TRANSIENT:
+            return url, response, body
+        wait = min(_retry_after(response) or pause, RETRY_CAP)
+        if time.monotonic() + wait >= deadline:
+            return url, response, body  # out of time: this answer is the one reported
+        time.sleep(wait)
+        pause = min(pause * 2, RETRY_CAP)
+
+
+def _retry_after(response: Any) -> float | None:
+    try:
+        value = response.getheader("Retry-After")
+        return float(value) if value else None
+    except (AttributeError, TypeError, ValueError):
+        return None
+
+
 def _pending_workloads(
     api: Any, cluster_queues: list[Obj], deadline: float
 ) -> tuple[dict[str, list[Obj]] | None, str]:
@@ -257,22 +289,14 @@ def _pending_workloads(
     """
     out: dict[str, list[Obj]] = {}
     for cq in cluster_queues:
-        left = deadline - time.monotonic()
-        if left <= 0:
+        if deadline <= time.monotonic():
             return None, "not read: the --timeout ran out first"
         path = (
             f"/apis/{VISIBILITY_GROUP}/{VISIBILITY_VERSION}/clusterqueues/{name(cq)}"
             "/pendingworkloads"
         )
-        method, url, headers, _, _ = api.param_serialize(
-            "GET",
-            path,
-            header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
-        )
         try:
-            response = api.call_api(method, url, header_params=headers, _request_timeout=left)
-            body = response.read()
+            _, response, body = _get(api, path, deadline)
         except Exception as e:  # optional: its failure is a note
             return None, f"not read: {_one_line(e)}"
         if response.status == 404:

@@ -86,6 +86,9 @@ class _Api(BaseHTTPRequestHandler):
     lists: dict[str, list[dict[str, Any]]] = {}
     # Kueue's visibility API (None: not served, 404 as from an API server without it).
     pending: list[dict[str, Any]] | None = None
+    # plural -> how many more times its list answers as a list whose storage is (re)initializing
+    # (what kube-apiserver's cacher answers after a CRD is created or updated).
+    initializing: dict[str, int] = {}
 
     def do_GET(self) -> None:
         if self.status == 299:  # a web server, not an API server: 200 with a page
@@ -100,6 +103,10 @@ class _Api(BaseHTTPRequestHandler):
             body = {"kind": "Status", "status": "Failure", "message": "Unauthorized", "code": 401}
             return self._send(self.status, body)
         plural = self.path.rstrip("/").split("/")[-1]
+        if self.initializing.get(plural, 0) > 0:
+            self.initializing[plural] -= 1
+            body = {"kind": "Status", "status": "Failure", "code": 429}
+            return self._send(429, {**body, "message": "storage is (re)initializing"}, retry=1)
         if "visibility.kueue.x-k8s.io" in self.path:
             if self.pending is None or not self.path.endswith(
                 f"/clusterqueues/{TEAM}/pendingworkloads"
@@ -110,10 +117,12 @@ class _Api(BaseHTTPRequestHandler):
             return self._send(200, {"kind": "PendingWorkloadsSummary", "items": self.pending})
         return self._send(200, {"kind": "List", "items": self.lists.get(plural, [])})
 
-    def _send(self, code: int, body: dict[str, Any]) -> None:
+    def _send(self, code: int, body: dict[str, Any], retry: int | None = None) -> None:
         data = json.dumps(body).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
+        if retry is not None:
+            self.send_header("Retry-After", str(retry))
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -126,8 +135,10 @@ def _serve(
     status: int,
     lists: dict[str, list[dict[str, Any]]] | None = None,
     pending: list[dict[str, Any]] | None = None,
+    initializing: dict[str, int] | None = None,
 ) -> Iterator[str]:
-    handler = type("Handler", (_Api,), {"status": status, "lists": lists or {}, "pending": pending})
+    attrs = {"status": status, "lists": lists or {}, "pending": pending}
+    handler = type("Handler", (_Api,), {**attrs, "initializing": dict(initializing or {})})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -139,6 +150,16 @@ def _serve(
 @pytest.fixture
 def healthy() -> Iterator[str]:
     yield from _serve(200, {"clusterqueues": [cluster_queue(TEAM)]})
+
+
+@pytest.fixture
+def reinitializing() -> Iterator[str]:
+    """Kueue's CRDs just rewritten: two lists answer 429 "storage is (re)initializing" twice."""
+    yield from _serve(
+        200,
+        {"clusterqueues": [cluster_queue(TEAM)]},
+        initializing={"provisioningrequestconfigs": 2, "workloads": 1},
+    )
 
 
 @pytest.fixture
@@ -246,6 +267,25 @@ def test_status_exits_2_when_a_cluster_cannot_be_read_with_one_line_each(
     assert lines[2] == "fleetview: worker-3: malformed kubeconfig: binary data, not YAML", lines
     report = json.loads(out.stdout)  # the answer is still printed, for the clusters that answered
     assert [c["reachable"] for c in report["clusters"]] == [True, False, False, False]
+
+
+def test_a_list_whose_storage_is_reinitializing_is_asked_again_not_a_lost_cluster(
+    tmp_path: Path, reinitializing: str
+) -> None:
+    # The real tier saw this on all three planes at once, right after Kueue rewrote its CRDs:
+    # one 429 made every cluster "unreadable" and the fleet look down.
+    out = _cli(
+        "status",
+        "--json",
+        "--timeout",
+        "10",
+        "--kubeconfig",
+        _write(tmp_path, "manager", kubeconfig("manager", reinitializing)),
+    )
+    assert out.returncode == 0, out.stderr
+    [row] = json.loads(out.stdout)["clusters"]
+    assert row["reachable"] is True, row
+    assert [q["name"] for q in row["clusterQueues"]] == [TEAM], row
 
 
 def test_status_exits_0_on_a_healthy_fleet_and_1_with_fail_on_warning(
