@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from builders import aks as shapes
+from builders import azure_monitor as amw
 from builders import karmada as kb
 from builders.egress import admitted_callers, egress_clusters, egress_ip_name
 from builders.monitoring import azure_monitor_profile
@@ -36,6 +37,11 @@ SUBNET = "azure-native:network:Subnet"
 PUBLIC_IP = "azure-native:network:PublicIPAddress"
 IDENTITY = "azure-native:managedidentity:UserAssignedIdentity"
 ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
+MONITOR_WORKSPACE = "azure-native:monitor:AzureMonitorWorkspace"
+DATA_COLLECTION_ENDPOINT = "azure-native:monitor:DataCollectionEndpoint"
+DATA_COLLECTION_RULE = "azure-native:monitor:DataCollectionRule"
+DATA_COLLECTION_ASSOCIATION = "azure-native:monitor:DataCollectionRuleAssociation"
+PROMETHEUS_RULE_GROUP = "azure-native:alertsmanagement:PrometheusRuleGroup"
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,6 +319,40 @@ def _cluster_requests(
     return out
 
 
+def _monitor_requests(
+    fleet: FleetConfig, stack: str, group: str, tags: dict[str, str]
+) -> list[AzureRequest]:
+    """Managed Prometheus ingestion and alerts (builders/azure_monitor.py), in program order."""
+    clusters = amw.ingested(fleet)
+    if not clusters:
+        return []
+    at = key_path("monitoring", "azureMonitor")
+    settings = fleet.monitoring.azure_monitor
+    out: list[AzureRequest] = []
+    workspace_id: str = KNOWN_AFTER_DEPLOY
+    if settings.workspace is None:
+        inputs = amw.workspace_inputs(fleet, stack, group, tags)
+        out.append(AzureRequest(MONITOR_WORKSPACE, f"{PROJECT}-amw", inputs, {"": at}))
+    else:
+        workspace_id = settings.workspace.resource_id
+    for cluster in clusters:
+        name = f"{PROJECT}-{cluster.name}"
+        endpoint = amw.endpoint_inputs(fleet, cluster, group, tags)
+        rule = amw.rule_inputs(fleet, cluster, group, tags, KNOWN_AFTER_DEPLOY, workspace_id)
+        link = amw.association_inputs(fleet, cluster, KNOWN_AFTER_DEPLOY, KNOWN_AFTER_DEPLOY)
+        out += [
+            AzureRequest(DATA_COLLECTION_ENDPOINT, f"{name}-prom-dce", endpoint, {"": at}),
+            AzureRequest(DATA_COLLECTION_RULE, f"{name}-prom-dcr", rule, {"": at}),
+            AzureRequest(DATA_COLLECTION_ASSOCIATION, f"{name}-prom-dcra", link, {"": at}),
+        ]
+    rules = amw.rule_group_inputs(fleet, stack, group, tags, workspace_id)
+    if rules is not None:
+        out.append(
+            AzureRequest(PROMETHEUS_RULE_GROUP, f"{PROJECT}-alerts", rules, {"": f"{at}.alerts"})
+        )
+    return out
+
+
 def egress_at(fleet: FleetConfig, caller: ClusterConfig) -> str:
     """The config key that asks for a cluster's static egress: the first admitting `access`."""
     for i, c in enumerate(fleet.clusters):
@@ -366,6 +406,7 @@ def azure_requests(
         )
     for i, cluster in aks:
         out += _cluster_requests(fleet, i, cluster, group, tags, deployer_type=deployer_type)
+    out += _monitor_requests(fleet, stack, group, tags)
     settings = fleet.karmada
     if settings is not None and settings.source != "existing":
         host = kb.host_cluster(fleet)

@@ -20,156 +20,15 @@ import inspect
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from builders.azure import KNOWN_AFTER_DEPLOY, AzureRequest, azure_requests
+from checks.azure_spec import RESOURCE_GROUP_NAME, RESOURCE_GROUP_NAME_MAX, SPEC_MODELS
+from checks.azure_types import OPEN_ENUMS, TYPES, ApiType
 from config.errors import Issue
 from config.models import FleetConfig
-
-# azure-native type token -> where Azure's model of its request body is, at the API version the
-# pinned provider sends. The SDK packages are pinned in pyproject.toml to versions that ship
-# exactly these API versions (docs/azure-api-check.md).
-CONTAINERSERVICE = "2025-09-01"
-NETWORK = "2024-05-01"
-MSI = "2023-01-31"
-AUTHORIZATION = "2022-04-01"
-RESOURCES = "2024-03-01"
-
-MC_OPS = "azure.mgmt.containerservice.operations._managed_clusters_operations"
-POOL_OPS = "azure.mgmt.containerservice.operations._agent_pools_operations"
-
-# Path parameters whose rules the SDK's request builder declares (pattern, length): the inputs
-# named here go into the URL, not the body. input name -> builder keyword.
-_MC_PATH = {"resourceGroupName": "resource_group_name", "resourceName": "resource_name"}
-
-
-@dataclass(frozen=True, slots=True)
-class ApiType:
-    """One azure-native resource type (or invoke) and Azure's model of its request."""
-
-    arm_type: str
-    api_version: str
-    models: str  # module of the SDK's models at that API version
-    body: str | None  # model of the request body; None: an invoke without a body
-    # Inputs that are URL path (or query) parameters, never body properties.
-    path: tuple[str, ...] = ()
-    # The SDK's request builder that validates the path parameters (module, function, names).
-    builder: tuple[str, str, Mapping[str, str]] | None = None
-    query_enums: Mapping[str, str] = field(default_factory=dict[str, str])
-
-
-TYPES: dict[str, ApiType] = {
-    "azure-native:resources:ResourceGroup": ApiType(
-        "Microsoft.Resources/resourceGroups", RESOURCES, "", "ResourceGroup", ("resourceGroupName",)
-    ),
-    "azure-native:containerservice:ManagedCluster": ApiType(
-        "Microsoft.ContainerService/managedClusters",
-        CONTAINERSERVICE,
-        "azure.mgmt.containerservice.models",
-        "ManagedCluster",
-        ("resourceGroupName", "resourceName"),
-        (MC_OPS, "build_create_or_update_request", _MC_PATH),
-    ),
-    "azure-native:containerservice:AgentPool": ApiType(
-        "Microsoft.ContainerService/managedClusters/agentPools",
-        CONTAINERSERVICE,
-        "azure.mgmt.containerservice.models",
-        "AgentPool",
-        ("resourceGroupName", "resourceName", "agentPoolName"),
-        (
-            POOL_OPS,
-            "build_create_or_update_request",
-            {**_MC_PATH, "agentPoolName": "agent_pool_name"},
-        ),
-    ),
-    "azure-native:containerservice:MaintenanceConfiguration": ApiType(
-        "Microsoft.ContainerService/managedClusters/maintenanceConfigurations",
-        CONTAINERSERVICE,
-        "azure.mgmt.containerservice.models",
-        "MaintenanceConfiguration",
-        ("resourceGroupName", "resourceName", "configName"),
-        (
-            "azure.mgmt.containerservice.operations._maintenance_configurations_operations",
-            "build_create_or_update_request",
-            {**_MC_PATH, "configName": "config_name"},
-        ),
-    ),
-    "azure-native:containerservice:listManagedClusterUserCredentials": ApiType(
-        "Microsoft.ContainerService/managedClusters/listClusterUserCredential",
-        CONTAINERSERVICE,
-        "azure.mgmt.containerservice.models",
-        None,
-        ("resourceGroupName", "resourceName", "serverFqdn", "format"),
-        (MC_OPS, "build_list_cluster_user_credentials_request", _MC_PATH),
-        {"format": "Format"},
-    ),
-    "azure-native:network:VirtualNetwork": ApiType(
-        "Microsoft.Network/virtualNetworks",
-        NETWORK,
-        "azure.mgmt.network.models",
-        "VirtualNetwork",
-        ("resourceGroupName", "virtualNetworkName"),
-    ),
-    "azure-native:network:Subnet": ApiType(
-        "Microsoft.Network/virtualNetworks/subnets",
-        NETWORK,
-        "azure.mgmt.network.models",
-        "Subnet",
-        ("resourceGroupName", "virtualNetworkName", "subnetName"),
-    ),
-    "azure-native:network:PublicIPAddress": ApiType(
-        "Microsoft.Network/publicIPAddresses",
-        NETWORK,
-        "azure.mgmt.network.models",
-        "PublicIPAddress",
-        ("resourceGroupName", "publicIpAddressName"),
-    ),
-    "azure-native:managedidentity:UserAssignedIdentity": ApiType(
-        "Microsoft.ManagedIdentity/userAssignedIdentities",
-        MSI,
-        "azure.mgmt.msi.v2023_01_31.models",
-        "Identity",
-        ("resourceGroupName", "resourceName"),
-    ),
-    "azure-native:authorization:RoleAssignment": ApiType(
-        "Microsoft.Authorization/roleAssignments",
-        AUTHORIZATION,
-        "azure.mgmt.authorization.v2022_04_01.models",
-        "RoleAssignmentCreateParameters",
-        ("scope", "roleAssignmentName"),
-    ),
-}
-
-
-# Microsoft.Resources 2024-03-01 is in no azure-mgmt-resource release (23.2 stops at 2022-09-01,
-# 23.3 starts at 2024-07-01), and the resource group body is three properties: written here
-# from the REST spec (specification/resources/.../stable/2024-03-01/resources.json).
-class ResourceGroupModel:
-    """`ResourceGroup` of Microsoft.Resources 2024-03-01, in the SDK models' shape."""
-
-    _validation: dict[str, dict[str, Any]] = {
-        "id": {"readonly": True},
-        "name": {"readonly": True},
-        "type": {"readonly": True},
-        "properties": {"readonly": True},
-        "location": {"required": True},
-    }
-    _attribute_map: dict[str, dict[str, str]] = {
-        "id": {"key": "id", "type": "str"},
-        "name": {"key": "name", "type": "str"},
-        "type": {"key": "type", "type": "str"},
-        "properties": {"key": "properties", "type": "object"},
-        "location": {"key": "location", "type": "str"},
-        "managed_by": {"key": "managedBy", "type": "str"},
-        "tags": {"key": "tags", "type": "{str}"},
-    }
-
-
-# The resource group name's rule in the same spec (the `resourceGroupName` path parameter).
-RESOURCE_GROUP_NAME = re.compile(r"^[-\w\._\(\)]+$")
-RESOURCE_GROUP_NAME_MAX = 90
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,8 +95,8 @@ def _models(module: str) -> Any:
 
 
 def _model(api: ApiType, name: str) -> Any:
-    if name == "ResourceGroup" and not api.models:
-        return ResourceGroupModel
+    if not api.models:  # written from Azure's REST spec (checks/azure_spec.py)
+        return SPEC_MODELS.get(name)
     return getattr(_models(api.models), name, None)
 
 
@@ -375,7 +234,7 @@ class _Walker:
                 self.bad(path, f"must be a string, got {_show(item)}")
                 return item
             choices = _enums(cls).get(attr) if not rules.get("constant") else None
-            if choices is not None:
+            if choices is not None and choices.__name__ not in OPEN_ENUMS:
                 values = [str(e.value) for e in choices]
                 if item.lower() not in {v.lower() for v in values}:
                     self.bad(path, f"{item!r} is not one of {values} ({choices.__name__})")
@@ -490,7 +349,7 @@ def check_request(token: str, resource: str, inputs: Mapping[str, Any]) -> list[
     """Every finding of one resource's (or invoke's) azure-native inputs at its API version."""
     api = TYPES.get(token)
     if api is None:
-        raise KeyError(f"no Azure model is known for {token}: add it to checks.azure_api.TYPES")
+        raise KeyError(f"no Azure model is known for {token}: add it to checks.azure_types.TYPES")
     walker = _Walker(api, resource, token)
     inputs = _named_params(api, inputs)
     _path_findings(api, inputs, walker)

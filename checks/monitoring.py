@@ -21,6 +21,15 @@ def check_azure_monitor(fleet: FleetConfig) -> Iterator[Issue]:
             "kueue-system",
             "warning",
         )
+    settings = fleet.monitoring.azure_monitor
+    if fleet.environment == "production" and settings.alerts and not settings.action_groups:
+        yield Issue(
+            key_path("monitoring", "azureMonitor", "actionGroups"),
+            "production ships the fleet's alert rules to Azure Monitor with no action group: "
+            "they fire and notify no one; name the on-call action group (its ARM id), or set "
+            "alerts: false",
+            "warning",
+        )
     if all(c.source == "existing" for c in fleet.clusters):
         yield Issue(
             key_path("monitoring", "azureMonitor", "enabled"),

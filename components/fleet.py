@@ -9,6 +9,7 @@ import pulumi
 from pulumi_azure_native import network, resources
 
 from builders.authorization import authorization_wait
+from builders.azure_monitor import ingested
 from builders.egress import admitted_callers, egress_clusters, egress_ip_name
 from builders.fleet import kueue_objects
 from builders.gpu import device_plugin_release
@@ -17,6 +18,7 @@ from components.aks import AksCluster, AksClusterArgs
 from components.existing import ExistingCluster, ExistingClusterArgs
 from components.karmada import Karmada, KarmadaArgs
 from components.kueue import Kueue, KueueArgs
+from components.monitoring import AzureMonitor, AzureMonitorArgs
 from components.multikueue import MultiKueue, MultiKueueArgs
 from config.models import FleetConfig
 from config.resolve import access_of, dispatch_sets, with_mirrored_queues
@@ -110,6 +112,25 @@ class Fleet(pulumi.ComponentResource):
                             self.egress_ips[caller].ip_address.apply(_slash32)
                             for caller in admitted_callers(cfg, c)
                         ],
+                    ),
+                    pulumi.ResourceOptions(parent=self),
+                )
+            # Where each cluster's metrics add-on sends (beside the clusters' Kubernetes half).
+            self.azure_monitor: AzureMonitor | None = None
+            if ingested(cfg):
+                self.azure_monitor = AzureMonitor(
+                    f"{name}-azure-monitor",
+                    AzureMonitorArgs(
+                        config=cfg,
+                        stack=args.stack,
+                        prefix=name,
+                        resource_group_name=group.name,
+                        tags=tags,
+                        cluster_ids={
+                            n: c.managed_cluster.id
+                            for n, c in self.clusters.items()
+                            if isinstance(c, AksCluster)
+                        },
                     ),
                     pulumi.ResourceOptions(parent=self),
                 )

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from builders.azure import KNOWN_AFTER_DEPLOY, azure_requests
-from checks.azure_api import TYPES, arm_body, azure_issues, check_request, url_params
+from checks.azure_api import arm_body, azure_issues, check_request, url_params
+from checks.azure_types import TYPES
 from checks.stack import load_from_file, parse_fleet
 from components.fleet import Fleet, FleetArgs
 from config.loader import read_stack_file
