@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from checks.common import Check
 from config.errors import Issue, key_path
 from config.models import FleetConfig
+from upstream.azure_monitor import AMA_NAMESPACE, AMA_SCRAPE_CONFIGMAP
 
 
 def check_azure_monitor(fleet: FleetConfig) -> Iterator[Issue]:
@@ -30,6 +31,17 @@ def check_azure_monitor(fleet: FleetConfig) -> Iterator[Issue]:
             "alerts: false",
             "warning",
         )
+    for c in fleet.clusters:
+        if c.source == "existing":
+            yield Issue(
+                f"clusters[{c.name}].source",
+                f"existing cluster {c.name}: the stack writes the metrics add-on's one scrape "
+                f"ConfigMap {AMA_NAMESPACE}/{AMA_SCRAPE_CONFIGMAP}; one already there is taken "
+                "over (its prometheus-config becomes the Kueue job, or `up` stops on a field "
+                "conflict) and deleted by destroy: move its jobs into PodMonitors or "
+                "ServiceMonitors first (docs/metrics.md)",
+                "warning",
+            )
     if all(c.source == "existing" for c in fleet.clusters):
         yield Issue(
             key_path("monitoring", "azureMonitor", "enabled"),

@@ -187,3 +187,16 @@ def test_durations_and_severities_are_azures():
     fleet, _ = parse_fleet(_raw("prod", enabled=True))
     immediate = next(r for r in alert_rules(fleet) if r.hold == "0m")
     assert "for" not in azure_rule(immediate, [])
+
+
+def test_the_scrape_configmap_on_an_existing_cluster_is_never_taken_over_silently():
+    raw = _raw(enabled=True)
+    worker = raw["clusters"][1]
+    for aks_only in ("systemPool", "autoscalerProfile"):
+        worker.pop(aks_only)
+    worker["source"] = "existing"
+    worker["existing"] = {"kubeconfigPath": "worker-1.kubeconfig"}
+    _, warnings = parse_fleet(raw)
+    said = [w for w in warnings if "ama-metrics-prometheus-config" in w.message]
+    assert [w.path for w in said] == ["clusters[worker-1].source"], [str(w) for w in warnings]
+    assert "taken over" in said[0].message
