@@ -35,6 +35,7 @@ from components.aks import AksCluster
 from components.existing import ExistingCluster
 from components.kruise import Kruise, KruiseArgs
 from components.kube import apply_manifests, kube_object, owned
+from components.tokensecret import token_field
 from config.karmada import KarmadaSettings, KubeconfigSource
 from config.models import FleetConfig
 from config.resolve import member_names
@@ -56,14 +57,7 @@ class KarmadaArgs:
 
 
 def _data(data: Mapping[str, str] | None, key: str) -> str:
-    """A field of a member's token Secret as the API server returned it (after its waitFor)."""
-    value = (data or {}).get(key)
-    if not value:
-        raise RuntimeError(
-            f"a Karmada member token Secret has no data[{key!r}]: the token controller did not "
-            "fill it (does the ServiceAccount exist?); no credential is built from it"
-        )
-    return value
+    return token_field(data, key, secret="a Karmada member token Secret")
 
 
 def _kubeconfig(data: Mapping[str, str] | None, address: str) -> str:
