@@ -5,6 +5,8 @@ worker's copy (same namespace and name: MultiKueue creates it so), that copy's P
 and the MultiKueueCluster of the worker, and ends with one verdict (a `state` word and a sentence)
 and the next thing to look at. Each state is derived from Kueue v0.19.2's own conditions and
 reasons (fleetview/kueuestate.py names the source files; docs/observability.md has the table).
+Here the job is found and the facts gathered (`Seen`, fleetview.seen); the verdict for each state
+is fleetview.verdict, and the story where the pods run fleetview.localstory.
 """
 
 from __future__ import annotations
