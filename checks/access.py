@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Final, cast
 
 from builders import karmada as kb
+from builders import karmada_access as ka
+from builders import karmada_members as km
 from builders import multikueue as mk
 from builders.manifest import Manifest
 from config.errors import Issue
@@ -125,8 +127,8 @@ def grants_of(objects: Iterable[Manifest], target: str, subject: Mapping[str, st
 def member_subject(member: str) -> dict[str, str]:
     return {
         "kind": "ServiceAccount",
-        "name": kb.member_service_account(member),
-        "namespace": kb.CLUSTER_NAMESPACE,
+        "name": km.member_service_account(member),
+        "namespace": km.CLUSTER_NAMESPACE,
     }
 
 
@@ -166,7 +168,7 @@ ESCALATIONS: Final[tuple[Request, ...]] = (
 
 def needed(settings_namespaces: Sequence[str]) -> list[Request]:
     """What Karmada v1.18.2's push-mode controllers do in a member for this stack's applications
-    (builders.karmada cites the source of each)."""
+    (builders.karmada_access cites the source of each)."""
     out = [Request("get", "", "", url=u) for u in ("/readyz", "/healthz", "/version", "/api")]
     out += [Request("get", "", "", url="/apis/apps.kruise.io/v1alpha1")]
     out += [Request(v, "", r) for v in ("list", "watch") for r in ("nodes", "pods")]
@@ -181,7 +183,7 @@ def needed(settings_namespaces: Sequence[str]) -> list[Request]:
         out += [
             Request(v, group, resource, ns, "x" if v not in ("create",) else None)
             for v in ("get", "create", "update", "patch", "delete")
-            for group, resources in kb.PROPAGATED_RESOURCES.items()
+            for group, resources in ka.PROPAGATED_RESOURCES.items()
             for resource in resources
         ]
     return out
@@ -190,16 +192,16 @@ def needed(settings_namespaces: Sequence[str]) -> list[Request]:
 def member_access_table(fleet: FleetConfig, member: str) -> list[tuple[Request, bool]]:
     """Each needed request and each escalation, with whether the member credential may do it."""
     settings = kb.settings_of(fleet)
-    objects = kb.member_objects(member, settings)
+    objects = km.member_objects(member, settings)
     grants = grants_of(objects, member, member_subject(member))
-    requests = [*needed(kb.app_namespace_names(settings)), *ESCALATIONS]
+    requests = [*needed(ka.app_namespace_names(settings)), *ESCALATIONS]
     return [(r, grants.allows(r)) for r in requests]
 
 
 def check_member_access(fleet: FleetConfig) -> Iterator[Issue]:
     """`memberAccess: wildcard` is what `karmadactl join` grants: say what it gives away."""
     settings = fleet.karmada
-    if settings is None or kb.scoped(settings):
+    if settings is None or ka.scoped(settings):
         return
     members = member_names(fleet)
     if not members:
@@ -298,10 +300,10 @@ def multikueue_worker_access(fleet: FleetConfig, worker: str) -> str:
 def karmada_member_access(fleet: FleetConfig, member: str) -> str:
     """What Karmada's token on `member` may do, in one line (`memberAccess` and its can-i)."""
     settings = kb.settings_of(fleet)
-    grants = grants_of(kb.member_objects(member, settings), member, member_subject(member))
-    if not kb.scoped(settings):
+    grants = grants_of(km.member_objects(member, settings), member, member_subject(member))
+    if not ka.scoped(settings):
         return f"wildcard: any verb on any kind (cluster admin); {_denied(grants)}"
-    namespaces = kb.app_namespace_names(settings)
+    namespaces = ka.app_namespace_names(settings)
     writes = _resources(
         (r for ns in namespaces for r in grants.per_namespace.get(ns, ())), writes=True
     )

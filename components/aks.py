@@ -66,6 +66,24 @@ def _role(definition: str) -> pulumi.Output[str]:
     )
 
 
+def _identity_grant(
+    resource_name: str,
+    principal_id: pulumi.Input[str],
+    role: str,
+    scope: pulumi.Input[str],
+    opts: pulumi.ResourceOptions,
+) -> authorization.RoleAssignment:
+    """A built-in role for a managed identity (a service principal to Azure RBAC) on one scope."""
+    return authorization.RoleAssignment(
+        resource_name,
+        principal_id=principal_id,
+        principal_type="ServicePrincipal",
+        role_definition_id=_role(role),
+        scope=scope,
+        opts=opts,
+    )
+
+
 class AksCluster(pulumi.ComponentResource):
     """A ManagedCluster (system pool inline), one AgentPool per user pool, and a k8s Provider."""
 
@@ -137,13 +155,12 @@ class AksCluster(pulumi.ComponentResource):
                 "user_assigned_identities": [control_plane.id],
             }
         if vnet is not None and control_plane is not None:
-            self.identity_grant = authorization.RoleAssignment(
+            self.identity_grant = _identity_grant(
                 f"{name}-vnet-network",
-                principal_id=control_plane.principal_id,
-                principal_type="ServicePrincipal",
-                role_definition_id=_role(ROLE_NETWORK_CONTRIBUTOR),
-                scope=vnet.id,
-                opts=child,
+                control_plane.principal_id,
+                ROLE_NETWORK_CONTRIBUTOR,
+                vnet.id,
+                child,
             )
             cluster_after.append(self.identity_grant)
         # The cloud provider joins the outbound Public IP to the load balancer at create and
@@ -151,13 +168,12 @@ class AksCluster(pulumi.ComponentResource):
         # join rights on that IP first (Azure/AKS#1945, LinkedAuthorizationFailed).
         self.egress_grant: authorization.RoleAssignment | None = None
         if args.egress_ip_id is not None and control_plane is not None:
-            self.egress_grant = authorization.RoleAssignment(
+            self.egress_grant = _identity_grant(
                 f"{name}-egress-network",
-                principal_id=control_plane.principal_id,
-                principal_type="ServicePrincipal",
-                role_definition_id=_role(ROLE_NETWORK_CONTRIBUTOR),
-                scope=args.egress_ip_id,
-                opts=child,
+                control_plane.principal_id,
+                ROLE_NETWORK_CONTRIBUTOR,
+                args.egress_ip_id,
+                child,
             )
             cluster_after.append(self.egress_grant)
 
@@ -234,13 +250,12 @@ class AksCluster(pulumi.ComponentResource):
         if vnet is not None and aci_subnet is not None:
             # As `az aks enable-addons --addons virtual-node` does: Contributor on the VNet for
             # the connector's identity (it creates container groups and joins the ACI subnet).
-            self.virtual_node_grant = authorization.RoleAssignment(
+            self.virtual_node_grant = _identity_grant(
                 f"{name}-aci-network",
-                principal_id=mc.addon_profiles.apply(_aci_identity),
-                principal_type="ServicePrincipal",
-                role_definition_id=_role(ROLE_CONTRIBUTOR),
-                scope=vnet.id,
-                opts=child,
+                mc.addon_profiles.apply(_aci_identity),
+                ROLE_CONTRIBUTOR,
+                vnet.id,
+                child,
             )
 
         # Azure RBAC: the deploying identity and the configured groups (builders.aks).

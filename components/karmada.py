@@ -26,6 +26,8 @@ from pulumi_azure_native import network
 
 from builders import applications as apps
 from builders import karmada as kb
+from builders import karmada_access as ka
+from builders import karmada_members as km
 from builders.interpreter import united_deployment_interpreter
 from builders.kruise import kruise_release
 from builders.kubeconfig import host_of, server_of
@@ -33,6 +35,7 @@ from components.aks import AksCluster
 from components.existing import ExistingCluster
 from components.kruise import Kruise, KruiseArgs
 from components.kube import apply_manifests, kube_object, owned
+from components.tokensecret import token_field
 from config.karmada import KarmadaSettings, KubeconfigSource
 from config.models import FleetConfig
 from config.resolve import member_names
@@ -54,14 +57,7 @@ class KarmadaArgs:
 
 
 def _data(data: Mapping[str, str] | None, key: str) -> str:
-    """A field of a member's token Secret as the API server returned it (after its waitFor)."""
-    value = (data or {}).get(key)
-    if not value:
-        raise RuntimeError(
-            f"a Karmada member token Secret has no data[{key!r}]: the token controller did not "
-            "fill it (does the ServiceAccount exist?); no credential is built from it"
-        )
-    return value
+    return token_field(data, key, secret="a Karmada member token Secret")
 
 
 def _kubeconfig(data: Mapping[str, str] | None, address: str) -> str:
@@ -133,7 +129,7 @@ class Karmada(pulumi.ComponentResource):
                 version=fleet.known_version_of(member_cfg) if member_cfg else None,
                 region=region,
                 # Computed once per member, so both sides name one generation.
-                generation=kb.member_generation(fleet, member),
+                generation=km.member_generation(fleet, member),
             )
 
         # After a member credential rotation, roll the chart's controller manager once the
@@ -176,7 +172,7 @@ class Karmada(pulumi.ComponentResource):
                 f"{name}-ns-{ns['metadata']['name']}", ns, on_karmada
             )
             for ns in apps.application_namespaces(
-                settings.applications, propagate=not kb.scoped(settings)
+                settings.applications, propagate=not ka.scoped(settings)
             )
         }
         self.applications = {}
@@ -362,12 +358,12 @@ class Karmada(pulumi.ComponentResource):
         """
         on_member = pulumi.ResourceOptions(parent=self, provider=cluster.provider)
         made = apply_manifests(
-            kb.member_objects(member, settings, version, generation),
+            km.member_objects(member, settings, version, generation),
             on_member,
             name_of=lambda m: f"{name}-{member}-{m.kind.lower()}-{m.name.replace(':', '-')}",
         )
-        token = kb.token_secret_name(kb.member_service_account(member), generation)
-        account = made[f"Secret/{kb.CLUSTER_NAMESPACE}/{token}"]
+        token = km.token_secret_name(km.member_service_account(member), generation)
+        account = made[f"Secret/{km.CLUSTER_NAMESPACE}/{token}"]
         assert isinstance(account, k8s.core.v1.Secret)
 
         on_karmada = pulumi.ResourceOptions(
@@ -376,37 +372,37 @@ class Karmada(pulumi.ComponentResource):
         credentials = k8s.core.v1.Secret(
             f"{name}-{member}-credentials",
             metadata=owned(
-                kb.credential_secret(member, token="", ca_bundle="", generation=generation)[
+                km.credential_secret(member, token="", ca_bundle="", generation=generation)[
                     "metadata"
                 ]
             ),
             data=account.data.apply(
-                lambda d: kb.credential_secret(
+                lambda d: km.credential_secret(
                     member, token=_data(d, "token"), ca_bundle=_data(d, "ca.crt")
                 )["data"]
             ),
             opts=on_karmada,
         )
-        unified_auth = not kb.scoped(settings)
+        unified_auth = not ka.scoped(settings)
         impersonation: list[pulumi.Resource] = []
         if unified_auth:
-            impersonator_token = kb.token_secret_name(kb.IMPERSONATOR, generation)
-            impersonator = made[f"Secret/{kb.CLUSTER_NAMESPACE}/{impersonator_token}"]
+            impersonator_token = km.token_secret_name(km.IMPERSONATOR, generation)
+            impersonator = made[f"Secret/{km.CLUSTER_NAMESPACE}/{impersonator_token}"]
             assert isinstance(impersonator, k8s.core.v1.Secret)
             impersonation.append(
                 k8s.core.v1.Secret(
                     f"{name}-{member}-impersonator",
                     metadata=owned(
-                        kb.impersonator_secret(member, token="", generation=generation)["metadata"]
+                        km.impersonator_secret(member, token="", generation=generation)["metadata"]
                     ),
                     data=impersonator.data.apply(
-                        lambda d: kb.impersonator_secret(member, token=_data(d, "token"))["data"]
+                        lambda d: km.impersonator_secret(member, token=_data(d, "token"))["data"]
                     ),
                     opts=on_karmada,
                 )
             )
         spec = cluster.api_server_url.apply(
-            lambda url: kb.karmada_cluster(
+            lambda url: km.karmada_cluster(
                 member,
                 api_endpoint=url,
                 region=region,
@@ -418,7 +414,7 @@ class Karmada(pulumi.ComponentResource):
         # APIs, which include UnitedDeployment because Kruise was installed first.
         return k8s.apiextensions.CustomResource(
             f"{name}-{member}-cluster",
-            api_version=kb.CLUSTER_API,
+            api_version=km.CLUSTER_API,
             kind="Cluster",
             metadata=owned({"name": member, "annotations": {WAIT_FOR: "condition=Ready"}}),
             spec=spec,

@@ -12,6 +12,7 @@ import pulumi_kubernetes as k8s
 from builders import multikueue as mk
 from components.kube import custom_resource, kube_object, owned
 from components.retire import RetireGuard
+from components.tokensecret import token_field
 from config.models import FleetConfig
 from config.resolve import (
     dispatch_order,
@@ -38,17 +39,6 @@ def _options(
     return pulumi.ResourceOptions(
         parent=parent, provider=provider, depends_on=[*depends_on, *extra]
     )
-
-
-def _data_field(data: Mapping[str, str] | None, key: str) -> str:
-    """A field of the token Secret as the API server returned it (after the waitFor)."""
-    value = (data or {}).get(key)
-    if not value:
-        raise RuntimeError(
-            f"the MultiKueue token Secret has no data[{key!r}]: the token controller did not fill "
-            "it (does the ServiceAccount exist?)"
-        )
-    return value
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,11 +119,14 @@ class MultiKueueWorkerAccess(pulumi.ComponentResource):
             opts=_options(self, args.provider, args.depends_on, account),
         )
         data = self.token_secret.data
+        what = "the MultiKueue token Secret"
         self.token = pulumi.Output.secret(
-            data.apply(lambda d: base64.b64decode(_data_field(d, "token")).decode())
+            data.apply(lambda d: base64.b64decode(token_field(d, "token", secret=what)).decode())
         )
         # Kept base64: a kubeconfig's certificate-authority-data is base64 too.
-        self.ca_data = pulumi.Output.secret(data.apply(lambda d: _data_field(d, "ca.crt")))
+        self.ca_data = pulumi.Output.secret(
+            data.apply(lambda d: token_field(d, "ca.crt", secret=what))
+        )
         self.register_outputs({"token": self.token, "caData": self.ca_data})
 
 

@@ -213,7 +213,7 @@ class KarmadaSettings(Model):
     control_plane: ControlPlaneConfig = ControlPlaneConfig()
     failover: FailoverConfig = FailoverConfig()
     # What the member credential may do: `scoped` (default) covers only the kinds this stack
-    # propagates (builders.karmada; proven sufficient and narrower by the real tier's
+    # propagates (builders.karmada_access; proven sufficient and narrower by the real tier's
     # test_karmada.py); `wildcard` is `karmadactl join`'s */*/*, for stacks that propagate
     # arbitrary kinds.
     member_access: MemberAccess = "scoped"

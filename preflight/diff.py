@@ -2,123 +2,36 @@
 
 `compare(base, head)` reads two snapshots (`preflight.snapshot`) and returns sections of changes,
 each a line a reviewer reads in seconds; `flag` marks what needs a second look (access that widens,
-a quota that no longer fits, a new error). `stack_at_ref` loads the stack file as committed at a
-ref with the same loader as the working tree.
+a quota that no longer fits, a new error). Here: the fleet's tables (clusters, pools, queues,
+quotas, dispatch, placement) and the order of the sections; who may do what is
+`preflight.diff_access`; the stack as committed at a ref, `preflight.gitref`; the text and Markdown
+a reader sees, `preflight.diff_render`.
 """
 
 from __future__ import annotations
 
-import subprocess
-import tempfile
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
-from constants import PROJECT_ROOT
-from preflight.access import widens
-from preflight.snapshot import EXPOSURE_RANK, Snapshot, empty, snapshot
-from preflight.sources import CREDENTIAL_NAMES
+from preflight.diff_access import azure_access, bindings, credentials, exposure, rbac
+from preflight.diff_changes import Change, arrow, change, fields, keyed
+from preflight.snapshot import Snapshot
 from preflight.upgrades import version_steps
 from upstream.aks import GPU_RESOURCE
 
-Change = dict[str, Any]
-
-
-class RefError(Exception):
-    """The ref to compare against cannot be resolved (exit status 2)."""
-
-
-def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["git", "-C", str(root), *args], capture_output=True, text=True, check=False
-    )
-
-
-def default_ref(root: Path = PROJECT_ROOT) -> str:
-    """The merge base of HEAD with `main`, else with `origin/main`."""
-    for branch in ("main", "origin/main"):
-        result = _git(root, "merge-base", "HEAD", branch)
-        if result.returncode == 0:
-            return result.stdout.strip()
-    raise RefError(
-        "no merge base with main or origin/main: give --against <ref> "
-        "(in CI, fetch the base branch first)"
-    )
-
-
-def stack_at_ref(stack: str, ref: str, root: Path = PROJECT_ROOT) -> Snapshot:
-    """`Pulumi.<stack>.yaml` as committed at `ref`; absent there gives an empty snapshot."""
-    if _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").returncode != 0:
-        raise RefError(f"unknown git ref {ref!r}")
-    # `./` makes the path relative to `root`, which may sit below the repository's top.
-    shown = _git(root, "show", f"{ref}:./Pulumi.{stack}.yaml")
-    if shown.returncode != 0:
-        return empty(stack, exists=False)
-    with tempfile.TemporaryDirectory(prefix="preflight-ref-") as tmp:
-        (Path(tmp) / f"Pulumi.{stack}.yaml").write_text(shown.stdout)
-        # Only the stack file is here: files its keys name (kubeconfigs, CRDs) are not checked.
-        return snapshot(stack, root=Path(tmp), files=False)
-
-
-def short_ref(ref: str, root: Path = PROJECT_ROOT) -> str:
-    """`main (1a2b3c4)` for a name, `1a2b3c4` for a commit id: what a reader recognises."""
-    result = _git(root, "rev-parse", "--short", f"{ref}^{{commit}}")
-    sha = result.stdout.strip() if result.returncode == 0 else ""
-    if not sha or ref == sha:
-        return ref
-    return sha if ref.startswith(sha) else f"{ref} ({sha})"
-
-
-# --- comparison ----------------------------------------------------------------------------------
-
-
-def _change(kind: str, key: str, text: str, flag: str | None = None) -> Change:
-    return {"change": kind, "key": key, "text": text, "flag": flag}
-
-
-def _keyed(
-    base: dict[str, Any],
-    head: dict[str, Any],
-    describe: Callable[[str, Any], str],
-    changed: Callable[[str, Any, Any], Change | None],
-    *,
-    flag_added: Callable[[str, Any], str | None] = lambda _k, _v: None,
-) -> list[Change]:
-    """Added, removed and changed items of two keyed maps, in a stable order."""
-    out: list[Change] = []
-    for key in sorted(head.keys() - base.keys()):
-        out.append(_change("added", key, describe(key, head[key]), flag_added(key, head[key])))
-    for key in sorted(base.keys() - head.keys()):
-        out.append(_change("removed", key, describe(key, base[key])))
-    for key in sorted(base.keys() & head.keys()):
-        if base[key] != head[key]:
-            item = changed(key, base[key], head[key])
-            if item is not None:
-                out.append(item)
-    return out
-
-
-def _arrow(label: str, old: Any, new: Any) -> str | None:
-    return None if old == new else f"{label} {old} -> {new}"
-
-
-def _fields(key: str, pairs: list[str | None], flag: str | None = None) -> Change | None:
-    parts = [p for p in pairs if p]
-    return _change("changed", key, f"{key}: {'; '.join(parts)}", flag) if parts else None
-
 
 def _issues(base: list[dict[str, str]], head: list[dict[str, str]], kind: str) -> list[Change]:
-    def keyed(items: list[dict[str, str]]) -> dict[str, str]:
+    def by_text(items: list[dict[str, str]]) -> dict[str, str]:
         return {f"{i['path'] or '(file)'}: {i['message']}": i.get("at", "") for i in items}
 
-    old, new = keyed(base), keyed(head)
+    old, new = by_text(base), by_text(head)
     # A new error says where it is now (`Pulumi.dev.yaml:42: ...`); its key leaves the line out.
     out = [
-        _change("added", k, f"{at}: {k}" if at else k, f"new {kind}" if kind == "error" else None)
+        change("added", k, f"{at}: {k}" if at else k, f"new {kind}" if kind == "error" else None)
         for k, at in new.items()
     ]
     out = [c for c in out if c["key"] not in old]
-    out += [_change("removed", k, k) for k in old if k not in new]
+    out += [change("removed", k, k) for k in old if k not in new]
     return out
 
 
@@ -142,7 +55,7 @@ def _cluster_changed(name: str, old: dict[str, Any], new: dict[str, Any]) -> Cha
         "upgradeWindow": "upgrade window",
         "nodeOsWindow": "node OS window",
     }
-    return _fields(name, [_arrow(label, old.get(k), new.get(k)) for k, label in labels.items()])
+    return fields(name, [arrow(label, old.get(k), new.get(k)) for k, label in labels.items()])
 
 
 def _alloc(a: dict[str, Any]) -> str:
@@ -162,20 +75,20 @@ def _pool_changed(key: str, old: dict[str, Any], new: dict[str, Any]) -> Change 
         _num(new["maxAllocatable"].get(r)) < _num(old["maxAllocatable"].get(r))
         for r in ("cpu", GPU_RESOURCE)
     )
-    return _fields(
+    return fields(
         key,
         [
-            _arrow("vm size", old["vmSize"], new["vmSize"]),
-            _arrow(
+            arrow("vm size", old["vmSize"], new["vmSize"]),
+            arrow(
                 "nodes",
                 f"{old['minNodes']}..{old['maxNodes']}",
                 f"{new['minNodes']}..{new['maxNodes']}",
             ),
-            _arrow("maxPods", old["maxPods"], new["maxPods"]),
-            _arrow("k8s", old.get("kubernetesVersion"), new.get("kubernetesVersion")),
-            _arrow("upgrade", old.get("upgrade"), new.get("upgrade")),
-            _arrow("per node", _alloc(old["nodeAllocatable"]), _alloc(new["nodeAllocatable"])),
-            _arrow("max allocatable", _alloc(old["maxAllocatable"]), _alloc(new["maxAllocatable"])),
+            arrow("maxPods", old["maxPods"], new["maxPods"]),
+            arrow("k8s", old.get("kubernetesVersion"), new.get("kubernetesVersion")),
+            arrow("upgrade", old.get("upgrade"), new.get("upgrade")),
+            arrow("per node", _alloc(old["nodeAllocatable"]), _alloc(new["nodeAllocatable"])),
+            arrow("max allocatable", _alloc(old["maxAllocatable"]), _alloc(new["maxAllocatable"])),
         ],
         "capacity shrinks" if shrinks else None,
     )
@@ -191,12 +104,12 @@ def _num(value: Any) -> float:
 def _idle(base: dict[str, Any], head: dict[str, Any]) -> list[Change]:
     """Nodes that stay up at zero load and paid control planes: what the stack costs idle."""
     more = head["vcpus"] > base["vcpus"] or set(head["controlPlanes"]) - set(base["controlPlanes"])
-    item = _fields(
+    item = fields(
         "idle",
         [
-            _arrow("nodes", base["nodes"], head["nodes"]),
-            _arrow("vCPU", base["vcpus"], head["vcpus"]),
-            _arrow(
+            arrow("nodes", base["nodes"], head["nodes"]),
+            arrow("vCPU", base["vcpus"], head["vcpus"]),
+            arrow(
                 "paid control planes",
                 ", ".join(base["controlPlanes"]) or "none",
                 ", ".join(head["controlPlanes"]) or "none",
@@ -213,16 +126,16 @@ def _queue_text(key: str, q: dict[str, Any]) -> str:
 
 
 def _queue_changed(key: str, old: dict[str, Any], new: dict[str, Any]) -> Change | None:
-    return _fields(
+    return fields(
         key,
         [
-            _arrow("flavors", ", ".join(old["flavors"]), ", ".join(new["flavors"])),
-            _arrow(
+            arrow("flavors", ", ".join(old["flavors"]), ", ".join(new["flavors"])),
+            arrow(
                 "admission checks",
                 ", ".join(old["admissionChecks"]) or "-",
                 ", ".join(new["admissionChecks"]) or "-",
             ),
-            _arrow("cohort", old["cohort"], new["cohort"]),
+            arrow("cohort", old["cohort"], new["cohort"]),
         ],
     )
 
@@ -236,13 +149,13 @@ def _quota_text(key: str, q: dict[str, Any]) -> str:
 
 def _quota_changed(key: str, old: dict[str, Any], new: dict[str, Any]) -> Change | None:
     worse = old["status"] == "ok" and new["status"] != "ok"
-    return _fields(
+    return fields(
         key,
         [
-            _arrow("nominal", old["nominal"], new["nominal"]),
-            _arrow("with borrowing", old["reachable"], new["reachable"]),
-            _arrow("capacity", old["capacity"], new["capacity"]),
-            _arrow("status", old["status"], new["status"]),
+            arrow("nominal", old["nominal"], new["nominal"]),
+            arrow("with borrowing", old["reachable"], new["reachable"]),
+            arrow("capacity", old["capacity"], new["capacity"]),
+            arrow("status", old["status"], new["status"]),
         ],
         f"quota status {new['status']}" if worse else None,
     )
@@ -255,13 +168,13 @@ def _manager_quota_text(key: str, q: dict[str, Any]) -> str:
 
 def _manager_quota_changed(key: str, old: dict[str, Any], new: dict[str, Any]) -> Change | None:
     worse = old["status"] == "ok" and new["status"] != "ok"
-    return _fields(
+    return fields(
         key,
         [
-            _arrow("manager", old["manager"], new["manager"]),
-            _arrow("workers", old["workersTotal"], new["workersTotal"]),
-            _arrow("per worker", old["perWorker"], new["perWorker"]),
-            _arrow("status", old["status"], new["status"]),
+            arrow("manager", old["manager"], new["manager"]),
+            arrow("workers", old["workersTotal"], new["workersTotal"]),
+            arrow("per worker", old["perWorker"], new["perWorker"]),
+            arrow("status", old["status"], new["status"]),
         ],
         f"manager quota {new['status']}" if worse else None,
     )
@@ -270,7 +183,7 @@ def _manager_quota_changed(key: str, old: dict[str, Any], new: dict[str, Any]) -
 def _dispatch_changed(key: str, old: list[str], new: list[str]) -> Change:
     gained = [f"+{w}" for w in new if w not in old]
     lost = [f"-{w}" for w in old if w not in new]
-    return _change(
+    return change(
         "changed",
         key,
         f"{key} dispatches to {', '.join(old) or '-'} -> {', '.join(new) or '-'} "
@@ -289,15 +202,15 @@ def _drain(base: dict[str, Any], head: dict[str, Any]) -> list[Change]:
     """A drain added, lifted, or holding other LocalQueues."""
 
     def changed(worker: str, old: dict[str, Any], new: dict[str, Any]) -> Change | None:
-        return _fields(
+        return fields(
             worker,
             [
-                _arrow("dispatch sets", old["dispatchSets"], new["dispatchSets"]),
-                _arrow("held", old["held"], new["held"]),
+                arrow("dispatch sets", old["dispatchSets"], new["dispatchSets"]),
+                arrow("held", old["held"], new["held"]),
             ],
         )
 
-    out = _keyed(base, head, _drain_text, changed)
+    out = keyed(base, head, _drain_text, changed)
     for c in out:
         if c["change"] == "removed":
             c["text"] = f"{c['key']} undrained: takes new work again"
@@ -330,67 +243,7 @@ def _placement_changed(app: str, old: dict[str, Any], new: dict[str, Any]) -> Ch
     if not text and not details:
         return None
     line = f"{app}: {text or 'replicas per member unchanged'}"
-    return _change("changed", app, line + (f" ({'; '.join(details)})" if details else ""))
-
-
-def _grouped(atoms: list[str], limit: int | None = None) -> str:
-    """`group/resource: verb, verb; ...`: permissions as people read a Role."""
-    verbs: dict[str, list[str]] = {}
-    for atom in sorted(atoms):
-        where, verb = atom.rsplit(":", 1)
-        verbs.setdefault(where, []).append(verb)
-    parts = [f"{where}: {', '.join(v)}" for where, v in verbs.items()]
-    if limit is not None and len(parts) > limit:
-        parts = [*parts[:limit], f"... {len(parts) - limit} more"]
-    return "; ".join(parts)
-
-
-def _rbac(base: dict[str, list[str]], head: dict[str, list[str]]) -> list[Change]:
-    def describe(key: str, atoms: list[str]) -> str:
-        return f"{key}: {_grouped(atoms, limit=3)}"
-
-    def changed(key: str, old: list[str], new: list[str]) -> Change | None:
-        gained = sorted(set(new) - set(old))
-        lost = sorted(set(old) - set(new))
-        parts = [f"+ {_grouped(gained)}" if gained else "", f"- {_grouped(lost)}" if lost else ""]
-        text = f"{key}: {' '.join(p for p in parts if p)}"
-        return _change("changed", key, text, "widens access" if gained else None)
-
-    return _keyed(base, head, describe, changed, flag_added=lambda _k, _v: "widens access")
-
-
-def _bindings(base: dict[str, Any], head: dict[str, Any]) -> list[Change]:
-    def describe(key: str, b: dict[str, Any]) -> str:
-        return f"{key}: {b['role']} to {', '.join(b['subjects'])}"
-
-    def changed(key: str, old: dict[str, Any], new: dict[str, Any]) -> Change | None:
-        gained = [s for s in new["subjects"] if s not in old["subjects"]]
-        text = _fields(
-            key,
-            [
-                _arrow("role", old["role"], new["role"]),
-                _arrow("subjects", ", ".join(old["subjects"]), ", ".join(new["subjects"])),
-            ],
-        )
-        if text is not None and (gained or old["role"] != new["role"]):
-            text["flag"] = "widens access"
-        return text
-
-    return _keyed(base, head, describe, changed, flag_added=lambda _k, _v: "widens access")
-
-
-def _azure_access(base: dict[str, list[str]], head: dict[str, list[str]]) -> list[Change]:
-    def describe(key: str, roles: list[str]) -> str:
-        return f"{key}: {', '.join(roles)}"
-
-    def changed(key: str, old: list[str], new: list[str]) -> Change:
-        gained = [r for r in new if r not in old]
-        lost = [r for r in old if r not in new]
-        parts = [f"+ {', '.join(gained)}" if gained else "", f"- {', '.join(lost)}" if lost else ""]
-        text = f"{key}: {' '.join(p for p in parts if p)}"
-        return _change("changed", key, text, "widens Azure access" if widens(old, new) else None)
-
-    return _keyed(base, head, describe, changed, flag_added=lambda _k, _v: "widens Azure access")
+    return change("changed", app, line + (f" ({'; '.join(details)})" if details else ""))
 
 
 def _azure_quotas(base: dict[str, Any], head: dict[str, Any]) -> list[Change]:
@@ -398,57 +251,12 @@ def _azure_quotas(base: dict[str, Any], head: dict[str, Any]) -> list[Change]:
         return f"{key}: {q['min']} at min nodes, {q['max']} at max nodes"
 
     def changed(key: str, old: dict[str, Any], new: dict[str, Any]) -> Change | None:
-        return _fields(
+        return fields(
             key,
-            [_arrow("at min", old["min"], new["min"]), _arrow("at max", old["max"], new["max"])],
+            [arrow("at min", old["min"], new["min"]), arrow("at max", old["max"], new["max"])],
         )
 
-    return _keyed(base, head, describe, changed)
-
-
-KARMADA_MEMBER_TOKEN = CREDENTIAL_NAMES["karmada"]
-# Karmada v1.18.2's per-member informers keep the token they started with (docs/security.md).
-KARMADA_RESTART_NOTE = (
-    "karmada-controller-manager restarts after the Clusters move (`up` rolls the chart's; an "
-    "existing Karmada's owner runs `kubectl rollout restart`, docs/security.md)"
-)
-
-
-def _credentials(base: dict[str, Any], head: dict[str, Any]) -> list[Change]:
-    """A token whose generation moves is replaced by the next `up` (the old one revoked)."""
-
-    def describe(key: str, c: dict[str, Any]) -> str:
-        return f"{key}: generation {c['generation']}, rotation {c['policy']}"
-
-    def changed(key: str, old: dict[str, Any], new: dict[str, Any]) -> Change | None:
-        pairs = [_arrow("rotation", old["policy"], new["policy"])]
-        if old["generation"] != new["generation"]:
-            text = f"{key}: generation {old['generation']} -> {new['generation']}"
-            rest = [p for p in pairs if p]
-            if rest:
-                text += f" ({', '.join(rest)})"
-            if key.endswith(KARMADA_MEMBER_TOKEN):
-                text += f"; {KARMADA_RESTART_NOTE}"
-            return _change("changed", key, text, "rotates at next up")
-        return _fields(key, pairs)
-
-    return _keyed(base, head, describe, changed)
-
-
-def _exposure(base: dict[str, str], head: dict[str, str]) -> list[Change]:
-    def changed(key: str, old: str, new: str) -> Change:
-        wider = EXPOSURE_RANK[new] > EXPOSURE_RANK[old]
-        return _change(
-            "changed", key, f"{key}: {old} -> {new}", "widens exposure" if wider else None
-        )
-
-    return _keyed(
-        base,
-        head,
-        lambda key, reach: f"{key}: {reach}",
-        changed,
-        flag_added=lambda _k, reach: "widens exposure" if reach == "public" else None,
-    )
+    return keyed(base, head, describe, changed)
 
 
 def _other(base: dict[str, Any], head: dict[str, Any]) -> list[Change]:
@@ -458,8 +266,8 @@ def _other(base: dict[str, Any], head: dict[str, Any]) -> list[Change]:
     for kind, title in sorted(titles.items(), key=lambda item: item[1]):
         old = base.get(kind, {}).get("rows", [])
         new = head.get(kind, {}).get("rows", [])
-        out += [_change("added", f"{title}: {r}", f"{title}: {r}") for r in new if r not in old]
-        out += [_change("removed", f"{title}: {r}", f"{title}: {r}") for r in old if r not in new]
+        out += [change("added", f"{title}: {r}", f"{title}: {r}") for r in new if r not in old]
+        out += [change("removed", f"{title}: {r}", f"{title}: {r}") for r in old if r not in new]
     return out
 
 
@@ -484,22 +292,22 @@ def _retire(base: Snapshot, head: Snapshot) -> list[Change]:
                 "while Workloads are admitted there (not read here: drain it and run the "
                 "listing in docs/operations.md)"
             )
-        out.append(_change("removed", worker, text, "live check at up"))
+        out.append(change("removed", worker, text, "live check at up"))
     return out
 
 
 def _plan_sections(base: Snapshot, head: Snapshot) -> Iterator[tuple[str, list[Change]]]:
-    yield "Clusters", _keyed(base["clusters"], head["clusters"], _cluster_text, _cluster_changed)
-    yield "Node pools", _keyed(base["pools"], head["pools"], _pool_text, _pool_changed)
+    yield "Clusters", keyed(base["clusters"], head["clusters"], _cluster_text, _cluster_changed)
+    yield "Node pools", keyed(base["pools"], head["pools"], _pool_text, _pool_changed)
     yield "Idle cost drivers", _idle(base["idle"], head["idle"])
-    yield "Queues", _keyed(base["queues"], head["queues"], _queue_text, _queue_changed)
+    yield "Queues", keyed(base["queues"], head["queues"], _queue_text, _queue_changed)
     yield (
         "Quota vs pool capacity",
-        _keyed(base["quotas"], head["quotas"], _quota_text, _quota_changed),
+        keyed(base["quotas"], head["quotas"], _quota_text, _quota_changed),
     )
     yield (
         "MultiKueue manager quota",
-        _keyed(
+        keyed(
             base["managerQuotas"],
             head["managerQuotas"],
             _manager_quota_text,
@@ -508,7 +316,7 @@ def _plan_sections(base: Snapshot, head: Snapshot) -> Iterator[tuple[str, list[C
     )
     yield (
         "MultiKueue dispatch",
-        _keyed(
+        keyed(
             base["dispatch"],
             head["dispatch"],
             lambda k, ws: f"{k} dispatches to {', '.join(ws) or '-'}",
@@ -519,17 +327,20 @@ def _plan_sections(base: Snapshot, head: Snapshot) -> Iterator[tuple[str, list[C
     yield "MultiKueue retire", _retire(base, head)
     yield (
         "Karmada placement",
-        _keyed(base["placement"], head["placement"], _placement_text, _placement_changed),
+        keyed(base["placement"], head["placement"], _placement_text, _placement_changed),
     )
-    yield "Access (RBAC rules)", _rbac(base["rbac"], head["rbac"])
-    yield "Access (bindings)", _bindings(base["bindings"], head["bindings"])
+    yield "Access (RBAC rules)", rbac(base["rbac"], head["rbac"])
+    yield "Access (bindings)", bindings(base["bindings"], head["bindings"])
     yield (
         "Access (Azure role assignments)",
-        _azure_access(base.get("azureAccess", {}), head.get("azureAccess", {})),
+        azure_access(base.get("azureAccess", {}), head.get("azureAccess", {})),
     )
     yield "Azure quotas", _azure_quotas(base.get("azureQuotas", {}), head.get("azureQuotas", {}))
-    yield "Exposure", _exposure(base["exposure"], head["exposure"])
-    yield "Credentials", _credentials(base.get("credentials", {}), head.get("credentials", {}))
+    yield "Exposure", exposure(base["exposure"], head["exposure"])
+    yield (
+        "Credentials",
+        credentials(base.get("credentials", {}), head.get("credentials", {})),
+    )
     yield "Other plan tables", _other(base["other"], head["other"])
 
 
@@ -552,7 +363,7 @@ def compare(base: Snapshot, head: Snapshot, *, ref: str = "") -> dict[str, Any]:
             {
                 "title": "Version changes AKS refuses",
                 "changes": [
-                    _change("changed", r["path"], f"{r['path']}: {r['problem']}", "refused")
+                    change("changed", r["path"], f"{r['path']}: {r['problem']}", "refused")
                     for r in refused
                 ],
             }
@@ -581,51 +392,3 @@ def compare(base: Snapshot, head: Snapshot, *, ref: str = "") -> dict[str, Any]:
         "notes": notes,
         "sections": sections,
     }
-
-
-# --- rendering -----------------------------------------------------------------------------------
-
-MARK = {"added": "+", "removed": "-", "changed": "~"}
-
-
-def _line(c: Change) -> str:
-    flag = f"  [!] {c['flag']}" if c["flag"] else ""
-    return f"{MARK[c['change']]} {c['text']}{flag}"
-
-
-def render_text(diff: dict[str, Any]) -> str:
-    """Plain text for a terminal."""
-    lines = [f"plan diff of stack {diff['stack']} against {diff['against']}"]
-    lines += [f"note: {n}" for n in diff["notes"]]
-    if not diff["changed"]:
-        return "\n".join([*lines, "no change"]) + "\n"
-    for section in diff["sections"]:
-        lines += ["", section["title"], *(f"  {_line(c)}" for c in section["changes"])]
-    return "\n".join(lines) + "\n"
-
-
-def render_markdown(diff: dict[str, Any], *, heading: str = "###") -> str:
-    """GitHub Markdown: flagged changes first, then one `diff` block per section."""
-    changes = [c for s in diff["sections"] for c in s["changes"]]
-    title = f"{heading} Plan diff: `{diff['stack']}` against `{diff['against']}`"
-    lines = [title, ""]
-    lines += [f"> {n}" for n in diff["notes"]]
-    if diff["notes"]:
-        lines.append("")
-    if not diff["changed"]:
-        return "\n".join([*lines, "No change."]) + "\n"
-    lines.append(f"{len(changes)} changes, {diff['flagged']} flagged.")
-    flagged = [c for c in changes if c["flag"]]
-    if flagged:
-        lines += ["", "**Needs a second look:**", ""]
-        # The key only: the whole line follows in its section.
-        lines += [f"- :warning: **{c['flag']}**: `{c['key']}`" for c in flagged]
-    for section in diff["sections"]:
-        lines += ["", f"**{section['title']}**", "", "```diff"]
-        # `diff` colours "+" green and "-" red; "!" marks a change in place.
-        marks = {"added": "+", "removed": "-", "changed": "!"}
-        for c in section["changes"]:
-            flag = f"   <- {c['flag']}" if c["flag"] else ""
-            lines.append(f"{marks[c['change']]} {c['text']}{flag}")
-        lines.append("```")
-    return "\n".join(lines) + "\n"

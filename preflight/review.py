@@ -11,15 +11,9 @@ import json
 import sys
 
 from preflight import diagram
-from preflight.diff import (
-    RefError,
-    compare,
-    default_ref,
-    render_markdown,
-    render_text,
-    short_ref,
-    stack_at_ref,
-)
+from preflight.diff import compare
+from preflight.diff_render import render_markdown, render_text
+from preflight.gitref import RefError, default_ref, short_ref, stack_at_ref
 from preflight.snapshot import Snapshot, snapshot
 
 

@@ -10,7 +10,8 @@ from typing import Any
 
 from checks.stack import load_from_file
 from preflight.access import DEPLOYER, azure_access
-from preflight.diff import compare, render_markdown
+from preflight.diff import compare
+from preflight.diff_render import render_markdown
 from preflight.snapshot import snapshot
 from tests.conftest import ROOT
 from tests.test_preflight_diff import edited, flags, section

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from builders import karmada as kb
+from builders import karmada_members as km
 from builders import multikueue as mk
 from builders.fleet import render_fleet
 from checks.stack import load_from_file, parse_fleet
@@ -210,7 +211,7 @@ def test_a_scheduled_rotation_renames_every_token_secret_and_moves_the_reference
 def test_the_member_token_still_belongs_to_the_same_account() -> None:
     (secret,) = [
         m.obj
-        for m in kb.member_objects("worker-1", kb.settings_of(load_from_file("dev")[0]), None, 4)
+        for m in km.member_objects("worker-1", kb.settings_of(load_from_file("dev")[0]), None, 4)
         if m.kind == "Secret"
     ]
     assert secret["metadata"]["name"] == "karmada-worker-1-token-4"

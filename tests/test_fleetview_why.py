@@ -72,27 +72,51 @@ def warnings_of(*snaps: Snapshot, timings: Timings | None = None) -> list[tuple[
     return [(w["kind"], w["object"]) for w in report(list(snaps), NOW, 300, timings)["warnings"]]
 
 
+def says(answer: Any, state: str, *phrases: str) -> None:
+    """The verdict's state is `state`, and each phrase stands in its sentence."""
+    assert answer["state"] == state, answer
+    for phrase in phrases:
+        assert phrase in answer["verdict"], answer["verdict"]
+
+
+def quota_reserved(seconds: float) -> Obj:
+    """QuotaReserved=True in ClusterQueue team-a, `seconds` ago (pkg/scheduler/scheduler.go)."""
+    return cond(
+        "QuotaReserved", "True", "QuotaReserved", "Quota reserved in ClusterQueue team-a", seconds
+    )
+
+
+def checks_not_ready(seconds: float) -> Obj:
+    """Admitted=False while an admission check is not Ready (pkg/workload/admissionchecks.go
+    SyncAdmittedCondition; gate off: UnsatisfiedChecks)."""
+    return cond(
+        "Admitted", "False", "UnsatisfiedChecks", "The workload has not all checks ready", seconds
+    )
+
+
+def unreserved(message: str, seconds: float) -> list[Obj]:
+    """Back in the queue after an eviction, `seconds` ago: reconciler.go unsets QuotaReserved with
+    the eviction's message, and Admitted is False with no reservation and checks not all Ready."""
+    return [
+        cond("QuotaReserved", "False", "Pending", message, seconds),
+        cond(
+            "Admitted",
+            "False",
+            "NoReservationUnsatisfiedChecks",
+            "The workload has no reservation and not all checks ready",
+            seconds,
+        ),
+    ]
+
+
 def reserved(seconds: float, nominated: list[str] | None = None, check: str = "Pending") -> Obj:
     """A manager Workload with quota, its MultiKueue check not Ready, no worker chosen."""
     return workload(
         TEAM,
         JOB,
         conditions=[
-            cond(
-                "QuotaReserved",
-                "True",
-                "QuotaReserved",
-                "Quota reserved in ClusterQueue team-a",
-                seconds,
-            ),
-            # pkg/workload/admissionchecks.go SyncAdmittedCondition (gate off: UnsatisfiedChecks).
-            cond(
-                "Admitted",
-                "False",
-                "UnsatisfiedChecks",
-                "The workload has not all checks ready",
-                seconds,
-            ),
+            quota_reserved(seconds),
+            checks_not_ready(seconds),
         ],
         checks=[check_state("multikueue", check, "", seconds)],
         nominated=nominated,
@@ -113,13 +137,7 @@ def dispatched(to: str, seconds: float = 300) -> Obj:
         TEAM,
         JOB,
         conditions=[
-            cond(
-                "QuotaReserved",
-                "True",
-                "QuotaReserved",
-                "Quota reserved in ClusterQueue team-a",
-                seconds,
-            ),
+            quota_reserved(seconds),
             cond("Admitted", "True", "Admitted", "The workload is admitted", seconds),
         ],
         checks=[
@@ -130,15 +148,20 @@ def dispatched(to: str, seconds: float = 300) -> Obj:
     )
 
 
+def pods_ready(seconds: float) -> Obj:
+    """PodsReady=True, `seconds` ago: every pod of the job is running (workload_controller.go)."""
+    return cond(
+        "PodsReady",
+        "True",
+        "Started",
+        "All pods reached readiness and the workload is running",
+        seconds,
+    )
+
+
 def admitted_copy(pods_ready: Obj | None, seconds: float = 300) -> Obj:
     conditions = [
-        cond(
-            "QuotaReserved",
-            "True",
-            "QuotaReserved",
-            "Quota reserved in ClusterQueue team-a",
-            seconds,
-        ),
+        quota_reserved(seconds),
         cond("Admitted", "True", "Admitted", "The workload is admitted", seconds),
     ]
     return copy(
@@ -163,14 +186,7 @@ def preempted() -> Obj:
         TEAM,
         JOB,
         conditions=[
-            cond("QuotaReserved", "False", "Pending", PREEMPTED, 170),
-            cond(
-                "Admitted",
-                "False",
-                "NoReservationUnsatisfiedChecks",
-                "The workload has no reservation and not all checks ready",
-                170,
-            ),
+            *unreserved(PREEMPTED, 170),
             cond("Evicted", "True", "Preempted", PREEMPTED, 180),
             cond("Preempted", "True", "InClusterQueue", PREEMPTED, 180),
             cond("Requeued", "True", "Preempted", PREEMPTED, 170),
@@ -186,20 +202,8 @@ def preemptor() -> Obj:
         "urgent",
         uid=PREEMPTOR_UID,
         conditions=[
-            cond(
-                "QuotaReserved",
-                "True",
-                "QuotaReserved",
-                "Quota reserved in ClusterQueue team-a",
-                175,
-            ),
-            cond(
-                "Admitted",
-                "False",
-                "UnsatisfiedChecks",
-                "The workload has not all checks ready",
-                175,
-            ),
+            quota_reserved(175),
+            checks_not_ready(175),
         ],
         checks=[check_state("multikueue", "Pending", "", 175)],
         nominated=["worker-1", "worker-2"],
@@ -214,20 +218,8 @@ def lost_holding_quota(seconds: float) -> Obj:
         TEAM,
         JOB,
         conditions=[
-            cond(
-                "QuotaReserved",
-                "True",
-                "QuotaReserved",
-                "Quota reserved in ClusterQueue team-a",
-                2400,
-            ),
-            cond(
-                "Admitted",
-                "False",
-                "UnsatisfiedChecks",
-                "The workload has not all checks ready",
-                seconds,
-            ),
+            quota_reserved(2400),
+            checks_not_ready(seconds),
             cond("Evicted", "True", "AdmissionCheck", LOST, seconds),
         ],
         checks=[check_state("multikueue", "Pending", RESET + "Retry", seconds, retry_count=1)],
@@ -243,14 +235,7 @@ def evicted_on_worker() -> Obj:
         TEAM,
         JOB,
         conditions=[
-            cond("QuotaReserved", "False", "Pending", ON_WORKER, 50),
-            cond(
-                "Admitted",
-                "False",
-                "NoReservationUnsatisfiedChecks",
-                "The workload has no reservation and not all checks ready",
-                50,
-            ),
+            *unreserved(ON_WORKER, 50),
             cond("Evicted", "True", "AdmissionCheck", ON_WORKER, 60),
             cond("Requeued", "True", "BackoffFinished", "The workload backoff was finished", 45),
         ],
@@ -389,10 +374,10 @@ def test_why_says_the_position_is_unknown_where_the_visibility_api_is_not_served
     )
     m = dataclasses.replace(manager(mine), visibility_note="not served (HTTP 404)")
     answer = why(m)
-    assert answer["state"] == "pending"
-    assert (
-        "position in the queue is unknown (visibility API on manager: not served (HTTP 404))"
-        in answer["verdict"]
+    says(
+        answer,
+        "pending",
+        "position in the queue is unknown (visibility API on manager: not served (HTTP 404))",
     )
 
 
@@ -409,8 +394,9 @@ def test_why_says_a_stopped_local_queue_holds_the_job_not_quota() -> None:
         "spec": {"clusterQueue": TEAM, "stopPolicy": "Hold"}
     }
     answer = why(m)
-    assert answer["state"] == "queue-stopped"
-    assert "LocalQueue team-a is stopped (LocalQueue team-a stopPolicy Hold)" in answer["verdict"]
+    says(
+        answer, "queue-stopped", "LocalQueue team-a is stopped (LocalQueue team-a stopPolicy Hold)"
+    )
     assert "It is not waiting for quota" in answer["verdict"]
     assert "waits for quota" not in answer["verdict"]
 
@@ -425,8 +411,7 @@ def test_why_says_nominated_and_what_the_incremental_dispatcher_does_next() -> N
         worker("worker-2"),
         timings=PROD,
     )
-    assert answer["state"] == "nominated"
-    assert "nominated to worker-1 since quota was reserved 7m00s ago" in answer["verdict"]
+    says(answer, "nominated", "nominated to worker-1 since quota was reserved 7m00s ago")
     assert f"on worker-1 it waits for quota: {PENDING_MESSAGE}" in answer["verdict"]
     assert (
         "the Incremental dispatcher (Pulumi.prod.yaml) adds the next 1 of worker-2 after each "
@@ -440,11 +425,11 @@ def test_why_says_at_a_workers_gate_with_retry_count_next_attempt_and_the_autosc
 ):
     gate_copy, pr = copy_at_gate_after_failure()
     answer = why(manager(reserved(200, ["worker-1"])), worker("worker-1", gate_copy, prs=(pr,)))
-    assert answer["state"] == "gate-retry"
-    assert (
+    says(
+        answer,
+        "gate-retry",
         "waits at its provisioning gate provisioning (Pending, attempt 2 of 4, next attempt at "
-        "20:00:40Z (in 40s); after attempt 4 the check is Rejected and the Workload deactivated)"
-        in answer["verdict"]
+        "20:00:40Z (in 40s); after attempt 4 the check is Rejected and the Workload deactivated)",
     )
     assert "the cluster autoscaler says failed: max node group size reached" in answer["verdict"]
     assert "holds quota and waits at" not in answer["verdict"]  # the eviction gave it back
@@ -459,15 +444,7 @@ def test_why_says_at_a_workers_gate_with_retry_count_next_attempt_and_the_autosc
     )
     # The moment before that eviction: the copy still holds quota, its check in Retry.
     retrying = copy(
-        [
-            cond(
-                "QuotaReserved",
-                "True",
-                "QuotaReserved",
-                "Quota reserved in ClusterQueue team-a",
-                140,
-            )
-        ],
+        [quota_reserved(140)],
         [
             check_state(
                 "provisioning",
@@ -493,27 +470,18 @@ def test_why_says_admitted_and_starting_with_the_pods_ready_timeout_left() -> No
         cond("PodsReady", "False", "WaitForStart", "Not all pods are ready or succeeded", 300)
     )
     answer = why(manager(dispatched("worker-2")), worker("worker-2", starting))
-    assert answer["state"] == "starting"
-    assert (
-        "its pods are not all ready yet (WaitForStart: Not all pods are ready or succeeded)"
-        in answer["verdict"]
+    says(
+        answer,
+        "starting",
+        "its pods are not all ready yet (WaitForStart: Not all pods are ready or succeeded)",
     )
     assert "waitForPodsReady (30m00s) evicts it in 25m00s if they are not" in answer["verdict"]
 
 
 def test_why_says_running_only_once_pods_are_ready() -> None:
-    running = admitted_copy(
-        cond(
-            "PodsReady",
-            "True",
-            "Started",
-            "All pods reached readiness and the workload is running",
-            200,
-        )
-    )
+    running = admitted_copy(pods_ready(200))
     answer = why(manager(dispatched("worker-2")), worker("worker-2", running))
-    assert answer["state"] == "running"
-    assert "admitted on worker-2 and runs there (PodsReady since 3m20s)" in answer["verdict"]
+    says(answer, "running", "admitted on worker-2 and runs there (PodsReady since 3m20s)")
 
 
 def test_why_says_worker_lost_and_when_workerlosttimeout_evicts() -> None:
@@ -522,10 +490,10 @@ def test_why_says_worker_lost_and_when_workerlosttimeout_evicts() -> None:
         Snapshot("worker-2", error="unreachable: no answer"),
         timings=PROD,
     )
-    assert answer["state"] == "worker-lost"
-    assert (
-        "workerLostTimeout (15m00s, Pulumi.prod.yaml) has passed (in about 8m20s)"
-        in answer["verdict"]
+    says(
+        answer,
+        "worker-lost",
+        "workerLostTimeout (15m00s, Pulumi.prod.yaml) has passed (in about 8m20s)",
     )
 
 
@@ -534,8 +502,7 @@ def test_why_does_not_call_a_worker_lost_that_only_fleetview_cannot_read() -> No
         manager(dispatched("worker-2")),
         Snapshot("worker-2", error="unauthorized: list nodes: Unauthorized"),
     )
-    assert answer["state"] == "dispatched"
-    assert "Kueue's connection to worker-2 is Active" in answer["verdict"]
+    says(answer, "dispatched", "Kueue's connection to worker-2 is Active")
     assert "unauthorized: list nodes: Unauthorized" in answer["verdict"]
     assert "is lost" not in answer["verdict"]
 
@@ -568,15 +535,17 @@ def test_why_says_preempted_by_the_workload_kueue_names_in_the_preempted_conditi
 
 def test_why_says_evicted_by_a_lost_worker_and_waits_for_the_job_within_the_grace() -> None:
     answer = why(manager(lost_holding_quota(60)), worker("worker-1"))
-    assert answer["state"] == "evicted-worker-lost"
-    assert "the worker it ran on was lost for longer than workerLostTimeout" in answer["verdict"]
+    says(
+        answer,
+        "evicted-worker-lost",
+        "the worker it ran on was lost for longer than workerLostTimeout",
+    )
     assert "Kueue is stopping its Job" in answer["verdict"]
 
 
 def test_why_names_the_stale_pod_count_fix_for_an_eviction_still_holding_quota() -> None:
     answer = why(manager(lost_holding_quota(600)), worker("worker-1"), worker("worker-2"))
-    assert answer["state"] == "evicted-holding-quota"
-    assert "It still holds quota 10m00s after the eviction" in answer["verdict"]
+    says(answer, "evicted-holding-quota", "It still holds quota 10m00s after the eviction")
     assert "zero the Job's stale pod counts" in answer["verdict"]
     assert "redispatch" not in answer["verdict"]
 
@@ -588,8 +557,7 @@ def test_why_keeps_the_manager_only_stale_count_fix_off_a_single_clusters_evicti
     )
     solo = dataclasses.replace(worker("solo", held), cluster="solo")
     answer = why(solo)
-    assert answer["state"] == "evicted-holding-quota"
-    assert "its Job still has active pods on solo" in answer["verdict"]
+    says(answer, "evicted-holding-quota", "its Job still has active pods on solo")
     assert "stale pod counts" not in answer["verdict"]
 
 
@@ -620,8 +588,11 @@ def test_why_says_evicted_by_waitforpodsready_once_the_backoff_is_over() -> None
         "Requeued", "True", "BackoffFinished", "The workload backoff was finished", 5
     )
     answer = why(manager(), worker("worker-1", wl), target="team-b/train")
-    assert answer["state"] == "evicted-pods-ready"
-    assert "evicted on worker-1 by waitForPodsReady (30m00s here) 30s ago" in answer["verdict"]
+    says(
+        answer,
+        "evicted-pods-ready",
+        "evicted on worker-1 by waitForPodsReady (30m00s here) 30s ago",
+    )
     assert "back in its queue (requeued 2 times so far, last 5s ago)" in answer["verdict"]
 
 
@@ -637,8 +608,7 @@ def test_why_says_evicted_because_its_queue_stopped() -> None:
         ],
     )
     answer = why(manager(wl))
-    assert answer["state"] == "evicted-queue-stopped"
-    assert f"as its queue stopped: {message}" in answer["verdict"]
+    says(answer, "evicted-queue-stopped", f"as its queue stopped: {message}")
 
 
 def test_why_finds_a_job_on_a_worker_only_queue_and_says_it_is_in_requeue_backoff() -> None:
@@ -679,8 +649,7 @@ def test_why_says_finished_with_kueues_reason() -> None:
         TEAM, JOB, conditions=[cond("Finished", "True", "Succeeded", "Job finished successfully")]
     )
     answer = why(manager(wl))
-    assert answer["state"] == "finished"
-    assert "The job finished (Succeeded): Job finished successfully" in answer["verdict"]
+    says(answer, "finished", "The job finished (Succeeded): Job finished successfully")
 
 
 # ---- stranded, and only then --------------------------------------------------------------------
@@ -690,8 +659,7 @@ def test_why_says_stranded_and_names_the_redispatch_fix_only_with_nothing_nomina
     None
 ):
     answer = why(manager(reserved(600)), worker("worker-1"), worker("worker-2"))
-    assert answer["state"] == "stranded"
-    assert "nominated to no worker and has no copy on any" in answer["verdict"]
+    says(answer, "stranded", "nominated to no worker and has no copy on any")
     assert "aks-batch-fleet/redispatch" in answer["verdict"]
     fresh = why(manager(reserved(30)), worker("worker-1"), worker("worker-2"))
     assert fresh["state"] == "dispatching"
@@ -800,13 +768,7 @@ def test_status_does_not_warn_of_a_booking_that_expired_after_admission() -> Non
         ],
     )
     running = admitted_copy(
-        cond(
-            "PodsReady",
-            "True",
-            "Started",
-            "All pods reached readiness and the workload is running",
-            700,
-        ),
+        pods_ready(700),
         840,
     )
     assert (
@@ -815,15 +777,7 @@ def test_status_does_not_warn_of_a_booking_that_expired_after_admission() -> Non
     )
     # Before admission the same condition makes Kueue retry the gate: worth a look.
     waiting = copy(
-        [
-            cond(
-                "QuotaReserved",
-                "True",
-                "QuotaReserved",
-                "Quota reserved in ClusterQueue team-a",
-                900,
-            )
-        ],
+        [quota_reserved(900)],
         [check_state("provisioning", "Pending", "")],
         admitted_to=TEAM,
     )

@@ -20,6 +20,7 @@ import yaml
 
 from builders import applications as apps
 from builders import karmada as kb
+from builders import karmada_members as km
 from builders import kruise as kr
 from builders.manifest import KARMADA_TARGET, Manifest
 from checks.karmada import placement_report
@@ -253,7 +254,7 @@ def test_application_namespaces_are_created_once_on_karmada_only() -> None:
 
 def test_member_objects_are_what_karmadactl_join_creates() -> None:
     wildcard = KarmadaSettings.model_validate({"memberAccess": "wildcard"})
-    manifests = kb.member_objects("worker-1", wildcard)
+    manifests = km.member_objects("worker-1", wildcard)
     assert {m.target for m in manifests} == {"worker-1"}
     objs = {(m.kind, m.name): m.obj for m in manifests}
     # Each object names what must exist first: the namespace, a token's account, a role.
@@ -334,9 +335,9 @@ def test_control_plane_side_of_registration() -> None:
 def test_credential_secret_carries_the_member_token_and_ca() -> None:
     token = base64.b64encode(b"jwt").decode()
     ca = base64.b64encode(b"pem").decode()
-    secret = kb.credential_secret("worker-1", token=token, ca_bundle=ca)
+    secret = km.credential_secret("worker-1", token=token, ca_bundle=ca)
     assert secret["data"] == {"token": token, "caBundle": ca}
-    assert kb.impersonator_secret("worker-1", token=token)["data"] == {"token": token}
+    assert km.impersonator_secret("worker-1", token=token)["data"] == {"token": token}
 
 
 def test_rewrite_kubeconfig_server() -> None:

@@ -12,6 +12,7 @@ import yaml
 from builders import applications as apps
 from builders import karmada as kb
 from checks.stack import parse_fleet
+from components.tokensecret import token_field
 from config.karmada import FailoverConfig
 from config.loader import kruise_crd_files
 from tests.conftest import ROOT, Graph, Registered, built_stack, is_secret, mocked_engine, resolve
@@ -375,9 +376,9 @@ def test_dev_stack_registers_the_seed_application() -> None:
 
 
 def test_an_unfilled_member_token_is_an_error_not_an_empty_credential() -> None:
-    from components.karmada import _data  # pyright: ignore[reportPrivateUsage]  # noqa: PLC0415
-
-    assert _data({"token": "dG9r"}, "token") == "dG9r"
+    """Karmada's members and MultiKueue's workers read their token Secrets through token_field."""
+    secret = "a Karmada member token Secret"
+    assert token_field({"token": "dG9r"}, "token", secret=secret) == "dG9r"
     for unfilled in (None, {}, {"token": ""}):
         with pytest.raises(RuntimeError, match=r"has no data\['token'\]: the token controller"):
-            _data(unfilled, "token")
+            token_field(unfilled, "token", secret=secret)

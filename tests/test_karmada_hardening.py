@@ -17,6 +17,7 @@ import yaml
 
 from builders import applications as apps
 from builders import karmada as kb
+from builders import karmada_access as ka
 from checks.stack import load_from_file, parse_fleet
 from config.models import FleetConfig
 from tests.conftest import COMMITTED_STACKS, ROOT
@@ -363,7 +364,7 @@ def test_scoped_member_access_is_the_default() -> None:
     karmada = fleet_of(BASE).karmada
     assert karmada is not None
     assert karmada.member_access == "scoped"
-    assert kb.member_rules(karmada) == rules_for("scoped")
+    assert ka.member_rules(karmada) == rules_for("scoped")
 
 
 def test_wildcard_member_access_is_what_join_grants() -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from builders import karmada as kb
+from builders import karmada_members as km
 from checks.access import (
     ESCALATIONS,
     Request,
@@ -56,7 +57,7 @@ def test_writes_are_only_in_the_applications_namespaces() -> None:
     assert rows["get secrets/x -n sample"] is True
     fleet = load_from_file("dev")[0]
     grants = grants_of(
-        kb.member_objects("worker-1", kb.settings_of(fleet)), "worker-1", member_subject("worker-1")
+        km.member_objects("worker-1", kb.settings_of(fleet)), "worker-1", member_subject("worker-1")
     )
     for ns in ("team-a", "default", "kube-system", "kruise-system"):
         for request in (
@@ -74,7 +75,7 @@ def test_an_application_in_default_gets_its_role_there_and_no_namespace() -> Non
     app = copy.deepcopy(BASE["karmada"]["applications"][0])
     app["namespace"] = "default"
     fleet = fleet_of(applications=[app])
-    objects = kb.member_objects("worker-1", kb.settings_of(fleet))
+    objects = km.member_objects("worker-1", kb.settings_of(fleet))
     assert ("Namespace", "default") not in {(m.kind, m.name) for m in objects}
     rows = table(fleet)
     assert rows["create uniteddeployments.apps.kruise.io -n default"] is True
@@ -95,7 +96,7 @@ def test_the_wildcard_allows_every_escalation_and_preflight_says_so() -> None:
 
 def test_the_scoped_member_namespace_enforces_baseline() -> None:
     fleet = load_from_file("dev")[0]
-    objects = kb.member_objects("worker-1", kb.settings_of(fleet), "1.33")
+    objects = km.member_objects("worker-1", kb.settings_of(fleet), "1.33")
     (ns,) = [m.obj for m in objects if m.kind == "Namespace" and m.name == "sample"]
     labels = ns["metadata"]["labels"]
     assert labels["pod-security.kubernetes.io/enforce"] == "baseline"

@@ -15,7 +15,9 @@ import yaml
 
 from checks.stack import load_from_file
 from preflight import diagram
-from preflight.diff import compare, render_markdown, render_text, stack_at_ref
+from preflight.diff import compare
+from preflight.diff_render import render_markdown, render_text
+from preflight.gitref import stack_at_ref
 from preflight.snapshot import Snapshot, empty, snapshot
 from preflight.sources import extra_sections
 from tests.conftest import FAKE_KUBECONFIG, ROOT, copy_preflight_sources

@@ -15,7 +15,8 @@ from checks.stack import parse_fleet
 from components import retire
 from components.retire import RetireGuardProvider, blocking, leaving, refusal
 from config.errors import ConfigError
-from preflight.diff import compare, render_text
+from preflight.diff import compare
+from preflight.diff_render import render_text
 from preflight.snapshot import snapshot
 from tests.conftest import Graph, run_program
 from tests.fleetgen import fleet, worker_name

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from checks.capacity import check_manager_quota
-from preflight.diff import compare, render_text
+from preflight.diff import compare
+from preflight.diff_render import render_text
 from preflight.snapshot import snapshot
 from tests.conftest import COMMITTED_STACKS, Graph, built_stack
 from tests.realtier.add_worker import (

@@ -13,7 +13,8 @@ from checks.stack import parse_fleet
 from config.errors import ConfigError
 from config.resolve import drained_workers, held_local_queues
 from preflight.__main__ import _print_tables  # pyright: ignore[reportPrivateUsage]
-from preflight.diff import compare, render_text
+from preflight.diff import compare
+from preflight.diff_render import render_text
 from preflight.plan import build_plan
 from preflight.snapshot import Snapshot, snapshot
 from preflight.sources import extra_sections

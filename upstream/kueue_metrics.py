@@ -35,520 +35,173 @@ class KueueMetric:
 # Every label set also has `replica_role` ("leader", "follower" or "standalone"): with
 # `kueue.replicas` >= 2 the followers export too, so fleet queries keep `replica_role!="follower"`.
 KUEUE_METRICS: Final[dict[str, KueueMetric]] = {
-    "kueue_admission_attempts_total": KueueMetric(
-        "counter",
-        (
-            "result",
-            "replica_role",
-        ),
-    ),
+    "kueue_admission_attempts_total": KueueMetric("counter", ("result", "replica_role")),
     "kueue_admission_attempt_duration_seconds": KueueMetric(
-        "histogram",
-        (
-            "result",
-            "replica_role",
-        ),
+        "histogram", ("result", "replica_role")
     ),
     "multikueue_workloads_dispatched_total": KueueMetric(
-        "counter",
-        (
-            "cluster_queue",
-            "cluster",
-            "replica_role",
-        ),
+        "counter", ("cluster_queue", "cluster", "replica_role")
     ),
     "multikueue_workloads_admitted_total": KueueMetric(
-        "counter",
-        (
-            "cluster_queue",
-            "cluster",
-            "replica_role",
-        ),
+        "counter", ("cluster_queue", "cluster", "replica_role")
     ),
     "kueue_admission_cycle_preemption_skips": KueueMetric(
-        "gauge",
-        (
-            "cluster_queue",
-            "replica_role",
-        ),
+        "gauge", ("cluster_queue", "replica_role")
     ),
     "kueue_build_info": KueueMetric(
-        "gauge",
-        (
-            "git_version",
-            "git_commit",
-            "build_date",
-            "go_version",
-            "compiler",
-            "platform",
-        ),
+        "gauge", ("git_version", "git_commit", "build_date", "go_version", "compiler", "platform")
     ),
-    "kueue_pending_workloads": KueueMetric(
-        "gauge",
-        (
-            "cluster_queue",
-            "status",
-            "replica_role",
-        ),
-    ),
+    "kueue_pending_workloads": KueueMetric("gauge", ("cluster_queue", "status", "replica_role")),
     "kueue_local_queue_pending_workloads": KueueMetric(
-        "gauge",
-        (
-            "name",
-            "namespace",
-            "status",
-            "replica_role",
-        ),
+        "gauge", ("name", "namespace", "status", "replica_role")
     ),
-    "kueue_finished_workloads": KueueMetric(
-        "gauge",
-        (
-            "cluster_queue",
-            "replica_role",
-        ),
-    ),
+    "kueue_finished_workloads": KueueMetric("gauge", ("cluster_queue", "replica_role")),
     "kueue_local_queue_finished_workloads": KueueMetric(
-        "gauge",
-        (
-            "name",
-            "namespace",
-            "replica_role",
-        ),
+        "gauge", ("name", "namespace", "replica_role")
     ),
     "kueue_quota_reserved_workloads_total": KueueMetric(
-        "counter",
-        (
-            "cluster_queue",
-            "priority_class",
-            "replica_role",
-        ),
+        "counter", ("cluster_queue", "priority_class", "replica_role")
     ),
     "kueue_local_queue_quota_reserved_workloads_total": KueueMetric(
-        "counter",
-        (
-            "name",
-            "namespace",
-            "priority_class",
-            "replica_role",
-        ),
+        "counter", ("name", "namespace", "priority_class", "replica_role")
     ),
     "kueue_finished_workloads_total": KueueMetric(
-        "counter",
-        (
-            "cluster_queue",
-            "priority_class",
-            "replica_role",
-        ),
+        "counter", ("cluster_queue", "priority_class", "replica_role")
     ),
     "kueue_local_queue_finished_workloads_total": KueueMetric(
-        "counter",
-        (
-            "name",
-            "namespace",
-            "priority_class",
-            "replica_role",
-        ),
+        "counter", ("name", "namespace", "priority_class", "replica_role")
     ),
     "kueue_quota_reserved_wait_time_seconds": KueueMetric(
-        "histogram",
-        (
-            "cluster_queue",
-            "priority_class",
-            "replica_role",
-        ),
+        "histogram", ("cluster_queue", "priority_class", "replica_role")
     ),
     "kueue_pods_ready_to_evicted_time_seconds": KueueMetric(
-        "histogram",
-        (
-            "cluster_queue",
-            "reason",
-            "underlying_cause",
-            "replica_role",
-        ),
+        "histogram", ("cluster_queue", "reason", "underlying_cause", "replica_role")
     ),
     "kueue_local_queue_quota_reserved_wait_time_seconds": KueueMetric(
-        "histogram",
-        (
-            "name",
-            "namespace",
-            "priority_class",
-            "replica_role",
-        ),
+        "histogram", ("name", "namespace", "priority_class", "replica_role")
     ),
     "kueue_admitted_workloads_total": KueueMetric(
-        "counter",
-        (
-            "cluster_queue",
-            "priority_class",
-            "replica_role",
-        ),
+        "counter", ("cluster_queue", "priority_class", "replica_role")
     ),
     "kueue_local_queue_admitted_workloads_total": KueueMetric(
-        "counter",
-        (
-            "name",
-            "namespace",
-            "priority_class",
-            "replica_role",
-        ),
+        "counter", ("name", "namespace", "priority_class", "replica_role")
     ),
     "kueue_admission_wait_time_seconds": KueueMetric(
-        "histogram",
-        (
-            "cluster_queue",
-            "priority_class",
-            "replica_role",
-        ),
+        "histogram", ("cluster_queue", "priority_class", "replica_role")
     ),
     "kueue_ready_wait_time_seconds": KueueMetric(
-        "histogram",
-        (
-            "cluster_queue",
-            "priority_class",
-            "replica_role",
-        ),
+        "histogram", ("cluster_queue", "priority_class", "replica_role")
     ),
     "kueue_admitted_until_ready_wait_time_seconds": KueueMetric(
-        "histogram",
-        (
-            "cluster_queue",
-            "priority_class",
-            "replica_role",
-        ),
+        "histogram", ("cluster_queue", "priority_class", "replica_role")
     ),
     "kueue_local_queue_admission_wait_time_seconds": KueueMetric(
-        "histogram",
-        (
-            "name",
-            "namespace",
-            "priority_class",
-            "replica_role",
-        ),
+        "histogram", ("name", "namespace", "priority_class", "replica_role")
     ),
     "kueue_admission_checks_wait_time_seconds": KueueMetric(
-        "histogram",
-        (
-            "cluster_queue",
-            "priority_class",
-            "replica_role",
-        ),
+        "histogram", ("cluster_queue", "priority_class", "replica_role")
     ),
     "kueue_local_queue_admission_checks_wait_time_seconds": KueueMetric(
-        "histogram",
-        (
-            "name",
-            "namespace",
-            "priority_class",
-            "replica_role",
-        ),
+        "histogram", ("name", "namespace", "priority_class", "replica_role")
     ),
     "kueue_local_queue_ready_wait_time_seconds": KueueMetric(
-        "histogram",
-        (
-            "name",
-            "namespace",
-            "priority_class",
-            "replica_role",
-        ),
+        "histogram", ("name", "namespace", "priority_class", "replica_role")
     ),
     "kueue_local_queue_admitted_until_ready_wait_time_seconds": KueueMetric(
-        "histogram",
-        (
-            "name",
-            "namespace",
-            "priority_class",
-            "replica_role",
-        ),
+        "histogram", ("name", "namespace", "priority_class", "replica_role")
     ),
     "kueue_workload_creation_latency_seconds": KueueMetric(
-        "histogram",
-        (
-            "job_kind",
-            "replica_role",
-        ),
+        "histogram", ("job_kind", "replica_role")
     ),
     "kueue_pod_scheduling_gate_removal_seconds": KueueMetric(
-        "histogram",
-        (
-            "name",
-            "cluster_queue",
-            "is_group",
-            "replica_role",
-        ),
+        "histogram", ("name", "cluster_queue", "is_group", "replica_role")
     ),
     "kueue_evicted_workloads_total": KueueMetric(
-        "counter",
-        (
-            "cluster_queue",
-            "reason",
-            "underlying_cause",
-            "priority_class",
-            "replica_role",
-        ),
+        "counter", ("cluster_queue", "reason", "underlying_cause", "priority_class", "replica_role")
     ),
     "kueue_replaced_workload_slices_total": KueueMetric(
-        "counter",
-        (
-            "cluster_queue",
-            "replica_role",
-        ),
+        "counter", ("cluster_queue", "replica_role")
     ),
     "kueue_local_queue_evicted_workloads_total": KueueMetric(
         "counter",
-        (
-            "name",
-            "namespace",
-            "reason",
-            "underlying_cause",
-            "priority_class",
-            "replica_role",
-        ),
+        ("name", "namespace", "reason", "underlying_cause", "priority_class", "replica_role"),
     ),
     "kueue_evicted_workloads_once_total": KueueMetric(
-        "counter",
-        (
-            "cluster_queue",
-            "reason",
-            "underlying_cause",
-            "priority_class",
-            "replica_role",
-        ),
+        "counter", ("cluster_queue", "reason", "underlying_cause", "priority_class", "replica_role")
     ),
     "kueue_preempted_workloads_total": KueueMetric(
-        "counter",
-        (
-            "preempting_cluster_queue",
-            "reason",
-            "replica_role",
-        ),
+        "counter", ("preempting_cluster_queue", "reason", "replica_role")
     ),
     "kueue_workload_eviction_latency_seconds": KueueMetric(
-        "histogram",
-        (
-            "cluster_queue",
-            "reason",
-            "replica_role",
-        ),
+        "histogram", ("cluster_queue", "reason", "replica_role")
     ),
-    "kueue_reserving_active_workloads": KueueMetric(
-        "gauge",
-        (
-            "cluster_queue",
-            "replica_role",
-        ),
-    ),
+    "kueue_reserving_active_workloads": KueueMetric("gauge", ("cluster_queue", "replica_role")),
     "kueue_local_queue_reserving_active_workloads": KueueMetric(
-        "gauge",
-        (
-            "name",
-            "namespace",
-            "replica_role",
-        ),
+        "gauge", ("name", "namespace", "replica_role")
     ),
-    "kueue_admitted_active_workloads": KueueMetric(
-        "gauge",
-        (
-            "cluster_queue",
-            "replica_role",
-        ),
-    ),
+    "kueue_admitted_active_workloads": KueueMetric("gauge", ("cluster_queue", "replica_role")),
     "kueue_local_queue_admitted_active_workloads": KueueMetric(
-        "gauge",
-        (
-            "name",
-            "namespace",
-            "replica_role",
-        ),
+        "gauge", ("name", "namespace", "replica_role")
     ),
-    "kueue_cluster_queue_status": KueueMetric(
-        "gauge",
-        (
-            "cluster_queue",
-            "status",
-            "replica_role",
-        ),
-    ),
+    "kueue_cluster_queue_status": KueueMetric("gauge", ("cluster_queue", "status", "replica_role")),
     "kueue_local_queue_status": KueueMetric(
-        "gauge",
-        (
-            "name",
-            "namespace",
-            "active",
-            "replica_role",
-        ),
+        "gauge", ("name", "namespace", "active", "replica_role")
     ),
     "kueue_unadmitted_workloads": KueueMetric(
-        "gauge",
-        (
-            "cluster_queue",
-            "reason",
-            "underlying_cause",
-            "replica_role",
-        ),
+        "gauge", ("cluster_queue", "reason", "underlying_cause", "replica_role")
     ),
     "kueue_local_queue_unadmitted_workloads": KueueMetric(
         "gauge",
-        (
-            "name",
-            "namespace",
-            "cluster_queue",
-            "reason",
-            "underlying_cause",
-            "replica_role",
-        ),
+        ("name", "namespace", "cluster_queue", "reason", "underlying_cause", "replica_role"),
     ),
     "kueue_cluster_queue_resource_reservation": KueueMetric(
-        "gauge",
-        (
-            "cohort",
-            "cluster_queue",
-            "flavor",
-            "resource",
-            "replica_role",
-        ),
+        "gauge", ("cohort", "cluster_queue", "flavor", "resource", "replica_role")
     ),
     "kueue_cluster_queue_resource_pending": KueueMetric(
-        "gauge",
-        (
-            "cluster_queue",
-            "resource",
-            "replica_role",
-        ),
+        "gauge", ("cluster_queue", "resource", "replica_role")
     ),
     "kueue_cluster_queue_resource_usage": KueueMetric(
-        "gauge",
-        (
-            "cohort",
-            "cluster_queue",
-            "flavor",
-            "resource",
-            "replica_role",
-        ),
+        "gauge", ("cohort", "cluster_queue", "flavor", "resource", "replica_role")
     ),
     "kueue_local_queue_resource_reservation": KueueMetric(
-        "gauge",
-        (
-            "name",
-            "namespace",
-            "flavor",
-            "resource",
-            "replica_role",
-        ),
+        "gauge", ("name", "namespace", "flavor", "resource", "replica_role")
     ),
     "kueue_local_queue_resource_usage": KueueMetric(
-        "gauge",
-        (
-            "name",
-            "namespace",
-            "flavor",
-            "resource",
-            "replica_role",
-        ),
+        "gauge", ("name", "namespace", "flavor", "resource", "replica_role")
     ),
     "kueue_local_queue_admission_fair_sharing_usage": KueueMetric(
-        "gauge",
-        (
-            "name",
-            "namespace",
-            "cluster_queue",
-            "replica_role",
-        ),
+        "gauge", ("name", "namespace", "cluster_queue", "replica_role")
     ),
     "kueue_cluster_queue_nominal_quota": KueueMetric(
-        "gauge",
-        (
-            "cohort",
-            "cluster_queue",
-            "flavor",
-            "resource",
-            "replica_role",
-        ),
+        "gauge", ("cohort", "cluster_queue", "flavor", "resource", "replica_role")
     ),
     "kueue_cluster_queue_borrowing_limit": KueueMetric(
-        "gauge",
-        (
-            "cohort",
-            "cluster_queue",
-            "flavor",
-            "resource",
-            "replica_role",
-        ),
+        "gauge", ("cohort", "cluster_queue", "flavor", "resource", "replica_role")
     ),
     "kueue_cluster_queue_lending_limit": KueueMetric(
-        "gauge",
-        (
-            "cohort",
-            "cluster_queue",
-            "flavor",
-            "resource",
-            "replica_role",
-        ),
+        "gauge", ("cohort", "cluster_queue", "flavor", "resource", "replica_role")
     ),
     "kueue_cluster_queue_weighted_share": KueueMetric(
-        "gauge",
-        (
-            "cluster_queue",
-            "cohort",
-            "replica_role",
-        ),
+        "gauge", ("cluster_queue", "cohort", "replica_role")
     ),
-    "kueue_cohort_weighted_share": KueueMetric(
-        "gauge",
-        (
-            "cohort",
-            "replica_role",
-        ),
-    ),
+    "kueue_cohort_weighted_share": KueueMetric("gauge", ("cohort", "replica_role")),
     "kueue_cohort_subtree_quota": KueueMetric(
-        "gauge",
-        (
-            "cohort",
-            "flavor",
-            "resource",
-            "replica_role",
-        ),
+        "gauge", ("cohort", "flavor", "resource", "replica_role")
     ),
     "kueue_cohort_subtree_admitted_workloads_total": KueueMetric(
-        "counter",
-        (
-            "cohort",
-            "priority_class",
-            "replica_role",
-        ),
+        "counter", ("cohort", "priority_class", "replica_role")
     ),
     "kueue_cohort_subtree_resource_reservations": KueueMetric(
-        "gauge",
-        (
-            "cohort",
-            "flavor",
-            "resource",
-            "replica_role",
-        ),
+        "gauge", ("cohort", "flavor", "resource", "replica_role")
     ),
     "kueue_cohort_subtree_admitted_active_workloads": KueueMetric(
-        "gauge",
-        (
-            "cohort",
-            "replica_role",
-        ),
+        "gauge", ("cohort", "replica_role")
     ),
     "kueue_cohort_info": KueueMetric(
-        "gauge",
-        (
-            "cohort",
-            "parent_cohort",
-            "root_cohort",
-            "replica_role",
-        ),
+        "gauge", ("cohort", "parent_cohort", "root_cohort", "replica_role")
     ),
     "kueue_cluster_queue_info": KueueMetric(
-        "gauge",
-        (
-            "cluster_queue",
-            "parent_cohort",
-            "root_cohort",
-            "replica_role",
-        ),
+        "gauge", ("cluster_queue", "parent_cohort", "root_cohort", "replica_role")
     ),
 }
 

@@ -50,7 +50,8 @@ from typing import Any, Final
 
 import yaml
 
-from builders import karmada as kb
+from builders import karmada_access as ka
+from builders import karmada_members as km
 from config.karmada import KarmadaSettings
 from tests.realtier import phases
 from tests.realtier.harness import (
@@ -557,20 +558,21 @@ def join_members(
     regions: Mapping[str, str | None],
 ) -> float:
     """Register every member in push mode with the objects the program creates
-    (builders.karmada: member_objects, credential_secret, impersonator_secret, karmada_cluster)
-    for the settings' `memberAccess`; wait until each Cluster is Ready. Returns the seconds."""
+    (builders.karmada_members: member_objects, credential_secret, impersonator_secret,
+    karmada_cluster) for the settings' `memberAccess`; wait until each Cluster is Ready. Returns
+    the seconds."""
     t0 = time.monotonic()
-    unified_auth = not kb.scoped(settings)
+    unified_auth = not ka.scoped(settings)
     for name, plane in members.items():
-        applied = apply(plane, [m.obj for m in kb.member_objects(name, settings)])
+        applied = apply(plane, [m.obj for m in km.member_objects(name, settings)])
         if applied.rejected:
             raise StartError(f"[{name}] join objects rejected {applied.rejected}: {applied.stderr}")
     for name, plane in members.items():
-        account = kb.member_service_account(name)
+        account = km.member_service_account(name)
         deadline = time.monotonic() + JOIN_TIMEOUT
         imp: dict[str, str] | None = None
         while (data := _token_data(plane, account)) is None or (
-            unified_auth and (imp := _token_data(plane, kb.IMPERSONATOR)) is None
+            unified_auth and (imp := _token_data(plane, km.IMPERSONATOR)) is None
         ):
             if time.monotonic() > deadline:
                 raise StartError(f"[{name}] no token for {account} after {JOIN_TIMEOUT:.0f}s")
@@ -578,9 +580,9 @@ def join_members(
         applied = apply(
             karmada,
             [
-                kb.credential_secret(name, token=data["token"], ca_bundle=data["ca.crt"]),
-                *([kb.impersonator_secret(name, token=imp["token"])] if imp else []),
-                kb.karmada_cluster(
+                km.credential_secret(name, token=data["token"], ca_bundle=data["ca.crt"]),
+                *([km.impersonator_secret(name, token=imp["token"])] if imp else []),
+                km.karmada_cluster(
                     name,
                     api_endpoint=plane.url,
                     region=regions.get(name),

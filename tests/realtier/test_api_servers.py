@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from builders import karmada as kb
+from builders import karmada_members as km
 from builders.manifest import KARMADA_TARGET, Manifest
 from builders.multikueue import (
     k8s_name,
@@ -124,7 +124,7 @@ def test_every_rendered_object_is_accepted_by_its_api_server(
         if target == KARMADA_TARGET:
             # What the Karmada chart's static-resource job leaves on its API server (the program
             # no longer creates it: a create would fail with AlreadyExists after the chart).
-            helm.append(namespace(kb.CLUSTER_NAMESPACE))
+            helm.append(namespace(km.CLUSTER_NAMESPACE))
         prerequisites = apply(plane, helm)
         assert not prerequisites.rejected, prerequisites.stderr
         namespaces = [o for o in objects if o["apiVersion"] == "v1" and o["kind"] == "Namespace"]

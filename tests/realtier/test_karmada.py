@@ -34,6 +34,8 @@ import pytest
 
 from builders import applications as apps
 from builders import karmada as kb
+from builders import karmada_access as ka
+from builders import karmada_members as km
 from builders.interpreter import united_deployment_interpreter
 from builders.kruise import CHART as KRUISE_CHART
 from config.karmada import ApplicationConfig, FailoverConfig
@@ -212,7 +214,7 @@ def layer(  # noqa: PLR0917 - pytest fixtures
             objects = [
                 united_deployment_interpreter(),
                 *apps.application_namespaces(
-                    settings.applications, propagate=not kb.scoped(settings)
+                    settings.applications, propagate=not ka.scoped(settings)
                 ),
                 apps.propagation_policy(app, settings.failover),
             ]
@@ -535,8 +537,8 @@ def _subset_replicas(member: Member, app: ApplicationConfig) -> dict[str, int]:
 def _member_token(member: Member) -> str:
     secret = _json(
         member.plane,
-        f"/api/v1/namespaces/{kb.CLUSTER_NAMESPACE}/secrets/"
-        f"{kb.member_service_account(member.plane.name)}",
+        f"/api/v1/namespaces/{km.CLUSTER_NAMESPACE}/secrets/"
+        f"{km.member_service_account(member.plane.name)}",
     )
     assert secret is not None
     return base64.b64decode(secret["data"]["token"]).decode()

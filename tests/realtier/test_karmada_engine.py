@@ -37,6 +37,7 @@ import pytest
 import yaml
 
 from builders import karmada as kb
+from builders import karmada_members as km
 from config.karmada import ApplicationConfig
 from config.models import FleetConfig
 from config.resolve import member_names, subset_specs
@@ -276,7 +277,7 @@ def test_pulumi_up_places_the_application_and_a_second_up_is_a_noop(
 
 def _member_token(member: ControlPlane, generation: int) -> str | None:
     """The token in the member-side Secret of `ROTATED`'s Karmada credential at `generation`."""
-    name = kb.token_secret_name(kb.member_service_account(ROTATED), generation)
+    name = km.token_secret_name(km.member_service_account(ROTATED), generation)
     status, body = member.get(f"/api/v1/namespaces/{CLUSTER_NAMESPACE}/secrets/{name}")
     if status != 200:
         return None

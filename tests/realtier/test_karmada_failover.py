@@ -20,6 +20,7 @@ import pytest
 
 from builders import applications as apps
 from builders import karmada as kb
+from builders import karmada_access as ka
 from builders.interpreter import united_deployment_interpreter
 from builders.kruise import CHART as KRUISE_CHART
 from config.karmada import FailoverConfig
@@ -120,7 +121,7 @@ def test_a_stopped_members_replicas_move(
         [
             united_deployment_interpreter(),
             apps.cluster_taint_policy(member_names(failover_fleet)),
-            *apps.application_namespaces(settings.applications, propagate=not kb.scoped(settings)),
+            *apps.application_namespaces(settings.applications, propagate=not ka.scoped(settings)),
             apps.propagation_policy(app, settings.failover),
         ],
     )
