@@ -428,6 +428,26 @@ WORKER_RBAC: Final[dict[str, tuple[tuple[str, Rule], ...]]] = {
     "v0.19.2": _V0_19_2,
 }
 
+# The kinds whose operator this stack installs (upstream/frameworks.py): the rows a worker gets
+# are exactly the verbs Kueue's MultiKueue adapter uses on the remote object, not the script's
+# generic pair. v0.19.2, pkg/controller/jobs/ray/ray_multikueue_adapter.go (RayJob, RayCluster):
+# SyncJob gets the remote job and creates it, DeleteRemoteObject deletes it, GetEmptyList backs
+# the remote watch (list, watch); status is copied from the remote object itself (no `/status`
+# read). Only RayCluster wires WithElasticReplicaSync, whose clientutil.Patch patches the remote
+# (pkg/util/client/client.go: c.Patch); RayJob creates once. kubeflowjob_multikueue_adapter.go
+# (every kubeflow.org kind of the training operator): get, create, delete, list, watch.
+_ADAPTER_CDGLW = ("create", "delete", "get", "list", "watch")
+ADAPTER_RULES: Final[dict[str, dict[str, tuple[Rule, ...]]]] = {
+    "v0.19.2": {
+        "ray.io/rayjob": (_rule("ray.io", "rayjobs", _ADAPTER_CDGLW),),
+        "ray.io/raycluster": (_rule("ray.io", "rayclusters", (*_ADAPTER_CDGLW, "patch")),),
+        **{
+            f"kubeflow.org/{kind}": (_rule("kubeflow.org", f"{kind}s", _ADAPTER_CDGLW),)
+            for kind in ("pytorchjob", "tfjob", "xgboostjob", "paddlejob", "jaxjob")
+        },
+    },
+}
+
 # Frameworks with a MultiKueue adapter at the tag (pkg/controller/jobs/**/*_multikueue_adapter.go,
 # registered per framework name in jobframework.GetMultiKueueAdapters). The manager opens a watch
 # on each enabled one in every worker and marks the worker connected only when all watches are up
@@ -482,7 +502,11 @@ def worker_rules(
 ) -> list[Rule]:
     """The worker ClusterRole rules for a Kueue version, its frameworks and feature gates."""
     enabled = {*frameworks, *(GATE_ROW + g for g, on in (feature_gates or {}).items() if on)}
-    return [rule for fw, rule in _table(version) if fw == ALWAYS or fw in enabled]
+    exact = ADAPTER_RULES.get(kueue_tag(version), {})
+    rules = [
+        rule for fw, rule in _table(version) if fw == ALWAYS or (fw in enabled and fw not in exact)
+    ]
+    return rules + [rule for fw, rows in exact.items() if fw in enabled for rule in rows]
 
 
 # Where a worker grants each verb. MultiKueue watches remote objects across namespaces (a list
@@ -522,7 +546,7 @@ def frameworks_without_worker_rbac(version: str, frameworks: Iterable[str]) -> l
     The manager could not watch them on a worker, so the worker would never become Active.
     """
     tag = kueue_tag(version)
-    covered = {fw for fw, _ in _table(tag)}
+    covered = {fw for fw, _ in _table(tag)} | set(ADAPTER_RULES.get(tag, {}))
     adapters = MULTIKUEUE_ADAPTERS[tag]
     return sorted(fw for fw in set(frameworks) if fw in adapters and fw not in covered)
 
