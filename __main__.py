@@ -138,6 +138,8 @@ fleet = Fleet(
         karmada_kubeconfig=karmada_kubeconfig,
         kruise_crd_files=files.kruise_crd_files,
         deployer_principal_type=deployer.principal_type,
+        operator_crd_files=files.operator_crd_files,
+        training_operator_overlay=files.training_operator_overlay,
     ),
 )
 

@@ -8,7 +8,7 @@ components build the same objects with the real values.
 
 from __future__ import annotations
 
-from builders import karmada, kueue, monitoring, multikueue
+from builders import frameworks, karmada, kueue, monitoring, multikueue
 from builders.gpu import device_plugin_release
 from builders.manifest import HelmRelease, Manifest
 from config.models import FleetConfig
@@ -53,11 +53,12 @@ def kueue_objects(fleet: FleetConfig) -> dict[str, list[Manifest]]:
 
 def helm_releases(fleet: FleetConfig) -> list[HelmRelease]:
     """Every Helm release: Kueue on each cluster, the NVIDIA device plugin where GPU pools are,
-    Kruise on each member, Karmada on its host."""
+    KubeRay on its workers, Kruise on each member, Karmada on its host."""
     plugins = [device_plugin_release(fleet, c) for c in fleet.clusters]
     return [
         *kueue.kueue_releases(fleet),
         *(p for p in plugins if p is not None),
+        *frameworks.kuberay_releases(fleet),
         *karmada.kruise_releases(fleet),
         *karmada.karmada_releases(fleet),
     ]

@@ -59,10 +59,8 @@ from upstream.kueue import (
     MULTIKUEUE_CONTROLLER,
     SERVICE_ACCOUNT,
     WRITE_ROLE,
-    Rule,
-    worker_read_rules,
-    worker_write_rules,
 )
+from upstream.kueue_rbac import Rule, worker_read_rules, worker_write_rules
 
 REDACTED: Final = "REDACTED"
 LABELS: Final = {

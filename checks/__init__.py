@@ -15,6 +15,7 @@ from checks.common import Check
 from checks.credentials import CREDENTIAL_CHECKS
 from checks.extraspec import EXTRA_SPEC_CHECKS
 from checks.fleet import FLEET_CHECKS
+from checks.frameworks import FRAMEWORK_CHECKS
 from checks.karmada import KARMADA_CHECKS
 from checks.kueue import KUEUE_CHECKS
 from checks.maintenance import MAINTENANCE_CHECKS
@@ -39,6 +40,7 @@ CHECKS: tuple[Check, ...] = (
     *MULTIKUEUE_CHECKS,
     check_manager_quota,
     *SEMANTIC_CHECKS,
+    *FRAMEWORK_CHECKS,
     *UPGRADE_CHECKS,
     *MAINTENANCE_CHECKS,
     *MONITORING_CHECKS,

@@ -34,6 +34,8 @@ from upstream.kueue import (
     INCREMENTAL_ROUND_SECONDS,
     MAX_WORKERS,
     MULTIPLE_CHECKS_REASON,
+)
+from upstream.kueue_rbac import (
     WORKER_RBAC,
     frameworks_without_worker_rbac,
     kueue_tag,

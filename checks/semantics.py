@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from builders.frameworks import installed_by_stack
 from checks.common import Check
 from config.errors import Issue, key_path
 from config.kueue import ClusterQueueConfig
@@ -23,6 +24,7 @@ from config.resolve import (
     worker_queue_for,
 )
 from upstream.aks import lookup_vm
+from upstream.frameworks import operator_for
 from upstream.k8s import NAMESPACE_NAME_LABEL
 from upstream.kueue import FRAMEWORK_CRDS
 
@@ -79,29 +81,44 @@ def check_queues_have_local_queues(fleet: FleetConfig) -> Iterator[Issue]:
 def check_framework_crds(fleet: FleetConfig) -> Iterator[Issue]:
     """A framework whose CRD the stack installs nowhere: fatal with MultiKueue, idle without.
 
-    The program installs Kueue only; every non-core framework's kind comes from another project
-    (JobSet, Kubeflow, Ray, ...). The manager opens a MultiKueue watch of each enabled framework
-    on every worker and marks a worker connected only when all watches are up.
+    Every non-core framework's kind comes from another project (JobSet, Kubeflow, Ray, ...). The
+    stack installs KubeRay and the training operator when `operators` says so (checks.frameworks
+    judges those); any other must be declared `operators.installedElsewhere`. The manager opens a
+    MultiKueue watch of each enabled framework on every worker and marks a worker connected only
+    when all watches are up.
     """
     multikueue = fleet.multi_kueue is not None and fleet.manager is not None
+    covered = {*installed_by_stack(fleet), *fleet.operators.installed_elsewhere}
     for i, name in enumerate(fleet.kueue.frameworks):
         crd = FRAMEWORK_CRDS.get(name)
-        if crd is None:
+        if crd is None or name in covered:
             continue
         path = key_path("kueue", "frameworks", i)
+        op = operator_for(name)
+        install = (
+            f"let the stack install its operator on the workers (operators.{op.key}: {{}}, "
+            f"{op.title} {op.default_version}), or "
+            if op is not None
+            else ""
+        )
+        ways_out = (
+            f"{install}declare it run by someone else with the version on the manager and "
+            f"every worker (operators.installedElsewhere: {{{name}: {{version: ...}}}}), or "
+            "remove it from kueue.frameworks"
+        )
         if multikueue:
             yield Issue(
                 path,
                 f"{name} needs the CRD {crd} on the manager and every worker, and this stack "
                 "installs it on none: the manager's MultiKueue watch of it fails on each "
-                "worker, no MultiKueueCluster becomes Active and nothing is dispatched; remove "
-                "it from kueue.frameworks (the program installs no third-party job controllers)",
+                "worker, no MultiKueueCluster becomes Active and nothing is dispatched; "
+                + ways_out,
             )
         else:
             yield Issue(
                 path,
                 f"{name} needs the CRD {crd}, which this stack does not install: Kueue skips the "
-                "integration until that CRD exists on the cluster",
+                "integration until that CRD exists on the cluster; " + ways_out,
                 "warning",
             )
 

@@ -9,9 +9,12 @@ from typing import Any
 from builders.kubeconfig import KubeconfigError, server_of
 from checks import validate
 from checks.aks_rules import shared_resource_groups
+from checks.frameworks import operator_files
 from config.errors import ConfigError, Issue, errors_of, key_path
 from config.loader import (
     KARMADA_KUBECONFIG_KEY,
+    PINNED_CRDS,
+    PINNED_GOMOD,
     kruise_crd_files,
     kueue_crd_files,
     parse_model,
@@ -35,6 +38,10 @@ class StackFiles:
     karmada_kubeconfig: str | None = None
     # The Karmada API server's Kruise CRD files, when read locally (`karmada.kruise`).
     kruise_crd_files: list[str] = field(default_factory=list[str])
+    # The manager's pinned CRDs of the kinds `operators` installs, and the training operator's
+    # upstream overlay in the pinned module (checks.frameworks.operator_files).
+    operator_crd_files: list[str] = field(default_factory=list[str])
+    training_operator_overlay: str | None = None
 
 
 def parse_fleet(raw: Any, *, source: str = "") -> tuple[FleetConfig, list[Issue]]:
@@ -90,6 +97,12 @@ def read_files(fleet: FleetConfig, root: Path, *, source: str = "") -> StackFile
         kruise_crds = kruise_crd_files(fleet, root)
     except ConfigError as err:
         issues += err.issues
+    operator_crds: list[str] = []
+    overlay: str | None = None
+    try:
+        operator_crds, overlay = operator_files(fleet, PINNED_CRDS, PINNED_GOMOD)
+    except ConfigError as err:
+        issues += err.issues
     if issues:
         raise ConfigError(issues, source)
     return StackFiles(
@@ -97,6 +110,8 @@ def read_files(fleet: FleetConfig, root: Path, *, source: str = "") -> StackFile
         crd_files=crd_files,
         karmada_kubeconfig=karmada,
         kruise_crd_files=kruise_crds,
+        operator_crd_files=operator_crds,
+        training_operator_overlay=overlay,
     )
 
 

@@ -12,10 +12,12 @@ from builders.authorization import authorization_wait
 from builders.azure_monitor import ingested
 from builders.egress import admitted_callers, egress_clusters, egress_ip_name
 from builders.fleet import kueue_objects
+from builders.frameworks import kuberay_releases, training_operator_installs
 from builders.gpu import device_plugin_release
 from builders.monitoring import azure_monitor_profile
 from components.aks import AksCluster, AksClusterArgs
 from components.existing import ExistingCluster, ExistingClusterArgs
+from components.frameworks import JobOperators, JobOperatorsArgs
 from components.karmada import Karmada, KarmadaArgs
 from components.kueue import Kueue, KueueArgs
 from components.monitoring import AzureMonitor, AzureMonitorArgs
@@ -46,6 +48,10 @@ class FleetArgs:
     kruise_crd_files: Sequence[str] = ()
     # The deploying identity's Azure principal type (config.login.resolve, in __main__.py).
     deployer_principal_type: str = "User"
+    # `operators`: the manager's pinned CRD files of the enabled kinds, and the training
+    # operator's overlay directory (checks.frameworks.operator_files).
+    operator_crd_files: Sequence[str] = ()
+    training_operator_overlay: str | None = None
 
 
 class Fleet(pulumi.ComponentResource):
@@ -145,6 +151,26 @@ class Fleet(pulumi.ComponentResource):
                     ),
                     pulumi.ResourceOptions(parent=self),
                 )
+        # Job operators (operators): on their workers, and the kinds' CRDs alone on the manager.
+        self.job_operators: dict[str, JobOperators] = {}
+        releases, overlays = kuberay_releases(cfg), training_operator_installs(cfg)
+        for c in cfg.clusters:
+            mine = [r for r in releases if r.target == c.name]
+            kustomizations = [k for k in overlays if k.target == c.name]
+            crds = list(args.operator_crd_files) if c.role == "manager" else []
+            if not (mine or kustomizations or crds):
+                continue
+            self.job_operators[c.name] = JobOperators(
+                f"{name}-{c.name}-operators",
+                JobOperatorsArgs(
+                    provider=self.clusters[c.name].provider,
+                    releases=mine,
+                    kustomizations=kustomizations,
+                    overlay_dir=args.training_operator_overlay,
+                    crd_files=crds,
+                ),
+                pulumi.ResourceOptions(parent=self),
+            )
         # Kueue on every cluster, through that cluster's provider (same version fleet-wide), with
         # its queue objects as deployed (builders.fleet: the one composition preflight renders).
         objects = kueue_objects(cfg)

@@ -381,6 +381,8 @@ def read_karmada_kubeconfig(fleet: FleetConfig, root: Path) -> str | None:
 # pinned CRDs belong to the program, not to a stack: they sit beside this code, wherever the stack
 # file is read from.
 PINNED_CRDS = PROJECT_ROOT / ".cache" / "crds"
+# scripts/fetch-crds' Go module cache: the training operator's overlay is read from its module.
+PINNED_GOMOD = PROJECT_ROOT / ".cache" / "gomod"
 PINS_FILE = "scripts/crd-pins.json"
 
 

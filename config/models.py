@@ -14,6 +14,7 @@ from pydantic import Field
 
 from config.base import Model
 from config.credentials import CredentialSettings
+from config.frameworks import OperatorsSettings
 from config.karmada import KarmadaSettings
 from config.kueue import KueueObjects, KueueSettings
 from config.monitoring import MonitoringSettings
@@ -254,6 +255,8 @@ class FleetConfig(Model):
     upgrades: UpgradeSettings = UpgradeSettings()
     credentials: CredentialSettings = CredentialSettings()
     monitoring: MonitoringSettings = MonitoringSettings()
+    # Job operators for kueue.frameworks beyond the built-in kinds (docs/ai-jobs.md).
+    operators: OperatorsSettings = OperatorsSettings()
 
     def cluster(self, name: str) -> ClusterConfig | None:
         return next((c for c in self.clusters if c.name == name), None)

@@ -991,7 +991,7 @@ def test_fetch_dry_run_lists_every_pin(tmp_path: Path) -> None:
         for v, entry in versions.items()
         for name, f in entry["files"].items()
     ]
-    assert len(lines) == len(expected) == 30
+    assert len(lines) == len(expected) == 37
     for source, dest in expected:
         assert any(line == f"fetch {source} -> {dest} " + line.rpartition(" ")[2] for line in lines)
     assert list(tmp_path.iterdir()) == []  # a dry run writes nothing

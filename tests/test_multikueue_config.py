@@ -185,10 +185,10 @@ def test_multikueue_needs_a_manager() -> None:
 
 
 def test_framework_without_worker_rbac_is_an_error() -> None:
-    config = raw(kueue={"frameworks": ["batch/job", "kubeflow.org/jaxjob"]})
+    config = raw(kueue={"frameworks": ["batch/job", "trainer.kubeflow.org/trainjob"]})
     found = issues_for(config)
     assert any(
-        i.startswith("kueue.frameworks[1]: MultiKueue dispatches kubeflow.org/jaxjob")
+        i.startswith("kueue.frameworks[1]: MultiKueue dispatches trainer.kubeflow.org/trainjob")
         for i in found
     ), found
     ok = raw(kueue={"version": "0.17.8", "frameworks": ["batch/job", "pod"]})

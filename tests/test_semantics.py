@@ -75,8 +75,9 @@ DEFECTS: list[tuple[Callable[[Raw], None], str]] = [
         "kueue.frameworks[1]: jobset.x-k8s.io/jobset needs the CRD jobsets.jobset.x-k8s.io on "
         "the manager and every worker, and this stack installs it on none: the manager's "
         "MultiKueue watch of it fails on each worker, no MultiKueueCluster becomes Active and "
-        "nothing is dispatched; remove it from kueue.frameworks (the program installs no "
-        "third-party job controllers)",
+        "nothing is dispatched; declare it run by someone else with the version on the manager "
+        "and every worker (operators.installedElsewhere: {jobset.x-k8s.io/jobset: {version: "
+        "...}}), or remove it from kueue.frameworks",
     ),
     (
         gate_manages_gpus_only,
@@ -187,7 +188,11 @@ def test_framework_crd_without_multikueue_is_a_warning() -> None:
     }
     assert warnings_for(raw) == [
         "kueue.frameworks[1]: ray.io/rayjob needs the CRD rayjobs.ray.io, which this stack does "
-        "not install: Kueue skips the integration until that CRD exists on the cluster"
+        "not install: Kueue skips the integration until that CRD exists on the cluster; let "
+        "the stack install its operator on the workers (operators.kuberay: {}, KubeRay operator "
+        "1.5.0), or declare it run by someone else with the version on the manager and every "
+        "worker (operators.installedElsewhere: {ray.io/rayjob: {version: ...}}), or remove it "
+        "from kueue.frameworks"
     ]
 
 

@@ -48,7 +48,8 @@ from tests.realtier.harness import (
     object_ref,
 )
 from tests.realtier.kueue import wait_for_token
-from upstream.kueue import KUEUE_NAMESPACE, READ_VERBS, SERVICE_ACCOUNT, worker_rules
+from upstream.kueue import KUEUE_NAMESPACE, SERVICE_ACCOUNT
+from upstream.kueue_rbac import READ_VERBS, worker_rules
 
 pytestmark = pytest.mark.real
 
