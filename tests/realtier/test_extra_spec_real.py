@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, Final
 
 import pytest
@@ -46,9 +45,15 @@ HELD_FOR: Final = 5.0  # team-b's Job stays unadmitted this long after team-a's 
 DROPPED_BY_THE_SERVER: Final = {"stopPolicy": None}
 
 
-@pytest.fixture
-def twin(tools: Tools, simulation: SimulationTools, tmp_path: Path) -> Iterator[Twin]:
-    with fixture_twin("staging-extra-spec", FIXTURE, tools, simulation, tmp_path) as started:
+@pytest.fixture(scope="module")
+def twin(
+    tools: Tools, simulation: SimulationTools, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Twin]:
+    """One twin for the module: the refusals are server-side dry runs, which store nothing, and
+    the other test only adds Jobs in its teams' namespaces, which no dry run reads; either order
+    judges the same objects."""
+    work = tmp_path_factory.mktemp("extra-spec")
+    with fixture_twin("staging-extra-spec", FIXTURE, tools, simulation, work) as started:
         yield started
 
 

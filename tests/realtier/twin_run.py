@@ -29,6 +29,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -370,8 +371,15 @@ def make_twin_clusters(
     ProvisioningRequest CRDs, `kueue-system`, kube-scheduler and kwok, their nodes, all Ready."""
     from tests.realtier.conftest import install_crds  # noqa: PLC0415 - the tier's one CRD path
 
+    # Every plane's CRDs at once (kubectl only, no process that must outlive a thread): each
+    # plane's API server builds its own CRDs' schemas, so the planes' waits overlap instead of
+    # adding up (the session planes' `kueue_crds` fixture does the same).
+    files = [*kueue_crds, sim.provisioning_crd]
+    with ThreadPoolExecutor(max_workers=max(1, len(planes))) as pool:
+        for installed in [pool.submit(install_crds, plane, files) for plane in planes]:
+            installed.result()
+    # kube-scheduler and kwok from this (the main) thread: their parent-death signal follows it.
     for plane in planes:
-        install_crds(plane, [*kueue_crds, sim.provisioning_crd])
         _apply_all(plane, [namespace(KUEUE_NAMESPACE)])
         launch_simulation(plane, sim)
         register_nodes(plane, nodes[plane.name])
