@@ -9,6 +9,9 @@ look at it. What stays here is the protocol and azure-native's replace-on-change
 Run: `python -m tests.realtier.azure_provider` (the engine's address argument is ignored).
 """
 
+# The servicer's method names and signatures are the protocol's (provider_pb2_grpc).
+# ruff: noqa: N802, ARG002
+
 from __future__ import annotations
 
 import json
@@ -17,7 +20,7 @@ import sys
 import urllib.error
 import urllib.request
 from concurrent import futures
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import grpc
 from google.protobuf import empty_pb2, struct_pb2
@@ -95,31 +98,30 @@ def _call(path: str, body: dict[str, Any]) -> dict[str, Any]:
         with urllib.request.urlopen(request, timeout=CALL_TIMEOUT) as response:
             return json.loads(response.read())
     except urllib.error.HTTPError as exc:
-        raise TwinRefused(exc.read().decode(errors="replace")) from None
+        raise TwinRefusedError(exc.read().decode(errors="replace")) from None
 
 
-class TwinRefused(Exception):
+class TwinRefusedError(Exception):
     """The twin answered with an ARM error (its text is the message)."""
 
 
-def _abort(context: grpc.ServicerContext, exc: TwinRefused) -> None:
+def _abort(context: grpc.ServicerContext, exc: TwinRefusedError) -> NoReturn:
     context.abort(grpc.StatusCode.UNKNOWN, str(exc))
+    raise exc  # abort raises; this line is for the type checker
 
 
 def _type_of(urn: str) -> str:
     # urn:pulumi:<stack>::<project>::<parent$>...<type>::<name>
-    return urn.split("::")[2].split("$")[-1]
+    return urn.split("::")[2].rsplit("$", maxsplit=1)[-1]
 
 
-def diff(rtype: str, olds: dict[str, Any], news: dict[str, Any], ignore: list[str]) -> tuple[
-    list[str], list[str]
-]:
+def diff(
+    rtype: str, olds: dict[str, Any], news: dict[str, Any], ignore: list[str]
+) -> tuple[list[str], list[str]]:
     """(changed top-level input keys, those azure-native replaces) between two input sets."""
     keys = sorted(set(olds) | set(news))
     changed = [
-        k
-        for k in keys
-        if k not in ignore and not k.startswith("__") and olds.get(k) != news.get(k)
+        k for k in keys if k not in ignore and not k.startswith("__") and olds.get(k) != news.get(k)
     ]
     replaces = [k for k in changed if k in REPLACE_ON.get(rtype, _ALWAYS)]
     return changed, replaces
@@ -148,7 +150,7 @@ class Provider(provider_pb2_grpc.ResourceProviderServicer):
             acceptSecrets=False, supportsPreview=True, acceptResources=False
         )
 
-    def Check(self, request: Any, context: Any) -> provider_pb2.CheckResponse | None:
+    def Check(self, request: Any, context: Any) -> provider_pb2.CheckResponse:
         try:
             answer = _call(
                 "/check",
@@ -159,9 +161,8 @@ class Provider(provider_pb2_grpc.ResourceProviderServicer):
                     "news": _dict(request.news),
                 },
             )
-        except TwinRefused as exc:
+        except TwinRefusedError as exc:
             _abort(context, exc)
-            return None
         failures = [
             provider_pb2.CheckFailure(property=f["property"], reason=f["reason"])
             for f in answer.get("failures", [])
@@ -195,7 +196,7 @@ class Provider(provider_pb2_grpc.ResourceProviderServicer):
             deleteBeforeReplace=False,
         )
 
-    def Create(self, request: Any, context: Any) -> provider_pb2.CreateResponse | None:
+    def Create(self, request: Any, context: Any) -> provider_pb2.CreateResponse:
         body = {
             "type": _type_of(request.urn),
             "urn": request.urn,
@@ -204,17 +205,15 @@ class Provider(provider_pb2_grpc.ResourceProviderServicer):
         }
         try:
             answer = _call("/create", body)
-        except TwinRefused as exc:
+        except TwinRefusedError as exc:
             _abort(context, exc)
-            return None
         return provider_pb2.CreateResponse(id=answer["id"], properties=_struct(answer["outputs"]))
 
-    def Read(self, request: Any, context: Any) -> provider_pb2.ReadResponse | None:
+    def Read(self, request: Any, context: Any) -> provider_pb2.ReadResponse:
         try:
             answer = _call("/read", {"id": request.id, "type": _type_of(request.urn)})
-        except TwinRefused as exc:
+        except TwinRefusedError as exc:
             _abort(context, exc)
-            return None
         if not answer.get("found"):
             return provider_pb2.ReadResponse()  # gone: the engine drops it
         return provider_pb2.ReadResponse(
@@ -223,7 +222,7 @@ class Provider(provider_pb2_grpc.ResourceProviderServicer):
             inputs=_struct(answer["inputs"]),
         )
 
-    def Update(self, request: Any, context: Any) -> provider_pb2.UpdateResponse | None:
+    def Update(self, request: Any, context: Any) -> provider_pb2.UpdateResponse:
         body = {
             "type": _type_of(request.urn),
             "urn": request.urn,
@@ -233,26 +232,25 @@ class Provider(provider_pb2_grpc.ResourceProviderServicer):
         }
         try:
             answer = _call("/update", body)
-        except TwinRefused as exc:
+        except TwinRefusedError as exc:
             _abort(context, exc)
-            return None
         return provider_pb2.UpdateResponse(properties=_struct(answer["outputs"]))
 
-    def Delete(self, request: Any, context: Any) -> empty_pb2.Empty | None:
+    def Delete(self, request: Any, context: Any) -> empty_pb2.Empty:
         try:
             _call("/delete", {"id": request.id, "type": _type_of(request.urn)})
-        except TwinRefused as exc:
+        except TwinRefusedError as exc:
             _abort(context, exc)
-            return None
         return empty_pb2.Empty()
 
-    def Invoke(self, request: Any, context: Any) -> provider_pb2.InvokeResponse | None:
+    def Invoke(self, request: Any, context: Any) -> provider_pb2.InvokeResponse:
         try:
             answer = _call("/invoke", {"token": request.tok, "args": _dict(request.args)})
-        except TwinRefused as exc:
+        except TwinRefusedError as exc:
             _abort(context, exc)
-            return None
-        return provider_pb2.InvokeResponse(**{"return": _struct(answer["return"])})
+        # `return` is a keyword in Python: the field is passed by name.
+        fields: dict[str, Any] = {"return": _struct(answer["return"])}
+        return provider_pb2.InvokeResponse(**fields)
 
     def Cancel(self, request: Any, context: Any) -> empty_pb2.Empty:
         return empty_pb2.Empty()

@@ -376,7 +376,9 @@ def make_pki(openssl: Path, directory: Path, name: str, server_ips: Sequence[str
     the Azure twin gives a ManagedCluster's FQDN)."""
     directory.mkdir(parents=True, exist_ok=True)
     sans = "".join(f",IP:{ip}" for ip in server_ips)
-    config = _OPENSSL_CONFIG.replace("IP:127.0.0.1,DNS:localhost", f"IP:127.0.0.1{sans},DNS:localhost")
+    config = _OPENSSL_CONFIG.replace(
+        "IP:127.0.0.1,DNS:localhost", f"IP:127.0.0.1{sans},DNS:localhost"
+    )
     (directory / "openssl.cnf").write_text(config)
 
     def run(command: str) -> None:
@@ -708,9 +710,7 @@ class ControlPlane:
     def _prepare(self) -> None:
         self._started_at = time.monotonic()
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self._pki = make_pki(
-            self._tools.openssl, self.workdir / "pki", self.name, self.server_ips
-        )
+        self._pki = make_pki(self._tools.openssl, self.workdir / "pki", self.name, self.server_ips)
         self._etcd_port = free_port()
         self._apiserver_port = free_port()
         self._write_admin_kubeconfig()
