@@ -34,6 +34,7 @@ import select
 import socket
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -46,8 +47,18 @@ import yaml
 
 from checks import azure_api
 from tests.realtier.conftest import install_crds
-from tests.realtier.harness import ROOT, ControlPlane, Tools, start_all, stop_all
-from tests.realtier.kueue import KueueManager, start_kueues, stop_kueues
+from tests.realtier.harness import (  # the private steps of `start_all`, one plane at a time
+    APISERVER_TIMEOUT,
+    CONTROLLER_MANAGER_TIMEOUT,
+    ETCD_TIMEOUT,
+    ROOT,
+    ControlPlane,
+    Tools,
+    _await,  # pyright: ignore[reportPrivateUsage]
+    await_each,
+    stop_all,
+)
+from tests.realtier.kueue import KUEUE_TIMEOUT, KueueManager, stop_kueues
 
 T = TypeVar("T")
 
@@ -182,7 +193,10 @@ class AzureTwin:
     directory: dict[str, str] = field(default_factory=lambda: {DEPLOYER_OBJECT_ID: "User"})
     resources: dict[str, Resource] = field(default_factory=dict[str, Resource])
     clusters: dict[str, Cluster] = field(default_factory=dict[str, Cluster])
-    calls: list[tuple[str, str, str]] = field(default_factory=list[tuple[str, str, str]])
+    # (monotonic time, path, type, id or urn) of every call the plugin made
+    calls: list[tuple[float, str, str, str]] = field(
+        default_factory=list[tuple[float, str, str, str]]
+    )
     _work: queue.Queue[tuple[Callable[[], Any], Future[Any]]] = field(
         default_factory=queue.Queue[tuple[Callable[[], Any], Future[Any]]]
     )
@@ -292,7 +306,9 @@ class AzureTwin:
 
     def handle(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         rtype = str(body.get("type", ""))
-        self.calls.append((path, rtype, str(body.get("id") or body.get("urn") or "")))
+        self.calls.append(
+            (time.monotonic(), path, rtype, str(body.get("id") or body.get("urn") or ""))
+        )
         if path == "/check":
             return self.check(rtype, body["urn"], body["olds"], body["news"])
         if path == "/create":
@@ -416,7 +432,7 @@ class AzureTwin:
     ) -> dict[str, Any]:
         name = str(inputs["resourceName"])
         if name not in self.clusters:
-            self.clusters[name] = self._on_main(lambda: self._start_cluster(name))
+            self.clusters[name] = self._start_cluster(name)
         cluster = self.clusters[name]
         addons = dict(inputs.get("addonProfiles") or {})
         if ACI_ADDON in addons and (addons[ACI_ADDON] or {}).get("enabled"):
@@ -451,9 +467,10 @@ class AzureTwin:
         }
 
     def _start_cluster(self, name: str) -> Cluster:
-        relay_holder: list[Relay] = []
+        """A new cluster's plane and Kueue. Only the spawns run on the main thread; the waits
+        run on the caller's (an HTTP handler's), so the engine's parallel ManagedCluster creates
+        start their planes in parallel, as `start_all` starts several."""
         relay = Relay(("127.0.0.1", 0))  # bound now: its address goes into the certificate
-        relay_holder.append(relay)
         plane = ControlPlane(
             name,
             self.workdir / "clusters" / name,
@@ -463,18 +480,32 @@ class AzureTwin:
         )
         kueue: KueueManager | None = None
         try:
-            start_all([plane])
+            self._on_main(lambda: (plane._prepare(), plane._launch_etcd()))
+            _await([plane], "etcd", ControlPlane._etcd_ready, ETCD_TIMEOUT)
+            self._on_main(plane._launch_apiserver)
+            _await([plane], "apiserver", ControlPlane._apiserver_ready, APISERVER_TIMEOUT)
+            self._on_main(plane._launch_controller_manager)
+            _await(
+                [plane],
+                "controller_manager",
+                ControlPlane._controller_manager_ready,
+                CONTROLLER_MANAGER_TIMEOUT,
+            )
             relay.target = ("127.0.0.1", int(plane.url.rsplit(":", 1)[1]))
             install_crds(plane, self.kueue_crds)
             kueue = self.kueue_for(plane)
             if kueue is not None:
-                start_kueues([kueue], self.tools.openssl)
+                started = kueue
+                self._on_main(lambda: started.launch(self.tools.openssl))
+                await_each(
+                    [started], "kueue", KueueManager.ready, lambda m: m.tail(), KUEUE_TIMEOUT
+                )
         except BaseException:
             relay.close()
             with contextlib.suppress(Exception):
                 if kueue is not None:
-                    stop_kueues([kueue])
-            stop_all([plane])
+                    self._on_main(lambda: stop_kueues([kueue]))
+            self._on_main(lambda: stop_all([plane]))
             raise
         return Cluster(plane, kueue, relay)
 

@@ -34,7 +34,7 @@ from pulumi import automation as auto
 
 from checks.stack import parse_fleet
 from config.models import FleetConfig
-from constants import CONFIG_KEY, OUT_KUBECONFIGS, PROJECT
+from constants import CONFIG_KEY, MULTIKUEUE_ADMISSION_CHECK, OUT_KUBECONFIGS, PROJECT
 from tests.realtier.azure_twin import AzureTwin
 from tests.realtier.conftest import kueue_crd_paths
 from tests.realtier.engine import EngineRun, find_engine, workspace
@@ -139,10 +139,20 @@ def test_up_creates_both_halves_and_kubeconfigs_reach_the_planes(
     }
     assert pools == {(c["name"], p["name"]) for c in raw["clusters"] for p in c.get("pools", [])}
     # The Kubernetes half is on the planes the Azure half made: the ClusterQueues Kueue activated.
-    for name in names:
-        plane: ControlPlane = twin.clusters[name].plane
+    # Each cluster's own objects on its own plane (a provider wired to another cluster's
+    # kubeconfig puts them elsewhere): the manager's MultiKueue check only on the manager, the
+    # workers' provisioning gate only on the workers.
+    for c in raw["clusters"]:
+        plane: ControlPlane = twin.clusters[c["name"]].plane
         queues = plane.kubectl("get", "clusterqueues", "-o", "name").stdout.split()
-        assert "clusterqueue.kueue.x-k8s.io/team-a" in queues, (name, queues)
+        assert "clusterqueue.kueue.x-k8s.io/team-a" in queues, (c["name"], queues)
+        checks = plane.kubectl("get", "admissionchecks", "-o", "name").stdout.split()
+        if c["role"] == "manager":
+            want = {MULTIKUEUE_ADMISSION_CHECK}
+        else:
+            want = {g["name"] for g in c["queues"]["provisioningGates"]}
+        checks = [name.removeprefix("admissioncheck.kueue.x-k8s.io/") for name in checks]
+        assert set(checks) == want, (c["name"], checks)
 
     # The kubeconfigs output: a secret in the state; shown, each reaches its own plane.
     (state_file,) = (run.work / "state").glob(f".pulumi/stacks/{PROJECT}/{STACK}.json")
@@ -230,4 +240,8 @@ def test_destroy_removes_every_azure_resource_and_plane(
     assert counts.get("delete") == run.created, counts
     assert twin.resources == {}, sorted(twin.resources)
     assert twin.clusters == {}, sorted(twin.clusters)
-    report(f"pulumi destroy through the Azure twin: {time.monotonic() - t0:.1f}s")
+    first_azure = min(t for t, path, _, _ in twin.calls if path == "/delete" and t >= t0)
+    report(
+        f"pulumi destroy through the Azure twin: {time.monotonic() - t0:.1f}s, the first Azure "
+        f"delete after {first_azure - t0:.1f}s (the Kubernetes half goes first)"
+    )
