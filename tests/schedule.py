@@ -22,6 +22,7 @@ LONGEST_FIRST: Final = (
     "realtier/test_faults_runtime.py",  # 357
     "realtier/test_pulumi_engine.py",  # 319
     "realtier/test_twin_jobs.py",  # 281
+    "realtier/test_azure_twin.py",  # new, 347 alone (2026-12-05)
     "realtier/test_karmada_engine.py",  # 202
     "realtier/test_worker_upgrade.py",  # 152
     "realtier/test_worker_add.py",  # 146

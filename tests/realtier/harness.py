@@ -369,10 +369,17 @@ class Pki:
     sa_pub: Path
 
 
-def make_pki(openssl: Path, directory: Path, name: str) -> Pki:
-    """Generate everything with the openssl CLI; an own config file keeps the distro's out."""
+def make_pki(openssl: Path, directory: Path, name: str, server_ips: Sequence[str] = ()) -> Pki:
+    """Generate everything with the openssl CLI; an own config file keeps the distro's out.
+
+    `server_ips`: more addresses the API server certificate names (a relay's, e.g. the address
+    the Azure twin gives a ManagedCluster's FQDN)."""
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "openssl.cnf").write_text(_OPENSSL_CONFIG)
+    sans = "".join(f",IP:{ip}" for ip in server_ips)
+    config = _OPENSSL_CONFIG.replace(
+        "IP:127.0.0.1,DNS:localhost", f"IP:127.0.0.1{sans},DNS:localhost"
+    )
+    (directory / "openssl.cnf").write_text(config)
 
     def run(command: str) -> None:
         # Relative file names only (cwd is the directory), so splitting on spaces is safe.
@@ -451,6 +458,8 @@ class ControlPlane:
     controllers: tuple[str, ...] = CONTROLLERS
     # more kube-apiserver flags (Karmada's API server adds its aggregation front proxy's)
     apiserver_args: tuple[str, ...] = ()
+    # more addresses its serving certificate names (make_pki)
+    server_ips: tuple[str, ...] = ()
     timings: Timings = field(default_factory=Timings, init=False)
     _processes: list[_Process] = field(default_factory=list[_Process], init=False, repr=False)
     _pki: Pki | None = field(default=None, init=False, repr=False)
@@ -701,7 +710,7 @@ class ControlPlane:
     def _prepare(self) -> None:
         self._started_at = time.monotonic()
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self._pki = make_pki(self._tools.openssl, self.workdir / "pki", self.name)
+        self._pki = make_pki(self._tools.openssl, self.workdir / "pki", self.name, self.server_ips)
         self._etcd_port = free_port()
         self._apiserver_port = free_port()
         self._write_admin_kubeconfig()
