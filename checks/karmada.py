@@ -264,6 +264,14 @@ def check_karmada_applications(fleet: FleetConfig) -> Iterator[Issue]:
                 f"Karmada never propagates objects in {app.namespace!r} (karmada-system, "
                 "karmada-cluster, karmada-es-* and kube-* are skipped); use another namespace",
             )
+        if app.namespace == "default" and settings.member_access == "scoped":
+            yield Issue(
+                f"{base}.namespace",
+                "'default' (also what an omitted namespace means) exists on every member before "
+                "this stack and is not the stack's to label or delete, so its pods would run "
+                "without the Pod Security level (baseline) every application namespace the "
+                "program creates gets; name a namespace of the application's own",
+            )
         weights = app.propagation.weights
         for member, weight in weights.items():
             path = f"{base}.propagation.weights.{member}"

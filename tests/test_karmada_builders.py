@@ -242,6 +242,9 @@ def test_application_namespaces_are_created_once_on_karmada_only() -> None:
     second = copy.deepcopy(raw["karmada"]["applications"][0]) | {"name": "other"}
     third = copy.deepcopy(second) | {"name": "third", "namespace": "default"}
     raw["karmada"]["applications"] += [second, third]
+    # `default` is refused under scoped member access (no Pod Security level there); wildcard
+    # access takes it.
+    raw["karmada"]["memberAccess"] = "wildcard"
     manifests = kb.render_karmada(fleet_of(raw))
     namespaces = [m for m in of_kind(manifests, "Namespace") if m.target == KARMADA_TARGET]
     # `default` exists everywhere; others are synced to every member by Karmada itself. Not

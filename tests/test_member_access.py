@@ -25,6 +25,7 @@ from checks.access import (
     rule_allows,
 )
 from checks.stack import load_from_file, parse_fleet
+from config.errors import ConfigError
 from config.models import FleetConfig
 from tests.test_karmada_config import BASE
 
@@ -71,14 +72,27 @@ def test_writes_are_only_in_the_applications_namespaces() -> None:
     assert not grants.allows(Request("watch", "", "secrets"))
 
 
-def test_an_application_in_default_gets_its_role_there_and_no_namespace() -> None:
+def test_an_application_in_default_is_refused_under_scoped_access_with_its_key_path() -> None:
+    """Scoped access labels each application namespace it creates with Pod Security baseline;
+    `default` is not the stack's to create, label or delete, so it is refused, explicit or
+    implied by an omitted namespace. Wildcard access (no namespaces made at all) takes it."""
     app = copy.deepcopy(BASE["karmada"]["applications"][0])
-    app["namespace"] = "default"
-    fleet = fleet_of(applications=[app])
-    objects = km.member_objects("worker-1", kb.settings_of(fleet))
-    assert ("Namespace", "default") not in {(m.kind, m.name) for m in objects}
-    rows = table(fleet)
-    assert rows["create uniteddeployments.apps.kruise.io -n default"] is True
+    for given in ("default", None):
+        if given is None:
+            app.pop("namespace", None)
+        else:
+            app["namespace"] = given
+        raw = copy.deepcopy(BASE)
+        raw["karmada"]["applications"] = [app]
+        with pytest.raises(ConfigError) as refused:
+            parse_fleet(raw)
+        [issue] = refused.value.issues
+        assert issue.path == "karmada.applications[0].namespace", issue
+        assert "Pod Security" in issue.message
+        assert "'default'" in issue.message
+    wildcard = fleet_of(applications=[app], memberAccess="wildcard")
+    assert wildcard.karmada is not None
+    assert wildcard.karmada.applications[0].namespace == "default"
 
 
 def test_the_wildcard_allows_every_escalation_and_preflight_says_so() -> None:
