@@ -10,7 +10,7 @@ import difflib
 from collections.abc import Collection, Iterator, Mapping
 from typing import Any, cast
 
-from builders.kueue import resource_flavor
+from builders.kueue_queues import resource_flavor
 from checks.common import Check, duplicates
 from config.errors import Issue, key_path
 from config.kueue import ClusterQueueConfig, CohortConfig, FairShare, MultiKueueManagerSettings

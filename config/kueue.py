@@ -30,7 +30,8 @@ from upstream.podsecurity import PodSecurityLevel
 
 # `extraSpec` of a queue object: fields of its pinned CRD's `spec` that have no typed key,
 # deep-merged into the rendered spec. Checked in preflight against the CRD schema, and refused
-# where a typed key (or the program) owns the field: checks.extraspec, builders.kueue.OWNED_SPEC.
+# where a typed key (or the program) owns the field: checks.extraspec,
+# builders.kueue_queues.OWNED_SPEC.
 ExtraSpec = dict[str, Any]
 
 
