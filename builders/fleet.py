@@ -8,7 +8,7 @@ components build the same objects with the real values.
 
 from __future__ import annotations
 
-from builders import frameworks, karmada, kueue, monitoring, multikueue
+from builders import frameworks, karmada, kueue, kueue_queues, monitoring, multikueue
 from builders.gpu import device_plugin_release
 from builders.manifest import HelmRelease, Manifest
 from config.models import FleetConfig
@@ -40,7 +40,7 @@ def kueue_objects(fleet: FleetConfig) -> dict[str, list[Manifest]]:
                 for s in dispatch_sets(fleet)
             ]
         version = fleet.known_version_of(cluster)
-        objects += kueue.cluster_objects(
+        objects += kueue_queues.cluster_objects(
             cluster,
             added.get(cluster.name),
             version,

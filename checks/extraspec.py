@@ -2,11 +2,11 @@
 
 `extraSpec` on a ClusterQueue, Cohort, LocalQueue or ResourceFlavor (clusters[i].queues) holds
 fields of the object's `spec` that have no typed key; the builders deep-merge it into the rendered
-spec (builders.kueue.with_extra_spec). Here, before any resource is registered (preflight and the
-program both run every check):
+spec (builders.kueue_queues.with_extra_spec). Here, before any resource is registered (preflight
+and the program both run every check):
 
 1. a field a typed key (or the program) owns is refused, naming the key to use instead
-   (builders.kueue.OWNED_SPEC): typed keys are never overridden;
+   (builders.kueue_queues.OWNED_SPEC): typed keys are never overridden;
 2. the merged spec, with the CRD's defaults applied, is checked against the `spec` schema of the
    pinned CRD for `kueue.version` (the fetch-crds cache, verified against its sha256 pin):
    unknown or mistyped fields, enums, bounds, patterns, required fields (upstream.structural);
@@ -28,7 +28,7 @@ from typing import Any, Final, cast
 
 import yaml
 
-from builders.kueue import (
+from builders.kueue_queues import (
     PROGRAM_OWNED,
     cluster_queue,
     cohort,

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from builders.multikueue import k8s_name
 from checks.common import Check, duplicates
-from checks.kueue import check_gate_conflicts
+from checks.kueue_queues import check_gate_conflicts
 from config.errors import Issue, key_path
 from config.models import FleetConfig
 from config.multikueue import MAX_ROTATION

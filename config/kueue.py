@@ -3,7 +3,8 @@
 Shapes follow Kueue's v1beta2 API, with YAML keys named after the fields they become
 (`cohortName`, `coveredResources`, `nominalQuota`, `provisioningClassName`), so a user who knows
 Kueue reads the config without a glossary. Models only: the rules that relate several keys live in
-`checks.kueue`, the per-version facts in `upstream.kueue`.
+`checks.kueue` (the install) and `checks.kueue_queues` (the queues), the per-version facts in
+`upstream.kueue`.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from upstream.podsecurity import PodSecurityLevel
 
 # `extraSpec` of a queue object: fields of its pinned CRD's `spec` that have no typed key,
 # deep-merged into the rendered spec. Checked in preflight against the CRD schema, and refused
-# where a typed key (or the program) owns the field: checks.extraspec, builders.kueue.OWNED_SPEC.
+# where a typed key (or the program) owns the field: checks.extraspec,
+# builders.kueue_queues.OWNED_SPEC.
 ExtraSpec = dict[str, Any]
 
 

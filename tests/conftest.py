@@ -60,7 +60,7 @@ from pulumi.runtime.settings import SETTINGS  # noqa: E402
 from builders.authorization import Observation  # noqa: E402
 from builders.fleet import kueue_objects  # noqa: E402
 from builders.kubeconfig import Connection  # noqa: E402
-from builders.kueue import AdmissionChecks, cluster_objects  # noqa: E402
+from builders.kueue_queues import AdmissionChecks, cluster_objects  # noqa: E402
 from builders.manifest import Manifest  # noqa: E402
 from checks.stack import parse_fleet  # noqa: E402
 from components import authorization  # noqa: E402

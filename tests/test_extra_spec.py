@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from builders.fleet import kueue_objects
-from builders.kueue import (
+from builders.kueue_queues import (
     OWNED_SPEC,
     cluster_queue,
     cohort,

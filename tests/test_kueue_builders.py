@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from builders.kueue import cluster_queue, helm_values, kueue_releases
+from builders.kueue import helm_values, kueue_releases
+from builders.kueue_queues import cluster_queue
 from checks.capacity import quota_report
 from checks.preconditions import provisioning_warnings
 from checks.stack import load_from_file, parse_fleet

@@ -11,7 +11,8 @@ import pulumi_kubernetes as k8s
 import pytest
 import yaml
 
-from builders.kueue import cluster_objects, helm_values
+from builders.kueue import helm_values
+from builders.kueue_queues import cluster_objects
 from checks.stack import parse_fleet
 from components.kueue import Kueue, KueueArgs
 from tests.conftest import Graph, Registered, built_stack, run_program

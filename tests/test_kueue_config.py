@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from checks.kueue import check_gate_conflicts
+from checks.kueue_queues import check_gate_conflicts
 from checks.stack import load_from_file, parse_fleet
 from config.errors import ConfigError, Issue
 from config.resolve import with_mirrored_queues

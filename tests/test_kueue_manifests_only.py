@@ -9,7 +9,8 @@ from typing import Any
 import pulumi_kubernetes as k8s
 import pytest
 
-from builders.kueue import cluster_objects, kueue_releases
+from builders.kueue import kueue_releases
+from builders.kueue_queues import cluster_objects
 from checks.stack import parse_fleet
 from components.kueue import Kueue, KueueArgs
 from config.errors import ConfigError

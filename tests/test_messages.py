@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from builders.kueue import cluster_queue
+from builders.kueue_queues import cluster_queue
 from checks.stack import parse_fleet
 from config.errors import ConfigError, Issue, named_path
 from config.loader import FULL_KEY, parse_model, read_stack_file

@@ -17,7 +17,7 @@ from typing import Any
 import pulumi
 from pydantic import Field
 
-from builders import kueue
+from builders import kueue_queues
 from builders.manifest import Manifest
 from builders.multikueue import admission_check
 from components.existing import ExistingCluster, ExistingClusterArgs
@@ -150,7 +150,7 @@ def dispatch_program(settings: DispatchSettings) -> MultiKueueManager:
     checks = {q: [set_name(q)] for q in settings.dispatch}
     manifests = [
         *(Manifest(manager_name, admission_check(set_name(q), set_name(q))) for q in checks),
-        *kueue.cluster_objects(queues, checks),
+        *kueue_queues.cluster_objects(queues, checks),
     ]
     apply_manifests(
         manifests,
