@@ -10,7 +10,7 @@ import difflib
 from collections.abc import Collection, Iterator, Mapping
 from typing import Any, cast
 
-from builders.kueue import resource_flavor
+from builders.kueue import manager_off_form, resource_flavor
 from checks.common import Check, duplicates
 from config.errors import Issue, key_path
 from config.kueue import ClusterQueueConfig, CohortConfig, FairShare, MultiKueueManagerSettings
@@ -35,7 +35,6 @@ from upstream.kueue import (
     PROHIBITED_MANAGED_NAMESPACES,
     REMOVED_GATES,
     RESERVED_NAMESPACES,
-    WAIT_FOR_PODS_READY_BY_DEFAULT,
 )
 
 
@@ -158,7 +157,7 @@ def _check_wait_for_pods_ready(fleet: FleetConfig) -> Iterator[Issue]:
         gate is False
         and fleet.manager is not None
         and s.manager_configuration.wait_for_pods_ready is None
-        and WAIT_FOR_PODS_READY_BY_DEFAULT[s.version]
+        and manager_off_form(s) == "featureGate"
     ):
         yield Issue(
             f"kueue.featureGates.{DISABLE_WAIT_FOR_PODS_READY}",
