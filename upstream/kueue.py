@@ -279,8 +279,9 @@ DISABLE_WAIT_FOR_PODS_READY_REMOVED_IN: Final = "0.21"
 #   "Evicted on manager") and, once quota is released, deletes every remote copy (:380-394); the
 #   job is dispatched again. The worker's own eviction already resets the check to Retry
 #   (:473-486), so the manager's timeout adds nothing but a cap on the worker's.
-# - blockAdmission (default false, defaults.go:111) is the only other effect
-#   (cmd/kueue/main.go:716-720, the scheduler's pods-ready tracking).
+# - The other effects: blockAdmission (default false, defaults.go:111; cmd/kueue/main.go:716-720,
+#   the scheduler's pods-ready tracking), and the ready-wait-time metrics the job reconciler
+#   reports when PodsReady first turns true (reconciler.go:557-571).
 # So an inert block: no recoveryTimeout ("0s"), blockAdmission false, and a timeout no start takes.
 # Kueue's validation wants only timeout > 0 and nothing negative (pkg/config/validation.go:273-309);
 # the bound is Go's Duration (about 292 years). A year keeps timeout - elapsed far from overflow.
