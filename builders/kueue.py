@@ -8,7 +8,7 @@ from here. The chart and per-version facts live in `upstream.kueue`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import yaml
 
@@ -22,11 +22,13 @@ from upstream.kueue import (
     CRITICAL_ADDONS_TOLERATION,
     DISABLE_WAIT_FOR_PODS_READY,
     DISPATCHERS,
+    INERT_WAIT_FOR_PODS_READY,
     KUEUE_CHART,
     KUEUE_NAMESPACE,
     KUEUE_RELEASE,
     KUEUE_SELECTOR_LABELS,
     WAIT_FOR_PODS_READY_BY_DEFAULT,
+    has_disable_gate,
 )
 
 
@@ -53,23 +55,46 @@ def _wait_for_pods_ready(w: WaitForPodsReady) -> dict[str, Any]:
     )
 
 
+def manager_off_form(settings: KueueSettings) -> Literal["featureGate", "inertBlock"] | None:
+    """How the manager's waitForPodsReady is kept off; None: nothing to keep off.
+
+    None when the manager's is asked on, or when the version has it off unless written (0.17).
+    Otherwise `kueue.managerConfiguration.waitForPodsReadyOff`, or by default the gate where the
+    version has it and the inert block where it does not (Kueue 0.21 removes the gate).
+    """
+    chosen = settings.manager_configuration.wait_for_pods_ready
+    if (chosen is not None and chosen.enable) or not WAIT_FOR_PODS_READY_BY_DEFAULT[
+        settings.version
+    ]:
+        return None
+    form = settings.manager_configuration.wait_for_pods_ready_off
+    if form is not None:
+        return form
+    return "featureGate" if has_disable_gate(settings.version) else "inertBlock"
+
+
 def wait_for_pods_ready(settings: KueueSettings, cluster: ClusterConfig) -> WaitForPodsReady | None:
     """The waitForPodsReady the program asks of one cluster; None: Kueue's version default.
 
     The manager of a MultiKueue fleet runs no pods of the jobs it dispatches: its PodsReady
     timeout would evict and re-dispatch a job still starting on a worker (and cap every worker's
-    longer timeout). So the manager's is off unless `kueue.managerConfiguration` says otherwise;
-    workers and standalone clusters get `kueue.configuration`'s, as written.
+    longer timeout). So the manager's is off unless `kueue.managerConfiguration` says otherwise
+    (by the gate, or by a block that never evicts: `manager_off_form`); workers and standalone
+    clusters get `kueue.configuration`'s, as written.
     """
     if cluster.role == "manager":
         chosen = settings.manager_configuration.wait_for_pods_ready
+        if manager_off_form(settings) == "inertBlock":
+            return WaitForPodsReady.model_validate(INERT_WAIT_FOR_PODS_READY, by_alias=True)
         return chosen if chosen is not None else WaitForPodsReady(enable=False)
     return settings.configuration.wait_for_pods_ready
 
 
 def wait_for_pods_ready_on(settings: KueueSettings, cluster: ClusterConfig) -> bool:
-    """Whether that cluster's Kueue runs with waitForPodsReady on (all gates considered)."""
+    """Whether that cluster's Kueue can evict for waitForPodsReady (all gates considered)."""
     if settings.feature_gates.get(DISABLE_WAIT_FOR_PODS_READY):
+        return False
+    if cluster.role == "manager" and manager_off_form(settings) == "inertBlock":
         return False
     w = wait_for_pods_ready(settings, cluster)
     return WAIT_FOR_PODS_READY_BY_DEFAULT[settings.version] if w is None else w.enable
@@ -78,11 +103,17 @@ def wait_for_pods_ready_on(settings: KueueSettings, cluster: ClusterConfig) -> b
 def feature_gates(settings: KueueSettings, cluster: ClusterConfig) -> dict[str, bool]:
     """One cluster's feature gates: `kueue.featureGates`, plus what turns waitForPodsReady off.
 
-    From 0.19 an absent `waitForPodsReady` block means on, so off needs the gate.
+    From 0.19 an absent `waitForPodsReady` block means on, so off needs the gate; never on a
+    version without it (preflight refuses a stack that would need it there).
     """
     gates = dict(settings.feature_gates)
     w = wait_for_pods_ready(settings, cluster)
-    if w is not None and not w.enable and WAIT_FOR_PODS_READY_BY_DEFAULT[settings.version]:
+    if (
+        w is not None
+        and not w.enable
+        and WAIT_FOR_PODS_READY_BY_DEFAULT[settings.version]
+        and has_disable_gate(settings.version)
+    ):
         gates[DISABLE_WAIT_FOR_PODS_READY] = True
     return gates
 

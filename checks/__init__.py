@@ -18,6 +18,7 @@ from checks.fleet import FLEET_CHECKS
 from checks.frameworks import FRAMEWORK_CHECKS
 from checks.karmada import KARMADA_CHECKS
 from checks.kueue import KUEUE_CHECKS
+from checks.kueue_pods_ready import KUEUE_PODS_READY_CHECKS
 from checks.kueue_queues import QUEUE_CHECKS
 from checks.maintenance import MAINTENANCE_CHECKS
 from checks.monitoring import MONITORING_CHECKS
@@ -37,6 +38,7 @@ CHECKS: tuple[Check, ...] = (
     *CREDENTIAL_CHECKS,
     *KUEUE_CHECKS,
     *QUEUE_CHECKS,
+    *KUEUE_PODS_READY_CHECKS,
     *EXTRA_SPEC_CHECKS,
     check_capacity,
     *MULTIKUEUE_CHECKS,

@@ -10,6 +10,7 @@ import difflib
 from collections.abc import Iterator
 from typing import Any, cast
 
+from builders.kueue import manager_off_form
 from checks.common import Check, duplicates
 from config.errors import Issue, key_path
 from config.kueue import MultiKueueManagerSettings
@@ -29,7 +30,6 @@ from upstream.kueue import (
     MIN_QUIET_WORKER_LOST_TIMEOUT_SECONDS,
     OWNED_VALUES,
     REMOVED_GATES,
-    WAIT_FOR_PODS_READY_BY_DEFAULT,
 )
 
 
@@ -148,7 +148,7 @@ def _check_wait_for_pods_ready(fleet: FleetConfig) -> Iterator[Issue]:
         gate is False
         and fleet.manager is not None
         and s.manager_configuration.wait_for_pods_ready is None
-        and WAIT_FOR_PODS_READY_BY_DEFAULT[s.version]
+        and manager_off_form(s) == "featureGate"
     ):
         yield Issue(
             f"kueue.featureGates.{DISABLE_WAIT_FOR_PODS_READY}",

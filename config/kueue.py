@@ -207,6 +207,21 @@ class ManagerConfiguration(Model):
     # worker. Omitted: OFF on the manager. Set it only to have the manager re-dispatch a job
     # whose pods are not all ready in `timeout` on whichever worker it went to.
     wait_for_pods_ready: WaitForPodsReady | None = None
+    # How the manager's waitForPodsReady is kept off where Kueue turns it on by default (0.19+):
+    # `featureGate`: the DisableWaitForPodsReady gate (Kueue 0.19 and 0.20; gone in 0.21);
+    # `inertBlock`: a block that never evicts (no recoveryTimeout, a one-year timeout), any Kueue.
+    # Omitted: `featureGate` where the version has the gate, else `inertBlock`.
+    wait_for_pods_ready_off: Literal["featureGate", "inertBlock"] | None = None
+
+    @model_validator(mode="after")
+    def _off_needs_off(self) -> ManagerConfiguration:
+        w = self.wait_for_pods_ready
+        if self.wait_for_pods_ready_off is not None and w is not None and w.enable:
+            raise ValueError(
+                "waitForPodsReadyOff applies only while the manager's waitForPodsReady is off "
+                "(omitted or enable: false); this stack turns it on"
+            )
+        return self
 
 
 class KueueSettings(Model):

@@ -249,11 +249,54 @@ PROHIBITED_MANAGED_NAMESPACES: Final = ("kube-system", KUEUE_NAMESPACE)
 # 0.19 (apis/config/v1beta2/defaults.go at v0.19.2: timeout 30m, recoveryTimeout = timeout,
 # requeuing backoff 60 s..3600 s, no backoffLimitCount, so requeued without end; CHANGELOG-0.19
 # "WaitForPodsReady is now enabled by default", #11855). From 0.19 the only way to turn it off is
-# this alpha gate (pkg/util/waitforpodsready: Enabled() is false when the gate is on), which
-# Kueue marks "planned to be removed in 0.21".
+# this alpha gate (pkg/util/waitforpodsready/waitforpodsready.go:24-29 at v0.19.2: Enabled() is
+# false when the gate is on, else true whenever the block is there, which defaults.go:99-102
+# makes it always be).
 WAIT_FOR_PODS_READY_BY_DEFAULT: Final[dict[str, bool]] = {"0.19.2": True, "0.17.8": False}
 DISABLE_WAIT_FOR_PODS_READY: Final = "DisableWaitForPodsReady"
 DEFAULT_WAIT_FOR_PODS_READY_TIMEOUT: Final = "30m"
+# The gate per pinned version: its stage, None where Kueue has no such gate. v0.19.2
+# pkg/features/kube_features.go:49-52 "Deprecated: planned to be removed in 0.21. Temporary option
+# while WaitForPodsReady is enabled by default." and :667-669 (Alpha from 0.19, default false);
+# absent at v0.17.8; still there, unchanged, on main (0.20-devel, 2026-08-22: :48-51, :629-631).
+# A Kueue without the gate refuses to start when it is set ("unrecognized feature gate").
+DISABLE_WAIT_FOR_PODS_READY_STAGE: Final[dict[str, str | None]] = {
+    "0.19.2": "alpha",
+    "0.17.8": None,
+}
+DISABLE_WAIT_FOR_PODS_READY_REMOVED_IN: Final = "0.21"
+# What the manager's waitForPodsReady does to a dispatched workload (v0.19.2, same on main), and so
+# what keeps it harmless without the gate:
+# - PodsReady on the manager's Workload is computed from the manager's own Job
+#   (jobframework/reconciler.go:545-579, generatePodsReadyCondition :1846-1863, job.PodsReady),
+#   whose status MultiKueue copies from the worker's Job (jobs/job/job_multikueue_adapter.go:66-75).
+# - The timeout counts from the manager Workload's Admitted (workload_controller.go:1667-1675), i.e.
+#   from the worker's admission; recoveryTimeout from PodsReady=False WaitForRecovery (:1676-1679),
+#   and only when above 0 (core/core.go:151: "0s" turns recovery checking off). Past it the manager
+#   evicts its Workload (reconcileNotReadyTimeout :1229-1277, reason PodsReadyTimeout, with requeue
+#   backoff and deactivation past backoffLimitCount :1280-1294).
+# - That eviction deactivates the worker's copy (admissionchecks/multikueue/workload.go:589-600,
+#   "Evicted on manager") and, once quota is released, deletes every remote copy (:380-394); the
+#   job is dispatched again. The worker's own eviction already resets the check to Retry
+#   (:473-486), so the manager's timeout adds nothing but a cap on the worker's.
+# - The other effects: blockAdmission (default false, defaults.go:111; cmd/kueue/main.go:716-720,
+#   the scheduler's pods-ready tracking), and the ready-wait-time metrics the job reconciler
+#   reports when PodsReady first turns true (reconciler.go:557-571).
+# So an inert block: no recoveryTimeout ("0s"), blockAdmission false, and a timeout no start takes.
+# Kueue's validation wants only timeout > 0 and nothing negative (pkg/config/validation.go:273-309);
+# the bound is Go's Duration (about 292 years). A year keeps timeout - elapsed far from overflow.
+INERT_WAIT_FOR_PODS_READY: Final[dict[str, Any]] = {
+    "timeout": "8760h",
+    "blockAdmission": False,
+    "recoveryTimeout": "0s",
+}
+
+
+def has_disable_gate(version: str) -> bool:
+    """Whether that Kueue version knows the DisableWaitForPodsReady gate (its gate table)."""
+    return DISABLE_WAIT_FOR_PODS_READY in FEATURE_GATES[version]
+
+
 # The chart's default `controllerManagerConfigYaml` at each tag (charts/kueue/values.yaml), minus
 # `integrations`, which config decides. The value replaces the whole document, so what we do not
 # restate is lost; the two tags differ in concurrency and client QPS.
