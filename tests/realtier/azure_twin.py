@@ -52,6 +52,7 @@ from tests.realtier.conftest import install_crds
 from tests.realtier.harness import (  # the private steps of `start_all`, one plane at a time
     APISERVER_TIMEOUT,
     CONTROLLER_MANAGER_TIMEOUT,
+    CONTROLLERS,
     ETCD_TIMEOUT,
     ROOT,
     ControlPlane,
@@ -502,6 +503,9 @@ class AzureTwin:
             self.workdir / "clusters" / name,
             self.tools,
             apiserver_args=(f"--token-auth-file={self.workdir / 'tokens.csv'}",),
+            # A DaemonSet's status (what Helm's wait for a release's DaemonSet reads: prod's
+            # NVIDIA device plugin) comes from its controller; no node runs its pods.
+            controllers=(*CONTROLLERS, "daemonset-controller"),
             server_ips=(relay.address,),
         )
         kueue: KueueManager | None = None
