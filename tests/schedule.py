@@ -26,6 +26,7 @@ LONGEST_FIRST: Final = (
     "realtier/test_karmada_engine.py",  # 202
     "realtier/test_worker_upgrade.py",  # 152
     "realtier/test_worker_add.py",  # 146
+    "realtier/test_azure_twin_prod.py",  # new, 144 alone (2026-12-06)
     "realtier/test_kueue_preemption.py",  # 143
     "realtier/test_karmada.py",  # 130
     "realtier/test_karmada_failover.py",  # 116

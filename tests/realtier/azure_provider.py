@@ -73,6 +73,12 @@ REPLACE_ON: Final[dict[str, tuple[str, ...]]] = {
         "resourceName",
         "configName",
     ),
+    "azure-native:monitor:AzureMonitorWorkspace": (*_ALWAYS, "azureMonitorWorkspaceName"),
+    "azure-native:monitor:DataCollectionEndpoint": (*_ALWAYS, "dataCollectionEndpointName"),
+    "azure-native:monitor:DataCollectionRule": (*_ALWAYS, "dataCollectionRuleName"),
+    # An extension resource: its scope (the cluster) and name are its id.
+    "azure-native:monitor:DataCollectionRuleAssociation": ("resourceUri", "associationName"),
+    "azure-native:alertsmanagement:PrometheusRuleGroup": (*_ALWAYS, "ruleGroupName"),
 }
 
 

@@ -4,10 +4,12 @@ What `pulumi up` of a stack with `source: aks` clusters asks of Azure, answered 
 process (tests/realtier/azure_provider.py forwards each provider call here as JSON over HTTP):
 
 - ResourceGroups, VirtualNetworks, Subnets, PublicIPAddresses, UserAssignedIdentities,
-  RoleAssignments, AgentPools and MaintenanceConfigurations are recorded (ARM ids, the outputs
-  the program reads) with ARM's rules that are cheap to keep: a resource's parent must exist
-  (group, VNet, cluster, the role assignment's scope), a role assignment's principalType must
-  be the directory's type for that principal, names are immutable (azure-native replaces).
+  RoleAssignments, AgentPools, MaintenanceConfigurations and Azure Monitor's workspaces, data
+  collection endpoints, rules and rule associations and Prometheus rule groups are recorded (ARM
+  ids, the outputs the program reads) with ARM's rules that are cheap to keep: a resource's parent
+  must exist (group, VNet, cluster, the role assignment's scope, the association's resource), a
+  resource its inputs name must exist (`references`), a role assignment's principalType must be
+  the directory's type for that principal, names are immutable (azure-native replaces).
 - A ManagedCluster becomes a loopback control plane (tests/realtier/harness.py) with the
   pinned Kueue CRDs and a real Kueue manager beside it (what the Kueue chart's pods would be),
   reached at its FQDN, which here is a loopback address whose port 443 relays to the plane.
@@ -50,6 +52,7 @@ from tests.realtier.conftest import install_crds
 from tests.realtier.harness import (  # the private steps of `start_all`, one plane at a time
     APISERVER_TIMEOUT,
     CONTROLLER_MANAGER_TIMEOUT,
+    CONTROLLERS,
     ETCD_TIMEOUT,
     ROOT,
     ControlPlane,
@@ -85,7 +88,13 @@ NAME_KEY: Final[dict[str, str]] = {
     "azure-native:containerservice:ManagedCluster": "resourceName",
     "azure-native:containerservice:AgentPool": "agentPoolName",
     "azure-native:containerservice:MaintenanceConfiguration": "configName",
+    "azure-native:monitor:AzureMonitorWorkspace": "azureMonitorWorkspaceName",
+    "azure-native:monitor:DataCollectionEndpoint": "dataCollectionEndpointName",
+    "azure-native:monitor:DataCollectionRule": "dataCollectionRuleName",
+    "azure-native:monitor:DataCollectionRuleAssociation": "associationName",
+    "azure-native:alertsmanagement:PrometheusRuleGroup": "ruleGroupName",
 }
+DCRA: Final = "azure-native:monitor:DataCollectionRuleAssociation"
 _PROVIDER_PATH: Final[dict[str, str]] = {
     "azure-native:network:VirtualNetwork": "Microsoft.Network/virtualNetworks",
     "azure-native:network:PublicIPAddress": "Microsoft.Network/publicIPAddresses",
@@ -93,6 +102,12 @@ _PROVIDER_PATH: Final[dict[str, str]] = {
         "Microsoft.ManagedIdentity/userAssignedIdentities"
     ),
     "azure-native:containerservice:ManagedCluster": "Microsoft.ContainerService/managedClusters",
+    "azure-native:monitor:AzureMonitorWorkspace": "Microsoft.Monitor/accounts",
+    "azure-native:monitor:DataCollectionEndpoint": "Microsoft.Insights/dataCollectionEndpoints",
+    "azure-native:monitor:DataCollectionRule": "Microsoft.Insights/dataCollectionRules",
+    "azure-native:alertsmanagement:PrometheusRuleGroup": (
+        "Microsoft.AlertsManagement/prometheusRuleGroups"
+    ),
 }
 PRINCIPAL_TYPES: Final = ("User", "Group", "ServicePrincipal", "ForeignGroup", "Device")
 
@@ -349,6 +364,11 @@ class AzureTwin:
         name = inputs[NAME_KEY[rtype]]
         if rtype == "azure-native:authorization:RoleAssignment":
             return f"{inputs['scope']}/providers/Microsoft.Authorization/roleAssignments/{name}"
+        if rtype == DCRA:  # an extension resource of the resource it associates (the cluster)
+            return (
+                f"{inputs['resourceUri']}/providers/Microsoft.Insights"
+                f"/dataCollectionRuleAssociations/{name}"
+            )
         group = f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{inputs['resourceGroupName']}"
         if rtype == "azure-native:resources:ResourceGroup":
             return group
@@ -368,6 +388,8 @@ class AzureTwin:
             return None
         if rtype == "azure-native:authorization:RoleAssignment":
             return str(inputs["scope"])
+        if rtype == DCRA:
+            return str(inputs["resourceUri"])
         return (
             rid.rsplit("/", 2)[0]
             if "/subnets/" in rid or "/agentPools/" in rid or ("/maintenanceConfigurations/" in rid)
@@ -388,6 +410,11 @@ class AzureTwin:
             raise ArmError(404, "ParentResourceNotFound", f"{parent} does not exist ({rid})")
         if rtype == "azure-native:authorization:RoleAssignment":
             self._check_principal(inputs)
+        for ref in references(rtype, inputs):
+            if ref not in self.resources:
+                raise ArmError(
+                    400, "LinkedResourceNotFound", f"{ref} does not exist (referenced by {rid})"
+                )
         old = self.resources.get(rid)
         if create and old is not None:
             raise ArmError(409, "Conflict", f"{rid} exists (azure-native: import it)")
@@ -476,6 +503,9 @@ class AzureTwin:
             self.workdir / "clusters" / name,
             self.tools,
             apiserver_args=(f"--token-auth-file={self.workdir / 'tokens.csv'}",),
+            # A DaemonSet's status (what Helm's wait for a release's DaemonSet reads: prod's
+            # NVIDIA device plugin) comes from its controller; no node runs its pods.
+            controllers=(*CONTROLLERS, "daemonset-controller"),
             server_ips=(relay.address,),
         )
         kueue: KueueManager | None = None
@@ -633,6 +663,23 @@ def _leaves(value: Any) -> Iterator[Any]:
             yield from _leaves(v)
     else:
         yield value
+
+
+def references(rtype: str, inputs: dict[str, Any]) -> list[str]:
+    """The ids of other resources a resource's inputs name, which must exist when it is put: a
+    data collection rule's endpoint and destination workspaces, an association's rule, a
+    Prometheus rule group's scopes (the workspace)."""
+    if rtype == "azure-native:monitor:DataCollectionRule":
+        accounts = (inputs.get("destinations") or {}).get("monitoringAccounts") or []
+        found = [inputs.get("dataCollectionEndpointId")]
+        found += [a.get("accountResourceId") for a in accounts]
+    elif rtype == DCRA:
+        found = [inputs.get("dataCollectionRuleId"), inputs.get("dataCollectionEndpointId")]
+    elif rtype == "azure-native:alertsmanagement:PrometheusRuleGroup":
+        found = list(inputs.get("scopes") or [])
+    else:
+        found = []
+    return [str(f) for f in found if f]
 
 
 def _scope_resource(scope: str) -> str:

@@ -1,0 +1,224 @@
+"""One committed stack through the Azure twin (tests/realtier/azure_twin.py) on the real engine:
+the session the Azure twin's tests share (test_azure_twin.py: dev, test_azure_twin_prod.py:
+prod) and the checks of their first `up`, second `up` and `destroy`.
+
+The stack's clusters stay as written (`source: aks`); only its Kubernetes half is mapped as every
+twin maps it (tests/realtier/twin.py): Kueue `manifests-only` (the chart cannot be fetched or run
+here; the twin runs Kueue beside each plane) and no Karmada.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+import yaml
+from pulumi import automation as auto
+
+from builders.fleet import helm_releases
+from checks.stack import parse_fleet
+from config.models import FleetConfig
+from config.resolve import dispatch_sets
+from constants import CONFIG_KEY, OUT_KUBECONFIGS, PROJECT
+from tests.realtier.azure_twin import AzureTwin
+from tests.realtier.chart_repo import ChartRepo
+from tests.realtier.conftest import kueue_crd_paths
+from tests.realtier.engine import EngineRun, find_engine, workspace
+from tests.realtier.harness import ControlPlane, Report, Tools
+from tests.realtier.kueue import kueue_binary, metrics_certs
+from tests.realtier.pulumi_cli import op_counts
+from tests.realtier.twin import load_stack
+from tests.realtier.twin_run import _kueue_for, provisioning_crd  # pyright: ignore[reportPrivateUsage]
+
+SECRET_SIG: Final = "4dabf18193072939515e22adb298388d"  # the state's secret marker key
+
+TwinRun = tuple[AzureTwin, EngineRun, dict[str, Any]]
+
+
+def fleet_raw(fleet: FleetConfig) -> dict[str, Any]:
+    """The committed fleet with the twin's Kubernetes-half mapping only (tests/realtier/twin.py):
+    manifests-only Kueue, no Karmada. The clusters stay `source: aks`."""
+    raw: dict[str, Any] = fleet.model_dump(mode="json", by_alias=True, exclude_none=True)
+    raw.pop("karmada", None)
+    raw["kueue"] = {**raw["kueue"], "install": "manifests-only"}
+    return raw
+
+
+def set_fleet(run: EngineRun, raw: dict[str, Any]) -> None:
+    parse_fleet(dict(raw), source="azure twin")
+    run.stack.set_config(f"{PROJECT}:{CONFIG_KEY}", auto.ConfigValue(value=json.dumps(raw)))
+
+
+@contextlib.contextmanager
+def twin_session(stack: str, tools: Tools, root: Path) -> Iterator[TwinRun]:
+    """The Azure twin serving the stand-in plugin, and an engine workspace of `stack` with its
+    mapped fleet set; the twin's planes are stopped and the run's logs saved on the way out."""
+    engine, why = find_engine()
+    binary, crd = kueue_binary(), provisioning_crd()
+    if engine is None or binary is None or crd is None:
+        pytest.skip(f"real tier: {why or 'kueue not built'}")
+    fleet = load_stack(stack)
+    raw = fleet_raw(fleet)
+    mapped, _ = parse_fleet(raw, source="azure twin")
+    twin = AzureTwin(
+        root / "azure",
+        tools,
+        kueue_for=lambda plane: _kueue_for(mapped, plane, binary, root / "kueue", "2m"),
+        kueue_crds=[*kueue_crd_paths(fleet), crd],
+    )
+    (root / "azure").mkdir()
+    # Charts the program fetches by URL (prod's NVIDIA device plugin): a stand-in repository.
+    releases = [r for r in helm_releases(mapped) if (r.repo or "").startswith("https://")]
+    urls = list(dict.fromkeys(r.repo or "" for r in releases))
+    assert len(urls) <= 1, f"one stand-in chart repository per run (one HTTPS_PROXY): {urls}"
+    repos = [
+        ChartRepo(url, {r.chart: r.version for r in releases}, root / "charts", tools.openssl)
+        for url in urls
+    ]
+    with metrics_certs(tools.openssl), pytest.MonkeyPatch.context() as env:
+        twin.start()
+        try:
+            run = workspace(stack, root / "engine", engine)
+            for repo in repos:
+                proxied(run, repo.start(), root / "engine" / "proxied")
+            # The plugin directory is on the engine's PATH: the plugin, and kubelogin for the
+            # Kubernetes provider; the program's authorization wait runs kubelogin in this
+            # process, so it goes on this process's PATH too.
+            plugins = root / "engine" / "plugins"
+            twin.write_plugins(plugins, plugins)
+            env.setenv("PATH", f"{plugins}{os.pathsep}{os.environ.get('PATH', '')}")
+            set_fleet(run, raw)
+            try:
+                yield twin, run, raw
+            finally:
+                run.save()
+        finally:
+            twin.stop()
+            for repo in repos:
+                repo.stop()
+
+
+def proxied(run: EngineRun, env: dict[str, str], bin_dir: Path) -> None:
+    """The Kubernetes provider (which fetches Helm charts) with `env`, the stand-in chart
+    repository's proxy and CA; only it: the planes are reached without a proxy either way, but
+    Python's `no_proxy` has no CIDR form for their 127/8 addresses."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    wrapper = bin_dir / run.engine.provider.name
+    settings = " ".join(f'{k}="{v}"' for k, v in env.items())
+    wrapper.write_text(f'#!/bin/sh\n{settings} exec "{run.engine.provider}" "$@"\n')
+    wrapper.chmod(0o755)
+    path = f"{bin_dir}{os.pathsep}{run.env['PATH']}"
+    run.env["PATH"] = path
+    run.stack.workspace.env_vars = dict(run.env)
+
+
+def kubectl_as_user(kubeconfig: str, work: Path, env: dict[str, str], *args: str) -> str:
+    path = work / "user.kubeconfig"
+    path.write_text(kubeconfig)
+    path.chmod(0o600)
+    done = subprocess.run(
+        ["kubectl", "--kubeconfig", str(path), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **env},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def up_twice(stack: str, session: TwinRun, report: Report) -> None:
+    """One `up` creates both halves of the whole fleet; the next `up` changes nothing."""
+    twin, run, raw = session
+    t0 = time.monotonic()
+    up = twin.serve(run.up)
+    seconds = time.monotonic() - t0
+    changes = op_counts(up.summary.resource_changes)
+    assert set(changes) == {"create"}, changes
+    mapped, _ = parse_fleet(dict(raw), source="azure twin")
+    names = [c["name"] for c in raw["clusters"]]
+    assert sorted(twin.clusters) == sorted(names)
+    assert {r.outputs["name"] for r in twin.of_type("containerservice:ManagedCluster")} == set(
+        names
+    )
+    pools = {
+        (r.inputs["resourceName"], r.outputs["name"])
+        for r in twin.of_type("containerservice:AgentPool")
+    }
+    assert pools == {(c["name"], p["name"]) for c in raw["clusters"] for p in c.get("pools", [])}
+    # The Kubernetes half is on the planes the Azure half made: the ClusterQueues Kueue activated.
+    # Each cluster's own objects on its own plane (a provider wired to another cluster's
+    # kubeconfig puts them elsewhere): the manager's MultiKueue checks only on the manager, the
+    # workers' provisioning gates only on the workers.
+    for c in raw["clusters"]:
+        plane: ControlPlane = twin.clusters[c["name"]].plane
+        queues = plane.kubectl("get", "clusterqueues", "-o", "name").stdout.split()
+        want_queues = {
+            f"clusterqueue.kueue.x-k8s.io/{q['name']}" for q in c["queues"]["clusterQueues"]
+        }
+        assert want_queues <= set(queues), (c["name"], queues)
+        checks = plane.kubectl("get", "admissionchecks", "-o", "name").stdout.split()
+        checks = [name.removeprefix("admissioncheck.kueue.x-k8s.io/") for name in checks]
+        if c["role"] == "manager":  # one MultiKueue check per dispatch set (prod: two)
+            want = {s.name for s in dispatch_sets(mapped)}
+        else:
+            want = {g["name"] for g in c["queues"]["provisioningGates"]}
+        assert set(checks) == want, (c["name"], checks)
+
+    # The kubeconfigs output: a secret in the state; shown, each reaches its own plane.
+    (state_file,) = (run.work / "state").glob(f".pulumi/stacks/{PROJECT}/{stack}.json")
+    state = json.loads(state_file.read_text())["checkpoint"]["latest"]
+    stack_res = next(r for r in state["resources"] if r["type"] == "pulumi:pulumi:Stack")
+    stored = stack_res["outputs"][OUT_KUBECONFIGS]
+    assert set(stored) == {SECRET_SIG, "ciphertext"}, f"not a secret in the state: {list(stored)}"
+    shown = run.cli.run(["pulumi", "stack", "output", "--show-secrets", "--json", OUT_KUBECONFIGS])
+    assert shown.returncode == 0, shown.stderr
+    kubeconfigs: dict[str, str] = json.loads(shown.stdout)
+    assert sorted(kubeconfigs) == sorted(names)
+    for name, document in kubeconfigs.items():
+        server = yaml.safe_load(document)["clusters"][0]["cluster"]["server"]
+        assert server == f"https://{twin.clusters[name].relay.address}:443", (name, server)
+        who = kubectl_as_user(
+            document, run.work, dict(run.env), "get", "namespace", "kube-system", "-o", "name"
+        )
+        assert who.strip() == "namespace/kube-system"
+
+    t1 = time.monotonic()
+    again = twin.serve(run.up)
+    second = op_counts(again.summary.resource_changes)
+    # The MultiKueue credential proofs read again on every `up` (one per worker).
+    workers = [c["name"] for c in raw["clusters"] if c["role"] == "worker"]
+    assert second.pop("read", 0) == len(workers), second
+    assert second == {"same": changes["create"]}, f"second up is not a no-op: {second}"
+    run.created = changes["create"]
+    report(
+        f"pulumi up (real engine, {stack} through the Azure twin): {changes['create']} resources "
+        f"created in {seconds:.1f}s, {len(twin.resources)} of them in ARM; second up "
+        f"{time.monotonic() - t1:.1f}s, all same"
+    )
+
+
+def destroy_all(session: TwinRun, report: Report) -> None:
+    """`destroy` deletes everything: no Azure resource left in the twin, every plane stopped."""
+    twin, run, _ = session
+    if run.created is None:
+        pytest.skip("the first up did not pass")
+    t0 = time.monotonic()
+    destroyed = twin.serve(lambda: run.stack.destroy(on_output=run.add, color="never"))
+    counts = op_counts(destroyed.summary.resource_changes)
+    assert counts.get("delete") == run.created, counts
+    assert twin.resources == {}, sorted(twin.resources)
+    assert twin.clusters == {}, sorted(twin.clusters)
+    first_azure = min(t for t, path, _, _ in twin.calls if path == "/delete" and t >= t0)
+    report(
+        f"pulumi destroy through the Azure twin: {time.monotonic() - t0:.1f}s, the first Azure "
+        f"delete after {first_azure - t0:.1f}s (the Kubernetes half goes first)"
+    )
