@@ -124,7 +124,7 @@ def child(phase: str, n: int, workdir: Path, inject: float) -> dict[str, Any]:
         return {}
     import yaml  # noqa: PLC0415
 
-    from tests.conftest import mocked_engine, run_program, set_stack_config  # noqa: PLC0415
+    from testkit.mocks import mocked_engine, run_program, set_stack_config  # noqa: PLC0415
 
     document = yaml.safe_load((workdir / f"Pulumi.{stack}.yaml").read_text())
     raw = document["config"]["aks-batch-fleet:fleet"]
@@ -197,8 +197,8 @@ class Row:
 
 
 def prepare(workdir: Path, sizes: Sequence[int], karmada: bool) -> None:
-    from tests.conftest import copy_preflight_sources  # noqa: PLC0415
-    from tests.fleetgen import fleet, write_stack  # noqa: PLC0415
+    from testkit.fleetgen import fleet, write_stack  # noqa: PLC0415
+    from testkit.sources import copy_preflight_sources  # noqa: PLC0415
 
     copy_preflight_sources(workdir)
     for n in sizes:
@@ -294,7 +294,9 @@ def table(rows: dict[int, Row]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="scripts/bench", description=(__doc__ or "").split("\n")[0]
+    )
     parser.add_argument(
         "--sizes", default="1,10,50,100", help="worker counts (default 1,10,50,100)"
     )

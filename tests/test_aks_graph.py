@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from tests.conftest import COMMITTED_STACKS, Graph, Registered, built_stack, is_secret
+from testkit.mocks import Graph, Registered, built_stack, is_secret
+from tests.conftest import COMMITTED_STACKS
 
 MC = "azure-native:containerservice:ManagedCluster"
 ROLE = "azure-native:authorization:RoleAssignment"
@@ -318,7 +319,7 @@ def test_virtual_node_workloads_wait_for_the_connector_grants(dev: Graph) -> Non
 def test_group_roles_and_authorized_ranges_reach_azure(graph: Graph) -> None:
     from checks.stack import parse_fleet  # noqa: PLC0415
     from components.fleet import Fleet, FleetArgs  # noqa: PLC0415
-    from tests.conftest import run_program  # noqa: PLC0415
+    from testkit.mocks import run_program  # noqa: PLC0415
 
     group = "11111111-2222-3333-4444-555555555555"
     raw = {

@@ -21,7 +21,9 @@ from builders.egress import ANY_ADDRESS, admitted_callers, api_server_ranges, eg
 from checks.stack import parse_fleet
 from config.errors import ConfigError
 from config.resolve import access_of
-from tests.conftest import ROOT, Graph, copy_preflight_sources, run_program, set_stack_config
+from testkit.mocks import Graph, run_program, set_stack_config
+from testkit.sources import copy_preflight_sources
+from tests.conftest import ROOT
 from tests.test_config import BASE, errors_for, with_change
 
 VN = {"enabled": True}
@@ -307,7 +309,7 @@ def test_program_refuses_them_before_registering_anything(graph: Graph) -> None:
 
 def test_kubelogin_rewrite_keeps_only_what_the_login_mode_reads() -> None:
     from builders.kubeconfig import KubeconfigError, kubelogin_noninteractive  # noqa: PLC0415
-    from tests.conftest import FAKE_EXEC_KUBECONFIG, FAKE_KUBECONFIG  # noqa: PLC0415
+    from testkit.mocks import FAKE_EXEC_KUBECONFIG, FAKE_KUBECONFIG  # noqa: PLC0415
 
     doc = FAKE_EXEC_KUBECONFIG.format(name="c")
     server = ["--server-id", "6dae42f8-4368-4678-94ff-3960e28e3630"]

@@ -19,14 +19,8 @@ from checks.stack import load_from_file, parse_fleet
 from config import login
 from config.errors import ConfigError, Issue
 from config.loader import read_stack_file
-from tests.conftest import (
-    COMMITTED_STACKS,
-    ROOT,
-    Graph,
-    built_stack,
-    run_program,
-    set_stack_config,
-)
+from testkit.mocks import Graph, built_stack, run_program, set_stack_config
+from tests.conftest import COMMITTED_STACKS, ROOT
 from upstream.aks_rules import RULES
 
 Raw = dict[str, Any]

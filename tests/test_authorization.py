@@ -35,7 +35,7 @@ from builders.kubeconfig import Connection, ExecPlugin, KubeconfigError, connect
 from checks.stack import parse_fleet
 from components import authorization
 from components.fleet import Fleet, FleetArgs
-from tests.conftest import (
+from testkit.mocks import (
     FAKE_EXEC_KUBECONFIG,
     FAKE_KUBECONFIG,
     Graph,

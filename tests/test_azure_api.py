@@ -23,8 +23,9 @@ from components.fleet import Fleet, FleetArgs
 from config.loader import read_stack_file
 from config.models import FleetConfig
 from constants import PROJECT
-from tests.conftest import ROOT, BuiltStack, built_stack, mocked_engine, run_program
-from tests.fleetgen import fleet as generated_fleet
+from testkit.fleetgen import fleet as generated_fleet
+from testkit.mocks import BuiltStack, built_stack, mocked_engine, run_program
+from tests.conftest import ROOT
 from upstream.aks import ROLE_NETWORK_CONTRIBUTOR
 
 STACKS = sorted(p.name.split(".")[1] for p in Path(ROOT).glob("Pulumi.*.yaml"))

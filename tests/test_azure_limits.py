@@ -7,7 +7,7 @@ import pytest
 from checks.stack import parse_fleet
 from config.errors import ConfigError
 from preflight.plan import azure_quotas, build_plan, quota_section
-from tests.fleetgen import fleet
+from testkit.fleetgen import fleet
 from upstream.aks import QUOTA_SOURCE, vcpu_family
 
 

@@ -18,7 +18,8 @@ from builders.azure_monitor import azure_rule, iso_duration
 from checks.azure_api import check_request
 from checks.stack import parse_fleet
 from config.errors import ConfigError
-from tests.conftest import ROOT, Graph, built_stack, mocked_engine, run_program
+from testkit.mocks import Graph, built_stack, mocked_engine, run_program
+from tests.conftest import ROOT
 
 MC = "azure-native:containerservice:ManagedCluster"
 WORKSPACE = "azure-native:monitor:AzureMonitorWorkspace"

@@ -24,13 +24,9 @@ from checks.stack import load_from_file
 from config import yamlsafe
 from config.errors import ConfigError
 from config.loader import FULL_KEY, read_stack_file
-from tests.conftest import (
-    ROOT,
-    Graph,
-    copy_preflight_sources,
-    run_program,
-    set_stack_config,
-)
+from testkit.mocks import Graph, run_program, set_stack_config
+from testkit.sources import copy_preflight_sources
+from tests.conftest import ROOT
 
 DEV = (ROOT / "Pulumi.dev.yaml").read_text()
 PROD = (ROOT / "Pulumi.prod.yaml").read_text()

@@ -14,7 +14,7 @@ from checks.stack import parse_fleet
 from components.fleet import Fleet, FleetArgs
 from config.errors import ConfigError
 from config.loader import read_existing_kubeconfigs
-from tests.conftest import FAKE_KUBECONFIG, Graph, is_secret, resolve, run_program
+from testkit.mocks import FAKE_KUBECONFIG, Graph, is_secret, resolve, run_program
 
 RAW: dict[str, Any] = {
     "clusters": [

@@ -35,8 +35,9 @@ from checks import extraspec
 from checks.stack import parse_fleet
 from config.errors import ConfigError
 from config.kueue import ClusterQueueConfig, CohortConfig, FlavorConfig, LocalQueueConfig
+from testkit.mocks import Graph, run_program, set_stack_config
 from tests import crdschema
-from tests.conftest import ROOT, Graph, run_program, set_stack_config
+from tests.conftest import ROOT
 from tests.conftest import fleet_issues as issues
 from tests.conftest import queue_objects as objects
 from upstream.kueue import KUEUE_VERSIONS

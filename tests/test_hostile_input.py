@@ -23,7 +23,8 @@ from checks.stack import load_from_file, parse_fleet, read_files
 from config import yamlsafe
 from config.errors import ConfigError
 from config.loader import FULL_KEY
-from tests.conftest import COMMITTED_STACKS, FAKE_KUBECONFIG, ROOT, built_stack
+from testkit.mocks import FAKE_KUBECONFIG, built_stack
+from tests.conftest import COMMITTED_STACKS, ROOT
 from upstream import aks
 
 DEV = (ROOT / "Pulumi.dev.yaml").read_text()

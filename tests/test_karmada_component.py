@@ -15,8 +15,9 @@ from checks.stack import parse_fleet
 from components.tokensecret import token_field
 from config.karmada import FailoverConfig
 from config.loader import kruise_crd_files
-from tests.conftest import ROOT, Graph, Registered, built_stack, is_secret, mocked_engine, resolve
-from tests.conftest import run_program as run
+from testkit.mocks import Graph, Registered, built_stack, is_secret, mocked_engine, resolve
+from testkit.mocks import run_program as run
+from tests.conftest import ROOT
 from tests.test_karmada_config import BASE
 
 PROVIDER = "pulumi:providers:kubernetes"

@@ -15,7 +15,7 @@ from builders.kueue import helm_values
 from builders.kueue_queues import cluster_objects
 from checks.stack import parse_fleet
 from components.kueue import Kueue, KueueArgs
-from tests.conftest import Graph, Registered, built_stack, run_program
+from testkit.mocks import Graph, Registered, built_stack, run_program
 from tests.test_kueue_config import BASE
 from upstream.kueue import KUEUE_CHART
 

@@ -15,6 +15,8 @@ import pytest
 from tests.conftest import ROOT
 
 PACKAGES = ("upstream", "config", "builders", "checks", "components", "preflight", "fleetview")
+# Import-linter roots beside the product: the test machinery library and the tests.
+TEST_PACKAGES = ("testkit", "tests")
 
 
 def lint_imports(project: Path) -> subprocess.CompletedProcess[str]:
@@ -31,7 +33,7 @@ def lint_imports(project: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    for name in PACKAGES:
+    for name in (*PACKAGES, *TEST_PACKAGES):
         shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "constants.py", "environment.py"):
         shutil.copy(ROOT / name, tmp_path / name)
@@ -41,7 +43,7 @@ def project(tmp_path: Path) -> Path:
 def test_the_project_keeps_its_contracts(project: Path) -> None:
     result = lint_imports(project)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "3 kept, 0 broken" in result.stdout
+    assert "4 kept, 0 broken" in result.stdout
 
 
 @pytest.mark.parametrize(
@@ -58,6 +60,7 @@ def test_the_project_keeps_its_contracts(project: Path) -> None:
         ("components/kueue.py", "import kubernetes", "the Kubernetes client only in"),
         ("builders/kueue.py", "import fleetview.status", "layers point down"),
         ("preflight/plan.py", "import fleetview.why", "layers point down"),
+        ("testkit/mocks.py", "import tests.schedule", "testkit never imports tests"),
     ],
 )
 def test_a_wrong_way_import_breaks_the_check(
@@ -92,3 +95,36 @@ def test_the_environment_check_imports_the_standard_library_only() -> None:
     """environment.py runs before any third-party import, in whatever Python started it."""
     imported = _imports_of("environment.py")
     assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
+
+
+def test_nothing_outside_tests_imports_tests() -> None:
+    """Product modules, testkit and the scripts written in Python import no test module: machinery
+    that others use lives in testkit/, a library (the import contract covers testkit alone)."""
+    outside = [
+        path
+        for path in ROOT.rglob("*.py")
+        if path.relative_to(ROOT).parts[0] != "tests"
+        and not any(part.startswith(".") for part in path.relative_to(ROOT).parts)
+    ]
+    outside += [
+        p
+        for p in (ROOT / "scripts").iterdir()
+        if p.is_file() and p.read_bytes()[:40].startswith(b"#!/usr/bin/env python")
+    ]
+    assert len(outside) > 50, "the walk found too few modules to be the project"
+    offenders = sorted(
+        str(path.relative_to(ROOT)) for path in set(outside) if "tests" in _all_imports(path)
+    )
+    assert not offenders, offenders
+
+
+def _all_imports(path: Path) -> set[str]:
+    """Top-level packages a file imports anywhere (inside functions too)."""
+    tree = ast.parse(path.read_text())
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+    return found

@@ -23,7 +23,7 @@ from checks.stack import parse_fleet
 from config.errors import ConfigError, Issue, named_path
 from config.loader import FULL_KEY, parse_model, read_stack_file
 from preflight.snapshot import snapshot
-from tests.conftest import copy_preflight_sources
+from testkit.sources import copy_preflight_sources
 from tests.realtier.twin import unserved
 
 Raw = dict[str, Any]

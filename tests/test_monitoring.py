@@ -13,7 +13,8 @@ import yaml
 from checks.azure_api import check_request
 from checks.stack import parse_fleet
 from config.errors import ConfigError
-from tests.conftest import ROOT, built_stack
+from testkit.mocks import built_stack
+from tests.conftest import ROOT
 
 MC = "azure-native:containerservice:ManagedCluster"
 

@@ -22,7 +22,7 @@ from components.multikueue import (
     WorkerLink,
 )
 from constants import ACTIVE_STATUS
-from tests.conftest import Graph, Registered, resolve, run_program
+from testkit.mocks import Graph, Registered, resolve, run_program
 from tests.test_multikueue_builders import expected_rules, split_rules
 
 SECRET = "kubernetes:core/v1:Secret"

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, copy_preflight_sources
+from testkit.sources import copy_preflight_sources
+from tests.conftest import ROOT
 
 
 def preflight(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:

@@ -20,7 +20,9 @@ from preflight.diff_render import render_markdown, render_text
 from preflight.gitref import stack_at_ref
 from preflight.snapshot import Snapshot, empty, snapshot
 from preflight.sources import extra_sections
-from tests.conftest import FAKE_KUBECONFIG, ROOT, copy_preflight_sources
+from testkit.mocks import FAKE_KUBECONFIG
+from testkit.sources import copy_preflight_sources
+from tests.conftest import ROOT
 
 Fleet = dict[str, Any]
 

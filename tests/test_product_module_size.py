@@ -1,5 +1,6 @@
 """No product module is over 550 lines: one that grows past it is split along a seam a reader can
-name (docs/architecture.md), not left to grow. Tests and scripts are not product modules."""
+name (docs/architecture.md), not left to grow. Tests, their machinery (testkit/) and scripts are
+not product modules."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 from tests.conftest import ROOT
 
 LIMIT = 550
-NOT_PRODUCT = {"tests", "scripts"}
+NOT_PRODUCT = {"tests", "testkit", "scripts"}
 # Product modules allowed over the limit while they wait to be split (issue 43); none today. Remove
 # an entry once its module is split: every other product module fails this test past the limit.
 ALLOWED_OVER: set[str] = set()

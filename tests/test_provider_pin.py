@@ -15,7 +15,8 @@ import re
 import pytest
 
 from constants import KUBERNETES_PROVIDER_VERSION
-from tests.conftest import COMMITTED_STACKS, ROOT, Graph, built_stack
+from testkit.mocks import Graph, built_stack
+from tests.conftest import COMMITTED_STACKS, ROOT
 
 PROVIDER = "pulumi:providers:kubernetes"
 

@@ -20,7 +20,8 @@ import pytest
 import yaml
 
 from checks.stack import load_from_file
-from tests.conftest import ROOT, copy_preflight_sources
+from testkit.sources import copy_preflight_sources
+from tests.conftest import ROOT
 from tests.test_readme import commands, shell_lines, verdict
 
 PAGE: Final = ROOT / "docs" / "ai-jobs.md"

@@ -18,8 +18,8 @@ from config.errors import ConfigError
 from preflight.diff import compare
 from preflight.diff_render import render_text
 from preflight.snapshot import snapshot
-from tests.conftest import Graph, run_program
-from tests.fleetgen import fleet, worker_name
+from testkit.fleetgen import fleet, worker_name
+from testkit.mocks import Graph, run_program
 from tests.test_multikueue_component import MKCONFIG, build, urn_of
 from tests.test_preflight_diff import Fleet, edited, flags, section
 from upstream.kueue import admitted_worker

@@ -19,7 +19,8 @@ from checks.stack import load_from_file, parse_fleet
 from config.errors import ConfigError, Issue
 from config.loader import read_stack_file
 from config.resolve import dispatch_sets, mirrored_queues
-from tests.conftest import ROOT, Graph, built_stack, run_program, set_stack_config
+from testkit.mocks import Graph, built_stack, run_program, set_stack_config
+from tests.conftest import ROOT
 
 Raw = dict[str, Any]
 

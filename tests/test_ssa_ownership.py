@@ -11,7 +11,8 @@ from __future__ import annotations
 import pytest
 
 from constants import PATCH_FORCE
-from tests.conftest import COMMITTED_STACKS, built_stack
+from testkit.mocks import built_stack
+from tests.conftest import COMMITTED_STACKS
 
 # Registered by the provider, not from a builder's metadata: Helm releases and the CRD file
 # groups (their objects are the charts' and upstream's).

@@ -10,9 +10,7 @@ import pulumi
 import pytest
 import yaml
 
-from tests.conftest import (
-    COMMITTED_STACKS,
-    ROOT,
+from testkit.mocks import (
     Graph,
     built_stack,
     mocked_engine,
@@ -20,6 +18,7 @@ from tests.conftest import (
     set_stack_config,
     stack_outputs,
 )
+from tests.conftest import COMMITTED_STACKS, ROOT
 
 
 def stack_raw(stack: str) -> dict[str, Any]:

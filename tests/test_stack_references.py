@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from config.errors import ConfigError
-from tests.conftest import FAKE_KUBECONFIG, ROOT, Graph, is_secret, run_program
+from testkit.mocks import FAKE_KUBECONFIG, Graph, is_secret, run_program
+from tests.conftest import ROOT
 from tests.test_multikueue_component import CHECK, MKCONFIG, engine  # noqa: F401 - fixture
 
 EXAMPLE = ROOT / "examples" / "stack-references"

@@ -21,15 +21,9 @@ from config.loader import read_stack_file
 from config.models import FleetConfig
 from preflight.diff import compare
 from preflight.snapshot import snapshot
-from tests.conftest import (
-    COMMITTED_STACKS,
-    ROOT,
-    Graph,
-    built_stack,
-    copy_preflight_sources,
-    mocked_engine,
-    run_program,
-)
+from testkit.mocks import Graph, built_stack, mocked_engine, run_program
+from testkit.sources import copy_preflight_sources
+from tests.conftest import COMMITTED_STACKS, ROOT
 from tests.realtier.upgrade_worker import MANAGER, documented, quoted_refusal
 from upstream.aks_versions import CALENDAR, READ_ON
 

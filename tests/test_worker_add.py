@@ -13,7 +13,8 @@ from checks.capacity import check_manager_quota
 from preflight.diff import compare
 from preflight.diff_render import render_text
 from preflight.snapshot import snapshot
-from tests.conftest import COMMITTED_STACKS, Graph, built_stack
+from testkit.mocks import Graph, built_stack
+from tests.conftest import COMMITTED_STACKS
 from tests.realtier.add_worker import (
     NEW_WORKER,
     added_stack,

@@ -11,7 +11,7 @@ from builders.fleet import render_fleet
 from checks.stack import load_from_file, parse_fleet
 from config import yamlsafe
 from preflight import render
-from tests.fleetgen import fleet, write_stack
+from testkit.fleetgen import fleet, write_stack
 
 libyaml = pytest.mark.skipif(not yaml.__with_libyaml__, reason="PyYAML built without libyaml")
 
