@@ -32,7 +32,6 @@ import contextlib
 import json
 import queue
 import random
-import select
 import socket
 import sys
 import threading
@@ -62,6 +61,7 @@ from tests.realtier.harness import (  # the private steps of `start_all`, one pl
     stop_all,
 )
 from tests.realtier.kueue import KUEUE_TIMEOUT, KueueManager, stop_kueues
+from tests.realtier.tcp import splice
 
 T = TypeVar("T")
 
@@ -175,15 +175,8 @@ class Relay:
             client.close()
             return
         upstream.settimeout(None)
-        pair = {client: upstream, upstream: client}
         try:
-            while not self.closed.is_set():
-                ready, _, _ = select.select(list(pair), [], [], 1.0)
-                for sock in ready:
-                    data = sock.recv(65536)
-                    if not data:
-                        return
-                    pair[sock].sendall(data)
+            splice(client, upstream, self.closed)
         except OSError:
             return
         finally:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import select
 import socket
 import ssl
 import subprocess
@@ -30,6 +29,8 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 import yaml
+
+from tests.realtier.tcp import splice
 
 SYSTEM_BUNDLE: Final = Path("/etc/ssl/certs/ca-certificates.crt")
 
@@ -225,14 +226,7 @@ class ChartRepo:
                 return
             upstream = socket.create_connection(target, timeout=10)
             client.sendall(b"HTTP/1.1 200 Connection Established\r\n\r\n")
-            pair = {client: upstream, upstream: client}
-            while not self._closed.is_set():
-                ready, _, _ = select.select(list(pair), [], [], 1.0)
-                for sock in ready:
-                    data = sock.recv(65536)
-                    if not data:
-                        return
-                    pair[sock].sendall(data)
+            splice(client, upstream, self._closed)
         except (OSError, ValueError):
             return
         finally:
