@@ -185,11 +185,15 @@ class MultiKueueManager(pulumi.ComponentResource):
         super().__init__(f"{TYPE_PREFIX}:MultiKueueManager", name, None, opts)
         self.guard: RetireGuard | None = None
         guarded: list[pulumi.Resource] = []
+        configs = args.configs
+        if configs is None:
+            configs = [(MULTIKUEUE_CONFIG, [w.name for w in args.workers])]
         if args.kubeconfig is not None:
             # Before the configs: a worker leaves them only once the guard found it empty.
             self.guard = RetireGuard(
                 f"{name}-retire-guard",
                 workers=[w.name for w in args.workers],
+                links={set_name: sorted(members) for set_name, members in configs},
                 force_retire=args.force_retire,
                 kubeconfig=args.kubeconfig,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)),
@@ -218,9 +222,6 @@ class MultiKueueManager(pulumi.ComponentResource):
                 mk.multikueue_cluster(worker.name, worker.rotation, args.connect_timeout),
                 _options(self, args.provider, args.depends_on, secret),
             )
-        configs = args.configs
-        if configs is None:
-            configs = [(MULTIKUEUE_CONFIG, [w.name for w in args.workers])]
         links = {w.name: w for w in args.workers}
         self.configs = {
             # The default set keeps the resource name (so the URN) stacks already have.

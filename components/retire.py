@@ -38,13 +38,39 @@ SHOWN = 10
 
 def blocking(workloads: Sequence[Mapping[str, Any]], gone: Sequence[str]) -> dict[str, list[str]]:
     """Leaving worker -> `namespace/name` of the manager Workloads admitted and unfinished there."""
+    return blocking_links(workloads, [(None, w) for w in gone])
+
+
+def _checks_of(workload: Mapping[str, Any]) -> set[str]:
+    status: Mapping[str, Any] = workload.get("status") or {}
+    checks: list[Mapping[str, Any]] = list(status.get("admissionChecks") or [])
+    return {str(c.get("name")) for c in checks}
+
+
+def blocking_links(
+    workloads: Sequence[Mapping[str, Any]], gone: Sequence[tuple[str | None, str]]
+) -> dict[str, list[str]]:
+    """Leaving (dispatch set, worker) -> `namespace/name` of the manager Workloads admitted and
+    unfinished on that worker through that set's MultiKueue check (a set of None: any check).
+
+    A Workload's set is its MultiKueue AdmissionCheck, named as the set's MultiKueueConfig
+    (builders.multikueue), in its `status.admissionChecks`. Keyed `worker` for a whole worker,
+    `worker (dispatch set S)` for one set.
+    """
     out: dict[str, list[str]] = {}
     for wl in workloads:
         worker = admitted_worker(wl)
-        if worker is not None and worker in gone:
-            meta: Mapping[str, Any] = wl.get("metadata") or {}
-            out.setdefault(worker, []).append(f"{meta.get('namespace')}/{meta.get('name')}")
-    return {w: sorted(out[w]) for w in gone if w in out}
+        if worker is None:
+            continue
+        checks = _checks_of(wl)
+        for dispatch, leaving_worker in gone:
+            if leaving_worker == worker and (dispatch is None or dispatch in checks):
+                meta: Mapping[str, Any] = wl.get("metadata") or {}
+                key = worker if dispatch is None else f"{worker} (dispatch set {dispatch})"
+                out.setdefault(key, []).append(f"{meta.get('namespace')}/{meta.get('name')}")
+                break
+    order = [w if d is None else f"{w} (dispatch set {d})" for d, w in gone]
+    return {k: sorted(out[k]) for k in dict.fromkeys(order) if k in out}
 
 
 def refusal(found: Mapping[str, Sequence[str]]) -> str:
@@ -101,6 +127,33 @@ def leaving(olds: Mapping[str, Any], news: Mapping[str, Any]) -> list[str]:
     return [w for w in _names(olds, "workers") if w not in kept]
 
 
+def _links(props: Mapping[str, Any]) -> dict[str, list[str]] | None:
+    raw: Any = props.get("links")
+    if not isinstance(raw, Mapping):
+        return None
+    links: dict[str, list[Any]] = {str(k): list(v or []) for k, v in dict(raw).items()}  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+    return {k: [str(w) for w in v] for k, v in links.items()}
+
+
+def leaving_links(olds: Mapping[str, Any], news: Mapping[str, Any]) -> list[tuple[str | None, str]]:
+    """(dispatch set, worker) pairs linked before and not now, forceRetire aside.
+
+    A worker that leaves one set while another keeps it leaves that set's MultiKueueConfig, and
+    Kueue evicts the Workloads admitted on it through that set alone. State written before the
+    guard knew sets has no `links`: then whole workers, as `leaving` (set None).
+    """
+    old, new = _links(olds), _links(news)
+    if old is None or new is None:
+        return [(None, w) for w in leaving(olds, news)]
+    forced = set(_names(news, "forceRetire"))
+    return [
+        (dispatch, worker)
+        for dispatch, workers in old.items()
+        for worker in workers
+        if worker not in forced and worker not in new.get(dispatch, [])
+    ]
+
+
 class RetireGuardProvider(ResourceProvider):
     """Refuses an update that unlinks a worker with admitted Workloads; otherwise a no-op."""
 
@@ -108,16 +161,16 @@ class RetireGuardProvider(ResourceProvider):
         return CreateResult(id_="retire-guard", outs=props)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        keys = ("workers", "forceRetire", "kubeconfig")
+        keys = ("workers", "links", "forceRetire", "kubeconfig")
         changed = [k for k in keys if olds.get(k) != news.get(k)]
         return DiffResult(
             changes=bool(changed), replaces=[], stables=[], delete_before_replace=False
         )
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        gone = leaving(olds, news)
+        gone = leaving_links(olds, news)
         if gone:
-            found = blocking(read_workloads(str(news["kubeconfig"])), gone)
+            found = blocking_links(read_workloads(str(news["kubeconfig"])), gone)
             if found:
                 raise RuntimeError(refusal(found))
         return UpdateResult(outs=news)
@@ -137,6 +190,7 @@ class RetireGuard(DynamicResource):
         workers: Sequence[str],
         force_retire: Sequence[str],
         kubeconfig: pulumi.Input[str],
+        links: Mapping[str, Sequence[str]] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         secret = pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"])
@@ -145,6 +199,8 @@ class RetireGuard(DynamicResource):
             name,
             {
                 "workers": list(workers),
+                # dispatch set -> its workers: a worker leaving one set is judged there too.
+                "links": {k: list(v) for k, v in (links or {}).items()},
                 "forceRetire": list(force_retire),
                 "kubeconfig": pulumi.Output.secret(kubeconfig),
             },

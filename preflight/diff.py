@@ -273,8 +273,8 @@ def _other(base: dict[str, Any], head: dict[str, Any]) -> list[Change]:
 
 
 def _retire(base: Snapshot, head: Snapshot) -> list[Change]:
-    """Workers that leave every dispatch set: `up` reads the manager first (components/retire.py);
-    this offline diff cannot, and says so."""
+    """Workers that leave every dispatch set, or one queue's while others keep them: `up` reads
+    the manager first (components/retire.py); this offline diff cannot, and says so."""
 
     def linked(snap: Snapshot) -> set[str]:
         return {w for workers in snap["dispatch"].values() for w in workers}
@@ -294,6 +294,19 @@ def _retire(base: Snapshot, head: Snapshot) -> list[Change]:
                 "listing in docs/operations.md)"
             )
         out.append(change("removed", worker, text, "live check at up"))
+    # A worker still linked, but no longer by some queue that kept it: the guard judges that
+    # queue's dispatch set alone (components/retire.py `leaving_links`).
+    still = linked(head)
+    for queue in sorted(base["dispatch"].keys() & head["dispatch"].keys()):
+        for worker in sorted(set(base["dispatch"][queue]) - set(head["dispatch"][queue])):
+            if worker not in still or worker in forced:
+                continue
+            text = (
+                f"{worker} leaves the dispatch of {queue} (other queues keep it): `pulumi up` "
+                f"first reads the manager and refuses while {queue}'s Workloads are admitted "
+                "there (not read here)"
+            )
+            out.append(change("removed", f"{worker} from {queue}", text, "live check at up"))
     return out
 
 

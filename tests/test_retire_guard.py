@@ -13,9 +13,16 @@ from pulumi.runtime import rpc
 from checks.multikueue import check_force_retire
 from checks.stack import parse_fleet
 from components import retire
-from components.retire import RetireGuardProvider, blocking, leaving, refusal
+from components.retire import (
+    RetireGuardProvider,
+    blocking,
+    blocking_links,
+    leaving,
+    leaving_links,
+    refusal,
+)
 from config.errors import ConfigError
-from preflight.diff import compare
+from preflight.diff import _retire, compare  # pyright: ignore[reportPrivateUsage]
 from preflight.diff_render import render_text
 from preflight.snapshot import snapshot
 from testkit.fleetgen import fleet, worker_name
@@ -28,10 +35,14 @@ ROOT = Path(__file__).resolve().parent.parent
 GUARD = "pulumi-python:dynamic:Resource"
 
 
-def workload(name: str, worker: str | None, finished: bool = False) -> dict[str, Any]:
+def workload(
+    name: str, worker: str | None, finished: bool = False, check: str | None = None
+) -> dict[str, Any]:
     status: dict[str, Any] = {"conditions": []}
     if worker is not None:
         status["clusterName"] = worker
+    if check is not None:  # its dispatch set's MultiKueue check, as Kueue lists it
+        status["admissionChecks"] = [{"name": check, "state": "Ready"}]
     if finished:
         status["conditions"].append({"type": "Finished", "status": "True"})
     return {"metadata": {"namespace": "team-a", "name": name}, "status": status}
@@ -221,3 +232,74 @@ def test_operations_page_quotes_the_diff_the_refusal_and_the_key_path_error(
         parse_fleet(with_multikueue(forceRetire=[worker_name(2)]), source="test")
     (error,) = [str(i) for i in info.value.issues if i.severity == "error"]
     assert error.replace(worker_name(2), "worker-2").split(" ...")[0][:80] in page
+
+
+# --- a worker leaving one dispatch set while another keeps it (issue 42 item 2) -------------
+
+LINKED = {
+    "workers": ["worker-1", "worker-2"],
+    "links": {"multikueue": ["worker-1", "worker-2"], "gpu": ["worker-2"]},
+    "forceRetire": [],
+    "kubeconfig": "kc",
+}
+
+
+def test_leaving_links_are_the_pairs_one_set_drops_even_when_another_keeps_the_worker() -> None:
+    news = {**LINKED, "links": {"multikueue": ["worker-1"], "gpu": ["worker-2"]}}
+    assert leave(news) == [("multikueue", "worker-2")]
+    assert leaving(LINKED, news) == []  # by workers alone nothing leaves: the old blind spot
+    forced = {**news, "forceRetire": ["worker-2"]}
+    assert leave(forced) == []
+    # State from before the guard knew sets: whole workers, as before.
+    assert leaving_links({"workers": ["worker-1", "worker-2"]}, news) == []
+    assert leaving_links({"workers": ["worker-1", "worker-2"]}, {"workers": ["worker-1"]}) == [
+        (None, "worker-2")
+    ]
+
+
+def leave(news: dict[str, Any]) -> list[tuple[str | None, str]]:
+    return leaving_links(LINKED, news)
+
+
+def test_blocking_links_judge_the_set_a_workload_was_dispatched_through() -> None:
+    workloads = [
+        workload("cpu-run", "worker-2", check="multikueue"),
+        workload("gpu-run", "worker-2", check="gpu"),
+        workload("cpu-done", "worker-2", finished=True, check="multikueue"),
+    ]
+    found = blocking_links(workloads, [("multikueue", "worker-2")])
+    assert found == {"worker-2 (dispatch set multikueue)": ["team-a/cpu-run"]}
+    assert blocking_links(workloads, [("gpu", "worker-1")]) == {}
+
+
+def test_update_refuses_dropping_a_worker_from_one_set_while_that_sets_work_runs_there(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    running = [workload("cpu-run", "worker-2", check="multikueue")]
+    monkeypatch.setattr(retire, "read_workloads", lambda _kc: running)
+    provider = RetireGuardProvider()
+    news = {**LINKED, "links": {"multikueue": ["worker-1"], "gpu": ["worker-2"]}}
+    assert provider.diff("id", LINKED, news).changes
+    with pytest.raises(RuntimeError, match=r"worker-2 \(dispatch set multikueue\): 1 Workload"):
+        provider.update("id", LINKED, news)
+    # The gpu set's work on worker-2 does not hold the multikueue set's change.
+    running[:] = [workload("gpu-run", "worker-2", check="gpu")]
+    assert provider.update("id", LINKED, news).outs == news
+
+
+def test_the_program_gives_the_guard_each_sets_workers(graph: Graph) -> None:
+    run_program(lambda: build(manager_kubeconfig="manager-kubeconfig"))
+    (guard,) = graph.of_type(GUARD)
+    links = guard.inputs["links"]
+    assert links
+    assert all(isinstance(w, list) and w for w in links.values())
+    assert set(guard.inputs["workers"]) == {w for ws in links.values() for w in ws}
+
+
+def test_the_offline_diff_names_a_worker_leaving_one_queues_dispatch() -> None:
+    base = {"dispatch": {"team-a": ["worker-1", "worker-2"], "team-b": ["worker-2"]}}
+    head = {"dispatch": {"team-a": ["worker-1"], "team-b": ["worker-2"]}, "forceRetire": []}
+    (found,) = _retire(base, head)
+    assert found["key"] == "worker-2 from team-a"
+    assert "leaves the dispatch of team-a" in found["text"]
+    assert found["flag"] == "live check at up"
