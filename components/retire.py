@@ -54,8 +54,9 @@ def blocking_links(
     unfinished on that worker through that set's MultiKueue check (a set of None: any check).
 
     A Workload's set is its MultiKueue AdmissionCheck, named as the set's MultiKueueConfig
-    (builders.multikueue), in its `status.admissionChecks`. Keyed `worker` for a whole worker,
-    `worker (dispatch set S)` for one set.
+    (builders.multikueue), in its `status.admissionChecks`; one that lists no check is held for
+    any set (the safe reading). Keyed `worker` for a whole worker, `worker (dispatch set S)` for
+    one set.
     """
     out: dict[str, list[str]] = {}
     for wl in workloads:
@@ -64,7 +65,8 @@ def blocking_links(
             continue
         checks = _checks_of(wl)
         for dispatch, leaving_worker in gone:
-            if leaving_worker == worker and (dispatch is None or dispatch in checks):
+            # No check listed (not a Workload Kueue dispatched as it does): held for every set.
+            if leaving_worker == worker and (dispatch is None or not checks or dispatch in checks):
                 meta: Mapping[str, Any] = wl.get("metadata") or {}
                 key = worker if dispatch is None else f"{worker} (dispatch set {dispatch})"
                 out.setdefault(key, []).append(f"{meta.get('namespace')}/{meta.get('name')}")
@@ -81,7 +83,7 @@ def refusal(found: Mapping[str, Sequence[str]]) -> str:
             f" and {len(names) - SHOWN} more" if len(names) > SHOWN else ""
         )
         parts.append(f"{worker}: {len(names)} Workload(s) admitted there and not finished: {shown}")
-    workers = ", ".join(found)
+    workers = ", ".join(dict.fromkeys(key.split(" (")[0] for key in found))
     return (
         f"refusing to remove MultiKueue worker(s) {workers} while the manager has work admitted "
         f"on them ({'; '.join(parts)}). Removing a worker takes it out of its MultiKueueConfigs, "
@@ -146,12 +148,16 @@ def leaving_links(olds: Mapping[str, Any], news: Mapping[str, Any]) -> list[tupl
     if old is None or new is None:
         return [(None, w) for w in leaving(olds, news)]
     forced = set(_names(news, "forceRetire"))
-    return [
+    kept = {w for workers in new.values() for w in workers}
+    # A worker that leaves every set leaves as a whole (the message names it alone).
+    out: list[tuple[str | None, str]] = [(None, w) for w in leaving(olds, news)]
+    out += [
         (dispatch, worker)
         for dispatch, workers in old.items()
         for worker in workers
-        if worker not in forced and worker not in new.get(dispatch, [])
+        if worker in kept and worker not in forced and worker not in new.get(dispatch, [])
     ]
+    return out
 
 
 class RetireGuardProvider(ResourceProvider):

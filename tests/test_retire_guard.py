@@ -250,6 +250,9 @@ def test_leaving_links_are_the_pairs_one_set_drops_even_when_another_keeps_the_w
     assert leaving(LINKED, news) == []  # by workers alone nothing leaves: the old blind spot
     forced = {**news, "forceRetire": ["worker-2"]}
     assert leave(forced) == []
+    # Out of every set: the worker leaves as a whole, as the whole-worker message says.
+    gone = {**LINKED, "workers": ["worker-1"], "links": {"multikueue": ["worker-1"]}}
+    assert leave(gone) == [(None, "worker-2")]
     # State from before the guard knew sets: whole workers, as before.
     assert leaving_links({"workers": ["worker-1", "worker-2"]}, news) == []
     assert leaving_links({"workers": ["worker-1", "worker-2"]}, {"workers": ["worker-1"]}) == [
@@ -270,6 +273,11 @@ def test_blocking_links_judge_the_set_a_workload_was_dispatched_through() -> Non
     found = blocking_links(workloads, [("multikueue", "worker-2")])
     assert found == {"worker-2 (dispatch set multikueue)": ["team-a/cpu-run"]}
     assert blocking_links(workloads, [("gpu", "worker-1")]) == {}
+    # A Workload that lists no check is held for any set of its worker (the safe reading).
+    unknown = [workload("unknown", "worker-2")]
+    assert blocking_links(unknown, [("gpu", "worker-2")]) == {
+        "worker-2 (dispatch set gpu)": ["team-a/unknown"]
+    }
 
 
 def test_update_refuses_dropping_a_worker_from_one_set_while_that_sets_work_runs_there(
@@ -280,8 +288,12 @@ def test_update_refuses_dropping_a_worker_from_one_set_while_that_sets_work_runs
     provider = RetireGuardProvider()
     news = {**LINKED, "links": {"multikueue": ["worker-1"], "gpu": ["worker-2"]}}
     assert provider.diff("id", LINKED, news).changes
-    with pytest.raises(RuntimeError, match=r"worker-2 \(dispatch set multikueue\): 1 Workload"):
+    with pytest.raises(
+        RuntimeError, match=r"worker-2 \(dispatch set multikueue\): 1 Workload"
+    ) as err:
         provider.update("id", LINKED, news)
+    # The way out names the worker, as the keys it is written under take it.
+    assert "multiKueue.drain: [worker-2]" in str(err.value)
     # The gpu set's work on worker-2 does not hold the multikueue set's change.
     running[:] = [workload("gpu-run", "worker-2", check="gpu")]
     assert provider.update("id", LINKED, news).outs == news
