@@ -38,7 +38,11 @@ def print_status(report: dict[str, Any], console: Console) -> None:
     clusters = _table("Clusters", "cluster", "role", "answer", "node pools (ready/nodes)")
     for c in report["clusters"]:
         answer = f"{c['seconds']:.1f}s" if c["reachable"] else f"[red]{escape(c['error'])}[/]"
-        pools = ", ".join(f"{p['pool']} {p['ready']}/{p['nodes']}" for p in c["nodePools"])
+        pools = ", ".join(
+            f"{p['pool']} {p['ready']}/{p['nodes']}"
+            + (f" ({p['quarantined']} quarantined)" if p.get("quarantined") else "")
+            for p in c["nodePools"]
+        )
         clusters.add_row(c["name"], c["role"], answer, pools or "-")
     console.print(clusters)
 

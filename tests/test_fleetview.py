@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from fleetview.fetch import read_all
 from fleetview.objects import Snapshot
+from fleetview.render import print_status
 from fleetview.status import report
 from fleetview.why import explain
 from tests import crdschema
@@ -199,12 +201,28 @@ def test_status_rows_queues_usage_dispatch_pools_and_requests() -> None:
         "Ready",
     )
     assert w2["nodePools"] == [
-        {"pool": "batch", "nodes": 2, "ready": 1},
-        {"pool": "system", "nodes": 1, "ready": 1},
+        {"pool": "batch", "nodes": 2, "ready": 1, "quarantined": 0},
+        {"pool": "system", "nodes": 1, "ready": 1, "quarantined": 0},
     ]
     [pr] = w2["provisioningRequests"]
     assert (pr["workload"], pr["state"], pr["reason"]) == (WL, "waiting", "CapacityIsNotFound")
     assert out["warnings"] == []
+
+
+def test_a_quarantined_node_is_counted_in_its_pool_and_is_not_a_warning() -> None:
+    """AKS's Cordon at an upgrade's drain timeout (batch pods kept: upgrades.batchPods):
+    counted and shown, no warning (the node is upgraded once its pods have finished)."""
+    w2 = worker("worker-2", copy_running())
+    held = w2.nodes[1]
+    held["metadata"]["labels"]["kubernetes.azure.com/upgrade-status"] = "Quarantined"
+    held["spec"] = {"unschedulable": True}
+    out = report([manager(dispatched("worker-2")), w2], NOW)
+    pools = {p["pool"]: p for p in out["clusters"][1]["nodePools"]}
+    assert pools["batch"] == {"pool": "batch", "nodes": 2, "ready": 0, "quarantined": 1}
+    assert out["warnings"] == []
+    console = Console(record=True, width=200)
+    print_status(out, console)
+    assert "batch 0/2 (1 quarantined)" in console.export_text()
 
 
 def test_status_warns_of_stranding_only_past_the_bound() -> None:

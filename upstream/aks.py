@@ -36,6 +36,10 @@ ENTRA_OBJECT_ID: Final = re.compile(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9
 NVIDIA_DEVICE_PLUGIN_CHART_VERSION: Final = "0.17.1"
 # The extended resource the plugin advertises a node's GPUs as, and what a pod or quota asks for.
 GPU_RESOURCE: Final = "nvidia.com/gpu"
+# The label AKS puts on a node it could not drain in an upgrade with `undrainableNodeBehavior:
+# Cordon` (AgentPool upgradeSettings, API 2024-07-01 and on: "The blocked nodes will have label
+# 'kubernetes.azure.com/upgrade-status:Quarantined'"); the node stays cordoned until a later run.
+QUARANTINE_LABEL: Final = ("kubernetes.azure.com/upgrade-status", "Quarantined")
 
 # The AKS-managed cluster autoscaler serves the ProvisioningRequest API from Kubernetes 1.33 (read
 # 2026-12-03): Azure/AKS pull request #5867 (merged 2026-09, the "Kueue and Cluster Autoscaler Gang
