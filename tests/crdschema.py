@@ -47,6 +47,8 @@ from celpy.evaluation import CELEvalError, base_functions
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
 from jsonschema.protocols import Validator
 
+from upstream.structural import go_regex_to_python
+
 __all__ = [
     "CrdRef",
     "RuleInfo",
@@ -328,40 +330,6 @@ def _resolve_refs(
 # Structural schema -> JSON Schema
 
 
-def _go_regex_to_python(pattern: str) -> str:
-    """Translate the RE2 syntax CRDs use into an equivalent Python `re` pattern.
-
-    Two differences matter for the pinned CRDs: RE2 accepts inline flags after `^` (kruise writes
-    `^(?i)...`), and Go's `$` means end of text while Python's `$` also matches before a final
-    newline.
-    """
-    match = re.match(r"^\^\(\?([a-zA-Z]+)\)", pattern)
-    if match:
-        pattern = f"(?{match.group(1)})^" + pattern[match.end() :]
-    if re.match(r"^\(\?[a-zA-Z]*m", pattern):
-        return pattern  # multi-line mode: `$` is per line in both engines
-    out: list[str] = []
-    escaped = in_class = False
-    for ch in pattern:
-        if escaped:
-            out.append("Z" if ch == "z" else ch)
-            escaped = False
-        elif ch == "\\":
-            out.append(ch)
-            escaped = True
-        elif in_class:
-            out.append(ch)
-            in_class = ch != "]"
-        elif ch == "[":
-            out.append(ch)
-            in_class = True
-        else:
-            out.append(r"\Z" if ch == "$" else ch)
-    converted = "".join(out)
-    re.compile(converted)  # fail loudly at load time rather than silently not checking a pattern
-    return converted
-
-
 # Formats with nothing to check beyond the type; any other unknown format becomes a warning.
 _IGNORED_FORMATS = {"float", "double", "password", "int-or-string"}
 _CHECKED_FORMATS = {"int32", "int64", "date-time", "byte"}
@@ -400,7 +368,7 @@ def _convert(s: Schema, unchecked_formats: set[str], *, structural: bool = True)
         if s.get(flag) is True and bound in s:
             out[flag] = out.pop(bound)
     if "pattern" in s:
-        out["pattern"] = _go_regex_to_python(s["pattern"])
+        out["pattern"] = go_regex_to_python(s["pattern"])
         out["x-go-pattern"] = s["pattern"]  # what error messages quote (jsonschema ignores it)
     if "format" in s:
         fmt = s["format"]

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from tests import crdschema
+from upstream.structural import go_regex_to_python
 
 pytest_plugins = ["pytester"]
 
@@ -488,7 +489,7 @@ def test_pattern_uses_go_end_of_text_semantics() -> None:
 
 
 def test_go_inline_flags_after_caret_are_translated() -> None:
-    python = crdschema._go_regex_to_python(r"^(?i)[a-z]([-a-z0-9]*[a-z0-9])?$")
+    python = go_regex_to_python(r"^(?i)[a-z]([-a-z0-9]*[a-z0-9])?$")
     assert python == r"(?i)^[a-z]([-a-z0-9]*[a-z0-9])?\Z"
     assert re.search(python, "Abc")
     assert not re.search(python, "abc\n")

@@ -41,7 +41,7 @@ from tests.conftest import ROOT
 from tests.conftest import fleet_issues as issues
 from tests.conftest import queue_objects as objects
 from upstream.kueue import KUEUE_VERSIONS
-from upstream.structural import crd_version_schema, schema_errors, with_defaults
+from upstream.structural import crd_version_schema, go_regex_to_python, schema_errors, with_defaults
 
 FIXTURE = Path(__file__).parent / "fixtures" / "staging-extra-spec.yaml"
 FAIR_SHARE = Path(__file__).parent / "fixtures" / "fair-share.yaml"
@@ -438,7 +438,7 @@ def test_owned_fields_are_fields_of_the_crd_and_patterns_compile(version: str, k
                 yield from patterns(sub)
 
     for pattern in patterns(spec):
-        re.compile(pattern)
+        re.compile(go_regex_to_python(pattern))
 
 
 def _leaves(value: Any, at: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
@@ -578,3 +578,16 @@ def test_the_schema_walker_on_the_rules_the_queue_crds_use() -> None:
             (("name",), "required field missing"),
         ]
     )
+
+
+def test_a_pattern_reads_as_the_api_server_reads_it_end_of_text_included() -> None:
+    """A CRD's pattern is RE2: its `$` is the end of the text. Read with Python's `re` as is, a
+    value with a trailing newline would pass preflight and be refused by the API server."""
+    schema = {"type": "object", "properties": {"name": {"type": "string", "pattern": "^[a-z]+$"}}}
+    assert schema_errors({"name": "abc"}, schema) == []
+    [(where, message)] = schema_errors({"name": "abc\n"}, schema)
+    assert where == ("name",)
+    assert "does not match" in message
+    # Go's inline flags after `^` (kruise's CRDs write `^(?i)...`) are not a Python syntax error.
+    insensitive = {"type": "string", "pattern": "^(?i)[a-z]+$"}
+    assert schema_errors("ABC", insensitive) == []

@@ -63,11 +63,43 @@ def _default(value: Any, s: Schema) -> None:
             _default(item, cast("Schema", s["items"]))
 
 
+def go_regex_to_python(pattern: str) -> str:
+    """The RE2 pattern of a CRD (as the API server reads it) as an equivalent Python `re` one.
+
+    Two differences matter for the pinned CRDs: RE2 accepts inline flags after `^` (kruise writes
+    `^(?i)...`), and Go's `$` (and `\\z`) means end of text while Python's `$` also matches before
+    a final newline, so `"a\n"` would pass `^a$` here and be refused by the API server.
+    """
+    match = re.match(r"^\^\(\?([a-zA-Z]+)\)", pattern)
+    if match:
+        pattern = f"(?{match.group(1)})^" + pattern[match.end() :]
+    if re.match(r"^\(\?[a-zA-Z]*m", pattern):
+        return pattern  # multi-line mode: `$` is per line in both engines
+    out: list[str] = []
+    escaped = in_class = False
+    for ch in pattern:
+        if escaped:
+            out.append("Z" if ch == "z" else ch)
+            escaped = False
+        elif ch == "\\":
+            out.append(ch)
+            escaped = True
+        elif in_class:
+            out.append(ch)
+            in_class = ch != "]"
+        elif ch == "[":
+            out.append(ch)
+            in_class = True
+        else:
+            out.append(r"\Z" if ch == "$" else ch)
+    converted = "".join(out)
+    re.compile(converted)  # fail loudly at load time rather than silently not checking a pattern
+    return converted
+
+
 @functools.lru_cache(maxsize=256)
 def _pattern(text: str) -> re.Pattern[str]:
-    # The CRDs' patterns are RE2; the ones the pinned Kueue CRDs use read the same in Python
-    # (tests/test_extra_spec.py compiles every one).
-    return re.compile(text)
+    return re.compile(go_regex_to_python(text))
 
 
 def _date_time(text: str) -> bool:
