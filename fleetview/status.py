@@ -14,8 +14,6 @@ from fleetview import kueuestate as ks
 from fleetview.objects import (
     MULTIKUEUE_CONTROLLER,
     ORIGIN_LABEL,
-    POOL_LABELS,
-    Obj,
     Snapshot,
     age,
     condition,
@@ -25,8 +23,8 @@ from fleetview.objects import (
     namespace,
     ref,
 )
+from fleetview.pools import pool_rows
 from fleetview.settings import DEFAULT_GRACE, Timings
-from upstream.aks import QUARANTINE_LABEL
 from upstream.k8s import quantity_value
 
 # How long Kueue may take for what it does at once (nominate a reserved job's workers, release an
@@ -204,34 +202,6 @@ def provisioning_rows(snap: Snapshot, now: dt.datetime) -> list[dict[str, Any]]:
             }
         )
     return rows
-
-
-def _ready(node: Mapping[str, Any]) -> bool:
-    return is_true(node, "Ready") and not (node.get("spec") or {}).get("unschedulable")
-
-
-def pool_rows(snap: Snapshot) -> list[dict[str, Any]]:
-    pools: dict[str, list[Obj]] = {}
-    for node in snap.nodes:
-        labels = (node.get("metadata") or {}).get("labels") or {}
-        pool = next((labels[k] for k in POOL_LABELS if k in labels), "(no pool label)")
-        pools.setdefault(str(pool), []).append(node)
-    return [
-        {
-            "pool": pool,
-            "nodes": len(nodes),
-            "ready": sum(_ready(n) for n in nodes),
-            # Cordoned by AKS at an upgrade's drain timeout: batch pods still running there
-            # (upgrades.batchPods: protect); upgraded by a later run once empty. Not a fault.
-            "quarantined": sum(_quarantined(n) for n in nodes),
-        }
-        for pool, nodes in sorted(pools.items())
-    ]
-
-
-def _quarantined(node: Mapping[str, Any]) -> bool:
-    key, value = QUARANTINE_LABEL
-    return ((node.get("metadata") or {}).get("labels") or {}).get(key) == value
 
 
 def multikueue_cluster_rows(snap: Snapshot, now: dt.datetime) -> list[dict[str, Any]]:

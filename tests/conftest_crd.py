@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests import crdschema
+from testkit import crdschema
 
 _LEDGER = pytest.StashKey[crdschema.ValidationLedger]()
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests import crdschema
+from testkit import crdschema
 from upstream.structural import go_regex_to_python
 
 pytest_plugins = ["pytester"]
@@ -782,7 +782,7 @@ def test_session_summary_lists_skipped_rules_per_crd(pytester: pytest.Pytester) 
     crdschema.schema_dir("kueue", KUEUE)  # skip (or fail in CI) here, not inside the inner run
     pytester.makepyfile(
         test_inner="""
-        from tests import crdschema
+        from testkit import crdschema
 
         def test_one():
             obj = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",

@@ -35,8 +35,8 @@ from checks import extraspec
 from checks.stack import parse_fleet
 from config.errors import ConfigError
 from config.kueue import ClusterQueueConfig, CohortConfig, FlavorConfig, LocalQueueConfig
+from testkit import crdschema
 from testkit.mocks import Graph, run_program, set_stack_config
-from tests import crdschema
 from tests.conftest import ROOT
 from tests.conftest import fleet_issues as issues
 from tests.conftest import queue_objects as objects

@@ -25,7 +25,7 @@ from fleetview.objects import Snapshot
 from fleetview.render import print_status
 from fleetview.status import report
 from fleetview.why import explain
-from tests import crdschema
+from testkit import crdschema
 from tests.conftest import ROOT
 from tests.fleetview_objects import (
     JOB,

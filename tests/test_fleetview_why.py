@@ -20,7 +20,7 @@ from fleetview.objects import Snapshot
 from fleetview.settings import Timings, from_stack_file
 from fleetview.status import report
 from fleetview.why import explain, states
-from tests import crdschema
+from testkit import crdschema
 from tests.conftest import ROOT
 from tests.fleetview_objects import (
     JOB,

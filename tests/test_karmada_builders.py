@@ -28,8 +28,8 @@ from checks.stack import load_from_file, parse_fleet
 from config.karmada import KarmadaSettings, KruiseSettings, ResourceName
 from config.loader import kruise_crd_files
 from config.models import FleetConfig
+from testkit import crdschema
 from testkit.mocks import FAKE_KUBECONFIG
-from tests import crdschema
 from tests.conftest import ROOT
 from tests.test_karmada_config import BASE
 from upstream.aks import CRITICAL_ADDONS_TAINT, GPU_RESOURCE, VIRTUAL_NODE_LABELS

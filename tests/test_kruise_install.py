@@ -17,8 +17,8 @@ from checks.stack import parse_fleet, read_files
 from config.errors import ConfigError
 from config.loader import kruise_crd_files
 from constants import PROJECT
+from testkit import crdschema
 from testkit.mocks import FAKE_KUBECONFIG, Graph, run_program
-from tests import crdschema
 from tests.conftest import ROOT
 from tests.test_karmada_config import errors_for
 from tests.test_karmada_existing import RAW as EXISTING

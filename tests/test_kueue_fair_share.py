@@ -20,7 +20,7 @@ import yaml
 from builders.fleet import kueue_objects
 from builders.kueue import manager_config
 from checks.stack import parse_fleet
-from tests import crdschema
+from testkit import crdschema
 from tests.conftest import fleet_issues as issues
 from tests.conftest import queue_objects as objects
 

@@ -1,4 +1,4 @@
-"""Every object render_kueue emits, validated against the pinned Kueue CRDs (tests/crdschema.py).
+"""Every object render_kueue emits, validated against the pinned Kueue CRDs (testkit/crdschema.py).
 
 Stacks: dev, prod and the seed config, each against the CRDs of its configured Kueue version, plus
 dev against every supported version (the objects must not depend on the pin). CEL rules the
@@ -16,7 +16,7 @@ import pytest
 from builders.manifest import Manifest
 from checks.stack import load_from_file
 from config.models import FleetConfig
-from tests import crdschema
+from testkit import crdschema
 from tests.conftest import COMMITTED_STACKS, render_kueue
 from tests.test_seed_provisioning import seed_fleet
 from upstream.kueue import KUEUE_GROUP, KUEUE_VERSIONS

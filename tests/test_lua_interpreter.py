@@ -19,7 +19,7 @@ from builders.interpreter import (
     lua_script,
     united_deployment_interpreter,
 )
-from tests import crdschema
+from testkit import crdschema
 from tests.lua_kube import LuaInterpreter, LuaVM
 
 KINDS = [

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from builders import multikueue as mk
-from tests import crdschema
+from testkit import crdschema
 from upstream import kueue_rbac as upstream_kueue
 from upstream.k8s import dns_subdomain_problem
 from upstream.kueue import KUEUE_API

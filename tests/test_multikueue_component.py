@@ -312,7 +312,7 @@ def test_rotation_replaces_the_token_and_rewrites_the_kubeconfig(engine: Graph) 
 
 
 def test_custom_resources_pass_the_crd_schema(engine: Graph) -> None:
-    from tests import crdschema  # noqa: PLC0415
+    from testkit import crdschema  # noqa: PLC0415
 
     run_program(build)
     for type_ in (MKC, MKCONFIG, CHECK):

@@ -11,9 +11,9 @@ from builders.fleet import render_fleet
 from checks.stack import load_from_file, parse_fleet
 from config.errors import ConfigError
 from config.resolve import dispatch_sets, enabled_workers, with_mirrored_queues
+from testkit import crdschema
 from testkit.fleetgen import fleet, worker_name
 from testkit.mocks import Graph, run_program
-from tests import crdschema
 from tests.test_multikueue_component import CHECK, MKCONFIG, engine  # noqa: F401 - fixture
 from tests.test_multikueue_config import BASE, worker
 

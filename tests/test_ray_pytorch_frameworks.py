@@ -27,8 +27,8 @@ from checks.stack import load_from_file, parse_fleet, read_files
 from components.fleet import Fleet, FleetArgs
 from config.errors import ConfigError
 from config.loader import read_stack_file
+from testkit import crdschema
 from testkit.mocks import Graph, mocked_engine, run_program
-from tests import crdschema
 from tests.conftest import ROOT
 from upstream.k8s import quantity_value
 from upstream.podsecurity import violations

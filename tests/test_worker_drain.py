@@ -18,8 +18,8 @@ from preflight.diff_render import render_text
 from preflight.plan import build_plan
 from preflight.snapshot import Snapshot, snapshot
 from preflight.sources import extra_sections
+from testkit import crdschema
 from testkit.fleetgen import fleet, worker_name
-from tests import crdschema
 from tests.test_preflight_diff import Fleet, edited, section
 
 W1, W2, W3, W4 = (worker_name(i) for i in range(1, 5))

@@ -6,7 +6,7 @@ them to a created object (k8s.io/apiextensions-apiserver: structural defaulting,
 prunes without a word: wrong types, enum values, bounds, patterns, formats, required fields,
 duplicate `set`/`map` list entries, nulls in non-nullable fields and fields the schema does not
 have. Not here: CEL rules (`x-kubernetes-validations`); their callers check the ones they need
-(checks.extraspec) and the test suite evaluates all of them (tests/crdschema.py).
+(checks.extraspec) and the test suite evaluates all of them (testkit/crdschema.py).
 
 Pure, standard library only: the program and preflight both use it.
 """

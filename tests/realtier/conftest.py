@@ -169,7 +169,7 @@ def _crd_identity(path: Path) -> tuple[str, str]:
 
 def karmada_crd_paths(fleet: FleetConfig, needed: set[tuple[str, str]]) -> list[Path]:
     """The pinned Karmada and Kruise CRD files that define the (group, kind)s in `needed`."""
-    from tests.crdschema import schema_dir  # noqa: PLC0415 - heavy import, only when used
+    from testkit.crdschema import schema_dir  # noqa: PLC0415 - heavy import, only when used
 
     karmada = fleet.karmada
     if karmada is None:

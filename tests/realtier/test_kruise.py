@@ -39,7 +39,7 @@ from config.karmada import ApplicationConfig
 from config.models import FleetConfig
 from config.resolve import member_names, subset_specs
 from preflight.sources import collect
-from tests import crdschema
+from testkit import crdschema
 from tests.lua_kube import LuaInterpreter
 from tests.realtier.conftest import _REPORT  # pyright: ignore[reportPrivateUsage]
 from tests.realtier.harness import (
