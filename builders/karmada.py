@@ -44,8 +44,8 @@ from builders.karmada_members import (
     token_secret_name,
 )
 from builders.kruise import critical_addons_toleration, kruise_release
-from builders.manifest import KARMADA_TARGET, HelmRelease, Manifest, elsewhere, object_key
-from config.karmada import KarmadaSettings
+from builders.manifest import KARMADA_TARGET, HelmRelease, Manifest, elsewhere
+from config.karmada import ApplicationConfig, KarmadaSettings
 from config.models import ClusterConfig, FleetConfig
 from config.resolve import host_name, member_names
 from upstream.aks import (
@@ -350,47 +350,13 @@ def render_karmada(fleet: FleetConfig) -> list[Manifest]:
     """
     if fleet.karmada is None:
         return []
-    out: list[Manifest] = []
     settings = fleet.karmada
+    out: list[Manifest] = []
     clusters: list[str] = []
     for cluster in member_clusters(fleet):
-        name = cluster.name
-        generation = member_generation(fleet, name)
-        on_member = member_objects(name, settings, fleet.known_version_of(cluster), generation)
-        out += on_member
-
-        def token_of(account: str, member: str = name, gen: int = generation) -> str:
-            key = f"Secret/{CLUSTER_NAMESPACE}/{token_secret_name(account, gen)}"
-            return elsewhere(member, key)
-
-        secret = credential_secret(name, token=REDACTED, ca_bundle=REDACTED, generation=generation)
-        credentials = [
-            Manifest(
-                KARMADA_TARGET,
-                secret,
-                (CONTROL_PLANE, token_of(member_service_account(name))),
-            )
-        ]
-        if not scoped(settings):
-            impersonator = impersonator_secret(name, token=REDACTED, generation=generation)
-            credentials.append(
-                Manifest(KARMADA_TARGET, impersonator, (CONTROL_PLANE, token_of(IMPERSONATOR)))
-            )
-        out += credentials
-        registration = karmada_cluster(
-            name,
-            api_endpoint=placeholder_endpoint(cluster),
-            region=region_of(fleet, cluster),
-            impersonator=not scoped(settings),
-            generation=generation,
-        )
-        needs = (
-            *(c.key for c in credentials),
-            *(elsewhere(name, m.key) for m in on_member),
-            kruise_on(name),
-        )
-        out.append(Manifest(KARMADA_TARGET, registration, needs))
-        clusters.append(object_key(registration))
+        registration = _member_registration(fleet, cluster)
+        out += registration
+        clusters.append(registration[-1].key)
     interpreter = Manifest(KARMADA_TARGET, united_deployment_interpreter())
     out.append(interpreter)
     if settings.failover.enabled:
@@ -400,31 +366,71 @@ def render_karmada(fleet: FleetConfig) -> list[Manifest]:
         for ns in application_namespaces(settings.applications, propagate=not scoped(settings))
     ]
     for app in settings.applications:
-        namespace = f"Namespace/{app.namespace}"  # none made for `default`: nothing to wait for
-        policy = Manifest(KARMADA_TARGET, propagation_policy(app, settings.failover), (namespace,))
-        out.append(policy)
-        service_obj = headless_service(app)
-        service = (
-            [Manifest(KARMADA_TARGET, service_obj, (policy.key, namespace))]
-            if service_obj is not None
-            else []
-        )
-        out += service
-        grants = (
-            [virtual_node_grant(c) for c in member_names(fleet)]
-            if any(s.virtual_nodes for s in app.subsets)
-            else []
-        )
-        needs = (
-            KRUISE_CRDS,
-            interpreter.key,
-            *clusters,
-            policy.key,
-            namespace,
-            *grants,
-            *(s.key for s in service),
-        )
-        # A changed subset placement replaces the UnitedDeployment: Kruise refuses it as an
-        # update in every member (SUBSET_PLACEMENT_PATHS).
-        out.append(Manifest(KARMADA_TARGET, united_deployment(app), needs, SUBSET_PLACEMENT_PATHS))
+        out += _application(fleet, app, after=(KRUISE_CRDS, interpreter.key, *clusters))
     return out
+
+
+def _token_need(member: str, service_account: str, generation: int) -> str:
+    """The member token Secret a credential on Karmada is built from."""
+    return elsewhere(
+        member, f"Secret/{CLUSTER_NAMESPACE}/{token_secret_name(service_account, generation)}"
+    )
+
+
+def _member_registration(fleet: FleetConfig, cluster: ClusterConfig) -> list[Manifest]:
+    """One member's objects (on the member), its credential Secrets and Cluster (on Karmada, the
+    Cluster last)."""
+    settings = settings_of(fleet)
+    name = cluster.name
+    generation = member_generation(fleet, name)
+    on_member = member_objects(name, settings, fleet.known_version_of(cluster), generation)
+    secret = credential_secret(name, token=REDACTED, ca_bundle=REDACTED, generation=generation)
+    account = member_service_account(name)
+    credentials = [
+        Manifest(KARMADA_TARGET, secret, (CONTROL_PLANE, _token_need(name, account, generation)))
+    ]
+    if not scoped(settings):
+        impersonator = impersonator_secret(name, token=REDACTED, generation=generation)
+        token = _token_need(name, IMPERSONATOR, generation)
+        credentials.append(Manifest(KARMADA_TARGET, impersonator, (CONTROL_PLANE, token)))
+    registration = karmada_cluster(
+        name,
+        api_endpoint=placeholder_endpoint(cluster),
+        region=region_of(fleet, cluster),
+        impersonator=not scoped(settings),
+        generation=generation,
+    )
+    needs = (
+        *(c.key for c in credentials),
+        *(elsewhere(name, m.key) for m in on_member),
+        kruise_on(name),
+    )
+    return [*on_member, *credentials, Manifest(KARMADA_TARGET, registration, needs)]
+
+
+def _application(
+    fleet: FleetConfig, app: ApplicationConfig, *, after: tuple[str, ...]
+) -> list[Manifest]:
+    """An application's PropagationPolicy, headless Service (a StatefulSet template's) and
+    UnitedDeployment; the UnitedDeployment also waits for `after` (the Kruise CRDs, the
+    interpreter, every member's Cluster) and, with a virtual-node subset, the members' ACI
+    grants."""
+    settings = settings_of(fleet)
+    namespace = f"Namespace/{app.namespace}"  # none made for `default`: nothing to wait for
+    policy = Manifest(KARMADA_TARGET, propagation_policy(app, settings.failover), (namespace,))
+    service_obj = headless_service(app)
+    service = (
+        [Manifest(KARMADA_TARGET, service_obj, (policy.key, namespace))]
+        if service_obj is not None
+        else []
+    )
+    grants = (
+        [virtual_node_grant(c) for c in member_names(fleet)]
+        if any(s.virtual_nodes for s in app.subsets)
+        else []
+    )
+    needs = (*after, policy.key, namespace, *grants, *(s.key for s in service))
+    # A changed subset placement replaces the UnitedDeployment: Kruise refuses it as an update
+    # in every member (SUBSET_PLACEMENT_PATHS).
+    workload = Manifest(KARMADA_TARGET, united_deployment(app), needs, SUBSET_PLACEMENT_PATHS)
+    return [policy, *service, workload]

@@ -12,6 +12,10 @@ Order, each step waiting for the one before:
    patch that rolls the chart's controller manager after the Clusters;
 5. the Kruise CRDs (the pinned release's, by URL or from `kruise.crdDir`), the UnitedDeployment
    interpreter, and the applications: PropagationPolicy first, UnitedDeployment last.
+The objects of steps 4 and 5 and what each waits for are builders.karmada.render_karmada's (the
+list preflight renders): this component applies it with apply_manifests, mapping the needs on
+what is no object of the list (the release, the Kruise CRDs, a member's Kruise and ACI grant) to
+their resources, and filling in what is known only at deploy time (tokens, API endpoints).
 """
 
 from __future__ import annotations
