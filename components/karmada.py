@@ -243,16 +243,17 @@ class Karmada(pulumi.ComponentResource):
             )
             self.address = self.public_ip.ip_address.apply(lambda a: a or "")
 
-        # 2. The control plane.
+        # 2. The control plane: the release preflight renders, with the address and group.
+        (chart,) = kb.karmada_releases(fleet)
         values = pulumi.Output.all(self.address, group).apply(
-            lambda v: kb.karmada_values(fleet, address=v[0], resource_group=v[1])
+            lambda v: kb.karmada_release(fleet, address=v[0], resource_group=v[1]).values
         )
         release = k8s.helm.v3.Release(
             f"{name}-release",
-            name=kb.RELEASE,
-            chart=kb.CHART,
-            version=settings.chart_version,
-            namespace=kb.NAMESPACE,
+            name=chart.release,
+            chart=chart.chart,
+            version=chart.version,
+            namespace=chart.namespace,
             create_namespace=True,
             values=values,
             # Hook jobs generate certificates and apply CRDs before anything is ready.
