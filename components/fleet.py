@@ -212,7 +212,7 @@ class Fleet(pulumi.ComponentResource):
                 pulumi.ResourceOptions(parent=self),
             )
             linked = self.multikueue.manager.clusters
-            self.kueues[manager].apply(
+            self.kueues[manager].apply_objects(
                 objects[manager],
                 also_after={
                     f"AdmissionCheck/{s.name}": [linked[w] for w in s.workers]

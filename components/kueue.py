@@ -76,7 +76,7 @@ class Kueue(pulumi.ComponentResource):
             self.ready = self._manifests_only(name, args)
         self._name, self._provider = name, args.provider
         self.objects = {}
-        self.apply(args.objects)
+        self.apply_objects(args.objects)
         self.cluster_queues = [cq.name for cq in cluster.queues.cluster_queues]
         self.local_queues = [f"{lq.namespace}/{lq.name}" for lq in cluster.queues.local_queues]
         self.register_outputs(
@@ -87,7 +87,7 @@ class Kueue(pulumi.ComponentResource):
             }
         )
 
-    def apply(
+    def apply_objects(
         self,
         objects: Sequence[Manifest],
         also_after: Mapping[str, Sequence[pulumi.Resource]] | None = None,
