@@ -1,5 +1,6 @@
-"""Karmada: the host, its API server's address, the chart's values, and the offline rendering of
-everything on the Karmada API server and each member. Pure. What a member credential may do is
+"""Karmada: the host, its API server's address, the chart's values, and every object on the
+Karmada API server and each member with what it needs (render_karmada: the list the component
+applies and preflight renders). Pure. What a member credential may do is
 builders.karmada_access; the objects of a member's registration are builders.karmada_members.
 
 Upstream, read at karmada-io/karmada v1.18.2 (commit 0533b555):
@@ -21,6 +22,7 @@ from typing import Any, Final, cast
 import yaml
 
 from builders.applications import (
+    SUBSET_PLACEMENT_PATHS,
     application_namespaces,
     cluster_taint_policy,
     headless_service,
@@ -30,16 +32,20 @@ from builders.applications import (
 from builders.interpreter import united_deployment_interpreter
 from builders.karmada_access import scoped
 from builders.karmada_members import (
+    CLUSTER_NAMESPACE,
+    IMPERSONATOR,
     credential_secret,
     impersonator_secret,
     karmada_cluster,
     member_generation,
     member_objects,
+    member_service_account,
     placeholder_endpoint,
+    token_secret_name,
 )
 from builders.kruise import critical_addons_toleration, kruise_release
-from builders.manifest import KARMADA_TARGET, HelmRelease, Manifest
-from config.karmada import KarmadaSettings
+from builders.manifest import KARMADA_TARGET, HelmRelease, Manifest, elsewhere
+from config.karmada import ApplicationConfig, KarmadaSettings
 from config.models import ClusterConfig, FleetConfig
 from config.resolve import host_name, member_names
 from upstream.aks import (
@@ -301,11 +307,40 @@ def controller_manager_restart(fleet: FleetConfig) -> dict[str, Any] | None:
     }
 
 
-# --- offline rendering ------------------------------------------------------------------------
+# --- every object, with what it needs ---------------------------------------------------------
+
+
+# What Karmada's objects need that is no object of render_karmada's list (Manifest.needs,
+# builders.manifest.elsewhere); components/karmada.py maps each to the resources that make it.
+# The control plane: the chart release, whose static-resource job makes the `karmada-cluster`
+# Namespace the credential Secrets go into (none for an existing Karmada).
+CONTROL_PLANE: Final = elsewhere(KARMADA_TARGET, "release")
+# The Kruise CRDs on the Karmada API server (the pinned files, a ConfigGroup).
+KRUISE_CRDS: Final = elsewhere(KARMADA_TARGET, "kruise-crds")
+
+
+def kruise_on(member: str) -> str:
+    """Kruise's release on a member (none with `kruise.install: manifests-only`)."""
+    return elsewhere(member, "kruise")
+
+
+def virtual_node_grant(member: str) -> str:
+    """The member's ACI connector grant on its VNet (an AKS member with virtual nodes)."""
+    return elsewhere(member, "virtual-node-grant")
 
 
 def render_karmada(fleet: FleetConfig) -> list[Manifest]:
-    """Everything for the Karmada API server (credentials redacted) and each member's side.
+    """Everything for the Karmada API server and each member, in apply order, each naming what it
+    needs: components/karmada.py applies this list (with the credentials and API endpoints known
+    at deploy time in place of the redacted ones) and preflight renders it.
+
+    Per member: its registration objects (builders.karmada_members), then on Karmada the
+    credential Secrets (after the control plane and the member's token Secret: a credential is
+    built from a filled token only) and the Cluster, Ready only after every member object and
+    the member's Kruise (its API list must include UnitedDeployment). Then the interpreter,
+    the failover taint policy, the applications' namespaces, and per application its
+    PropagationPolicy, headless Service and UnitedDeployment (last: after the Kruise CRDs, the
+    interpreter, every Ready member, and with a virtual-node subset the members' ACI grants).
 
     Not included: the Kruise CRDs, applied from the pinned files (config.loader.kruise_crd_files:
     `kruise.crdDir`, else the pinned copy of the members' Kruise release), and Helm releases
@@ -315,45 +350,87 @@ def render_karmada(fleet: FleetConfig) -> list[Manifest]:
     """
     if fleet.karmada is None:
         return []
-    out: list[Manifest] = []
     settings = fleet.karmada
+    out: list[Manifest] = []
+    clusters: list[str] = []
     for cluster in member_clusters(fleet):
-        name = cluster.name
-        generation = member_generation(fleet, name)
-        out += member_objects(name, settings, fleet.known_version_of(cluster), generation)
-        secret = credential_secret(name, token=REDACTED, ca_bundle=REDACTED, generation=generation)
-        out.append(Manifest(KARMADA_TARGET, secret))
-        if not scoped(settings):
-            out.append(
-                Manifest(
-                    KARMADA_TARGET,
-                    impersonator_secret(name, token=REDACTED, generation=generation),
-                )
-            )
-        out.append(
-            Manifest(
-                KARMADA_TARGET,
-                karmada_cluster(
-                    name,
-                    api_endpoint=placeholder_endpoint(cluster),
-                    region=region_of(fleet, cluster),
-                    impersonator=not scoped(settings),
-                    generation=generation,
-                ),
-            )
-        )
-    out.append(Manifest(KARMADA_TARGET, united_deployment_interpreter()))
-    if fleet.karmada.failover.enabled:
+        registration = _member_registration(fleet, cluster)
+        out += registration
+        clusters.append(registration[-1].key)
+    interpreter = Manifest(KARMADA_TARGET, united_deployment_interpreter())
+    out.append(interpreter)
+    if settings.failover.enabled:
         out.append(Manifest(KARMADA_TARGET, cluster_taint_policy(member_names(fleet))))
-    apps = fleet.karmada.applications
     out += [
         Manifest(KARMADA_TARGET, ns)
-        for ns in application_namespaces(apps, propagate=not scoped(settings))
+        for ns in application_namespaces(settings.applications, propagate=not scoped(settings))
     ]
-    for app in apps:
-        out.append(Manifest(KARMADA_TARGET, propagation_policy(app, fleet.karmada.failover)))
-        service = headless_service(app)
-        if service is not None:
-            out.append(Manifest(KARMADA_TARGET, service))
-        out.append(Manifest(KARMADA_TARGET, united_deployment(app)))
+    for app in settings.applications:
+        out += _application(fleet, app, after=(KRUISE_CRDS, interpreter.key, *clusters))
     return out
+
+
+def _token_need(member: str, service_account: str, generation: int) -> str:
+    """The member token Secret a credential on Karmada is built from."""
+    return elsewhere(
+        member, f"Secret/{CLUSTER_NAMESPACE}/{token_secret_name(service_account, generation)}"
+    )
+
+
+def _member_registration(fleet: FleetConfig, cluster: ClusterConfig) -> list[Manifest]:
+    """One member's objects (on the member), its credential Secrets and Cluster (on Karmada, the
+    Cluster last)."""
+    settings = settings_of(fleet)
+    name = cluster.name
+    generation = member_generation(fleet, name)
+    on_member = member_objects(name, settings, fleet.known_version_of(cluster), generation)
+    secret = credential_secret(name, token=REDACTED, ca_bundle=REDACTED, generation=generation)
+    account = member_service_account(name)
+    credentials = [
+        Manifest(KARMADA_TARGET, secret, (CONTROL_PLANE, _token_need(name, account, generation)))
+    ]
+    if not scoped(settings):
+        impersonator = impersonator_secret(name, token=REDACTED, generation=generation)
+        token = _token_need(name, IMPERSONATOR, generation)
+        credentials.append(Manifest(KARMADA_TARGET, impersonator, (CONTROL_PLANE, token)))
+    registration = karmada_cluster(
+        name,
+        api_endpoint=placeholder_endpoint(cluster),
+        region=region_of(fleet, cluster),
+        impersonator=not scoped(settings),
+        generation=generation,
+    )
+    needs = (
+        *(c.key for c in credentials),
+        *(elsewhere(name, m.key) for m in on_member),
+        kruise_on(name),
+    )
+    return [*on_member, *credentials, Manifest(KARMADA_TARGET, registration, needs)]
+
+
+def _application(
+    fleet: FleetConfig, app: ApplicationConfig, *, after: tuple[str, ...]
+) -> list[Manifest]:
+    """An application's PropagationPolicy, headless Service (a StatefulSet template's) and
+    UnitedDeployment; the UnitedDeployment also waits for `after` (the Kruise CRDs, the
+    interpreter, every member's Cluster) and, with a virtual-node subset, the members' ACI
+    grants."""
+    settings = settings_of(fleet)
+    namespace = f"Namespace/{app.namespace}"  # none made for `default`: nothing to wait for
+    policy = Manifest(KARMADA_TARGET, propagation_policy(app, settings.failover), (namespace,))
+    service_obj = headless_service(app)
+    service = (
+        [Manifest(KARMADA_TARGET, service_obj, (policy.key, namespace))]
+        if service_obj is not None
+        else []
+    )
+    grants = (
+        [virtual_node_grant(c) for c in member_names(fleet)]
+        if any(s.virtual_nodes for s in app.subsets)
+        else []
+    )
+    needs = (*after, policy.key, namespace, *grants, *(s.key for s in service))
+    # A changed subset placement replaces the UnitedDeployment: Kruise refuses it as an update
+    # in every member (SUBSET_PLACEMENT_PATHS).
+    workload = Manifest(KARMADA_TARGET, united_deployment(app), needs, SUBSET_PLACEMENT_PATHS)
+    return [policy, *service, workload]

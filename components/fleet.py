@@ -177,15 +177,28 @@ class Fleet(pulumi.ComponentResource):
         deployed = with_mirrored_queues(cfg).clusters
         manager = cfg.manager.name if cfg.manager is not None else None
         # MultiKueue: least-privilege credentials on each worker, the manager's link to them.
-        # It needs every cluster's Kueue release, and the manager's MultiKueue AdmissionChecks
-        # wait for their MultiKueueClusters: a check is Active only once a cluster is, and its
-        # default 10-minute wait would otherwise start before the workers exist. So the manager's
-        # Kueue comes last and builds MultiKueue between its release and its objects.
+        # It needs every cluster's Kueue release and the workers' queue objects, and the
+        # manager's MultiKueue AdmissionChecks wait for their MultiKueueClusters: a check is
+        # Active only once a cluster is, and its default 10-minute wait would otherwise start
+        # before the workers exist. So: every Kueue, MultiKueue, then the manager's objects.
+        dispatching = cfg.multi_kueue is not None and manager is not None
+        self.kueues: dict[str, Kueue] = {}
+        for c in deployed:
+            last = dispatching and c.name == manager
+            self.kueues[c.name] = Kueue(
+                f"{name}-{c.name}-kueue",
+                KueueArgs(
+                    cluster=c,
+                    settings=cfg.kueue,
+                    provider=self.clusters[c.name].provider,
+                    objects=() if last else objects[c.name],
+                    crd_files=args.kueue_crd_files,
+                    secret_values=args.kueue_values_secret,
+                ),
+                pulumi.ResourceOptions(parent=self),
+            )
         self.multikueue: MultiKueue | None = None
-        kueues: dict[str, Kueue] = {}
-
-        def multikueue_first(manager_ready: pulumi.Resource) -> dict[str, list[pulumi.Resource]]:
-            releases = {n: k.ready for n, k in kueues.items()}
+        if dispatching and manager is not None:
             self.multikueue = MultiKueue(
                 f"{name}-multikueue",
                 MultiKueueArgs(
@@ -193,33 +206,19 @@ class Fleet(pulumi.ComponentResource):
                     providers={n: c.provider for n, c in self.clusters.items()},
                     api_servers={n: c.api_server_url for n, c in self.clusters.items()},
                     kubeconfigs={n: c.provider_kubeconfig for n, c in self.clusters.items()},
-                    kueue_releases={**releases, **({manager: manager_ready} if manager else {})},
-                    kueue_objects={n: k.objects for n, k in kueues.items()},
+                    kueue_releases={n: k.ready for n, k in self.kueues.items()},
+                    kueue_objects={n: k.objects for n, k in self.kueues.items() if n != manager},
                 ),
                 pulumi.ResourceOptions(parent=self),
             )
             linked = self.multikueue.manager.clusters
-            return {
-                f"AdmissionCheck/{s.name}": [linked[w] for w in s.workers]
-                for s in dispatch_sets(cfg)
-            }
-
-        dispatching = cfg.multi_kueue is not None and manager is not None
-        for c in sorted(deployed, key=lambda c: dispatching and c.name == manager):
-            kueues[c.name] = Kueue(
-                f"{name}-{c.name}-kueue",
-                KueueArgs(
-                    cluster=c,
-                    settings=cfg.kueue,
-                    provider=self.clusters[c.name].provider,
-                    objects=objects[c.name],
-                    crd_files=args.kueue_crd_files,
-                    secret_values=args.kueue_values_secret,
-                    also_after=multikueue_first if dispatching and c.name == manager else None,
-                ),
-                pulumi.ResourceOptions(parent=self),
+            self.kueues[manager].apply_objects(
+                objects[manager],
+                also_after={
+                    f"AdmissionCheck/{s.name}": [linked[w] for w in s.workers]
+                    for s in dispatch_sets(cfg)
+                },
             )
-        self.kueues: dict[str, Kueue] = {c.name: kueues[c.name] for c in deployed}
         # Karmada on its host, Kruise and push-mode registration on its members, applications.
         self.karmada: Karmada | None = None
         if cfg.karmada is not None:

@@ -12,31 +12,37 @@ Order, each step waiting for the one before:
    patch that rolls the chart's controller manager after the Clusters;
 5. the Kruise CRDs (the pinned release's, by URL or from `kruise.crdDir`), the UnitedDeployment
    interpreter, and the applications: PropagationPolicy first, UnitedDeployment last.
+The objects of steps 4 and 5 and what each waits for are builders.karmada.render_karmada's (the
+list preflight renders): this component applies it with apply_manifests, mapping the needs on
+what is no object of the list (the release, the Kruise CRDs, a member's Kruise and ACI grant) to
+their resources, and filling in what is known only at deploy time (tokens, API endpoints).
 """
 
 from __future__ import annotations
 
 import base64
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any, Final
 
 import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_azure_native import network
 
-from builders import applications as apps
 from builders import karmada as kb
-from builders import karmada_access as ka
 from builders import karmada_members as km
-from builders.interpreter import united_deployment_interpreter
+from builders.applications import FAILOVER_TAINT_POLICY
+from builders.interpreter import DEFAULT_NAME as INTERPRETER_NAME
+from builders.interpreter import KIND as INTERPRETER_KIND
 from builders.kruise import kruise_release
 from builders.kubeconfig import host_of, server_of
+from builders.manifest import KARMADA_TARGET, Manifest, elsewhere
 from components.aks import AksCluster
 from components.existing import ExistingCluster
 from components.kruise import Kruise, KruiseArgs
-from components.kube import apply_manifests, kube_object, owned
+from components.kube import apply_manifests
 from components.tokensecret import token_field
-from config.karmada import KarmadaSettings, KubeconfigSource
+from config.karmada import KubeconfigSource
 from config.models import FleetConfig
 from config.resolve import member_names
 from constants import KUBERNETES_PROVIDER_VERSION, TYPE_PREFIX, WAIT_FOR
@@ -101,12 +107,15 @@ class Karmada(pulumi.ComponentResource):
             # Secrets go into it once the release is done; the program never creates it.
             control_plane = [self.release]
         on_karmada = pulumi.ResourceOptions(parent=self, provider=self.provider)
+        objects = kb.render_karmada(fleet)
+        # What the objects need that is not among them (builders.karmada: CONTROL_PLANE, ...).
+        known: dict[str, list[pulumi.Resource]] = {kb.CONTROL_PLANE: control_plane}
 
-        # 4. Members.
+        # 4. Members: Kruise (`kruise.install: manifests-only`: it already runs there), and the
+        # objects of each member's registration, on the member.
         self.kruise = {}
-        self.members = {}
         for member in member_names(fleet):
-            # `kruise.install: manifests-only`: Kruise already runs on the member.
+            cluster = args.clusters[member]
             if settings.kruise.install == "helm":
                 self.kruise[member] = Kruise(
                     f"{name}-{member}-kruise",
@@ -114,23 +123,47 @@ class Karmada(pulumi.ComponentResource):
                         release=kruise_release(
                             member, settings.kruise, on_aks=kb.on_aks(fleet, member)
                         ),
-                        provider=args.clusters[member].provider,
+                        provider=cluster.provider,
                     ),
                     pulumi.ResourceOptions(parent=self),
                 )
-            member_cfg = fleet.cluster(member)
-            region = kb.region_of(fleet, member_cfg) if member_cfg else None
-            self.members[member] = self._register(
-                name,
-                member=member,
-                cluster=args.clusters[member],
-                control_plane=control_plane,
-                settings=settings,
-                version=fleet.known_version_of(member_cfg) if member_cfg else None,
-                region=region,
-                # Computed once per member, so both sides name one generation.
-                generation=km.member_generation(fleet, member),
+                known[kb.kruise_on(member)] = [self.kruise[member]]
+            if isinstance(cluster, AksCluster) and cluster.virtual_node_grant is not None:
+                known[kb.virtual_node_grant(member)] = [cluster.virtual_node_grant]
+            made = apply_manifests(
+                [m for m in objects if m.target == member],
+                pulumi.ResourceOptions(parent=self, provider=cluster.provider),
+                name_of=lambda m, member=member: (
+                    f"{name}-{member}-{m.kind.lower()}-{m.name.replace(':', '-')}"
+                ),
             )
+            known |= {elsewhere(member, key): [r] for key, r in made.items()}
+
+        # Then on Karmada, each object after what it needs: the members' credentials and
+        # Clusters, the Kruise CRDs, the interpreter and the applications.
+        self.crds = k8s.yaml.v2.ConfigGroup(
+            f"{name}-kruise-crds",
+            files=list(args.kruise_crd_files),
+            opts=on_karmada,
+        )
+        known[kb.KRUISE_CRDS] = [self.crds]
+        names = _karmada_names(name, fleet)
+        on_plane = apply_manifests(
+            [_live(m, args.clusters, known) for m in objects if m.target == KARMADA_TARGET],
+            on_karmada,
+            name_of=lambda m: names[m.key],
+            metadata=_karmada_metadata,
+            known=known,
+        )
+        self.members = {m: on_plane[f"Cluster/{m}"] for m in member_names(fleet)}
+        self.interpreter = on_plane[f"{INTERPRETER_KIND}/{INTERPRETER_NAME}"]
+        self.taint_policy: pulumi.Resource | None = on_plane.get(
+            f"ClusterTaintPolicy/{FAILOVER_TAINT_POLICY}"
+        )
+        self.applications = {
+            f"{m.obj['metadata']['namespace']}-{m.name}": r
+            for m, r in ((m, on_plane[m.key]) for m in objects if m.kind == "UnitedDeployment")
+        }
 
         # After a member credential rotation, roll the chart's controller manager once the
         # Clusters name the new Secrets: its per-member informers keep the token they started
@@ -147,91 +180,6 @@ class Karmada(pulumi.ComponentResource):
                     parent=self,
                     provider=host.provider,
                     depends_on=[self.release, *self.members.values()],
-                ),
-            )
-
-        # 5. Kruise CRDs only (no controllers, no webhooks), the interpreter, the applications.
-        self.crds = k8s.yaml.v2.ConfigGroup(
-            f"{name}-kruise-crds",
-            files=list(args.kruise_crd_files),
-            opts=on_karmada,
-        )
-        self.interpreter = kube_object(
-            f"{name}-ud-interpreter", united_deployment_interpreter(), on_karmada
-        )
-        # Cluster failover: members are tainted NoExecute while not Ready (ClusterTaintPolicy).
-        self.taint_policy: pulumi.Resource | None = None
-        if settings.failover.enabled:
-            self.taint_policy = kube_object(
-                f"{name}-failover-taints",
-                apps.cluster_taint_policy(member_names(fleet)),
-                on_karmada,
-            )
-        namespaces = {
-            ns["metadata"]["name"]: kube_object(
-                f"{name}-ns-{ns['metadata']['name']}", ns, on_karmada
-            )
-            for ns in apps.application_namespaces(
-                settings.applications, propagate=not ka.scoped(settings)
-            )
-        }
-        self.applications = {}
-        for app in settings.applications:
-            key = f"{app.namespace}-{app.name}"
-            in_namespace = [namespaces[app.namespace]] if app.namespace in namespaces else []
-            policy = kube_object(
-                f"{name}-{key}-pp",
-                apps.propagation_policy(app, settings.failover),
-                pulumi.ResourceOptions.merge(
-                    on_karmada, pulumi.ResourceOptions(depends_on=in_namespace)
-                ),
-            )
-            # After the CRD, the interpreter (replicas are read by our script from the first
-            # schedule), Ready members (the scheduler skips clusters whose API list lacks the
-            # kind) and its policy (so it is scheduled as soon as it exists).
-            # A subset on virtual nodes also waits for the members' ACI connector grants:
-            # without them its pods sit in ProviderFailed until RBAC catches up.
-            grants = [
-                grant
-                for member in self.members
-                if any(s.virtual_nodes for s in app.subsets)
-                and isinstance(cluster := args.clusters[member], AksCluster)
-                and (grant := cluster.virtual_node_grant) is not None
-            ]
-            # A StatefulSet template's governing Service, propagated by the same policy.
-            service_obj = apps.headless_service(app)
-            service = (
-                kube_object(
-                    f"{name}-{key}-svc",
-                    service_obj,
-                    pulumi.ResourceOptions.merge(
-                        on_karmada, pulumi.ResourceOptions(depends_on=[policy, *in_namespace])
-                    ),
-                )
-                if service_obj is not None
-                else None
-            )
-            after: Sequence[pulumi.Resource] = [
-                self.crds,
-                self.interpreter,
-                *self.members.values(),
-                policy,
-                *in_namespace,
-                *grants,
-                *([service] if service is not None else []),
-            ]
-            # A changed subset placement replaces the UnitedDeployment (same name, so delete
-            # first): Kruise refuses it as an update in every member (apps.SUBSET_PLACEMENT_PATHS).
-            self.applications[key] = kube_object(
-                f"{name}-{key}-ud",
-                apps.united_deployment(app),
-                pulumi.ResourceOptions.merge(
-                    on_karmada,
-                    pulumi.ResourceOptions(
-                        depends_on=after,
-                        replace_on_changes=list(apps.SUBSET_PLACEMENT_PATHS),
-                        delete_before_replace=True,
-                    ),
                 ),
             )
 
@@ -295,16 +243,17 @@ class Karmada(pulumi.ComponentResource):
             )
             self.address = self.public_ip.ip_address.apply(lambda a: a or "")
 
-        # 2. The control plane.
+        # 2. The control plane: the release preflight renders, with the address and group.
+        (chart,) = kb.karmada_releases(fleet)
         values = pulumi.Output.all(self.address, group).apply(
-            lambda v: kb.karmada_values(fleet, address=v[0], resource_group=v[1])
+            lambda v: kb.karmada_release(fleet, address=v[0], resource_group=v[1]).values
         )
         release = k8s.helm.v3.Release(
             f"{name}-release",
-            name=kb.RELEASE,
-            chart=kb.CHART,
-            version=settings.chart_version,
-            namespace=kb.NAMESPACE,
+            name=chart.release,
+            chart=chart.chart,
+            version=chart.version,
+            namespace=chart.namespace,
             create_namespace=True,
             values=values,
             # Hook jobs generate certificates and apply CRDs before anything is ready.
@@ -339,93 +288,70 @@ class Karmada(pulumi.ComponentResource):
         )
         return release
 
-    def _register(
-        self,
-        name: str,
-        *,
-        member: str,
-        cluster: AksCluster | ExistingCluster,
-        control_plane: Sequence[pulumi.Resource],
-        settings: KarmadaSettings,
-        version: str | None,
-        region: str | None,
-        generation: int = 0,
-    ) -> pulumi.Resource:
-        """What `karmadactl join` does for one member; returns its Karmada Cluster object.
 
-        Ready only after every member object: with `memberAccess: scoped` the applications'
-        namespaces and Roles exist before anything is propagated into them.
-        """
-        on_member = pulumi.ResourceOptions(parent=self, provider=cluster.provider)
-        made = apply_manifests(
-            km.member_objects(member, settings, version, generation),
-            on_member,
-            name_of=lambda m: f"{name}-{member}-{m.kind.lower()}-{m.name.replace(':', '-')}",
+def _live(
+    m: Manifest,
+    clusters: Mapping[str, AksCluster | ExistingCluster],
+    known: Mapping[str, Sequence[pulumi.Resource]],
+) -> Manifest:
+    """A Karmada object with the values known only at deploy time in place of the rendered ones:
+    a Cluster's API endpoint from its member, a credential Secret's data from the member token
+    Secret it needs (filled: the provider waited for the token controller, and an unfilled field
+    is an error, never an empty credential)."""
+    if m.kind == "Cluster":
+        spec = m.obj["spec"]
+        endpoint = clusters[m.name].api_server_url
+        return replace(
+            m, obj={**m.obj, "spec": endpoint.apply(lambda url: {**spec, "apiEndpoint": url})}
         )
-        token = km.token_secret_name(km.member_service_account(member), generation)
-        account = made[f"Secret/{km.CLUSTER_NAMESPACE}/{token}"]
-        assert isinstance(account, k8s.core.v1.Secret)
+    if m.kind != "Secret":
+        return m
+    tokens = [r for k in m.needs for r in known.get(k, ()) if isinstance(r, k8s.core.v1.Secret)]
+    if len(tokens) != 1:
+        raise ValueError(f"{m.key} needs one member token Secret, found {len(tokens)}")
+    fields = list(m.obj["data"])  # caBundle and token, or the impersonator's token alone
+    data = tokens[0].data.apply(lambda d: {f: _data(d, TOKEN_FIELDS[f]) for f in fields})
+    return replace(m, obj={**m.obj, "data": data})
 
-        on_karmada = pulumi.ResourceOptions(
-            parent=self, provider=self.provider, depends_on=list(control_plane)
+
+# A credential Secret's field on Karmada -> the member token Secret's field it is copied from.
+TOKEN_FIELDS: Final = {"caBundle": "ca.crt", "token": "token"}
+
+
+def _karmada_metadata(m: Manifest) -> dict[str, Any]:
+    """A Cluster is Ready once the status controller reached the member and, in the same update,
+    listed its APIs (which include UnitedDeployment: Kruise was installed first)."""
+    meta = dict(m.obj["metadata"])
+    if m.kind == "Cluster":
+        meta["annotations"] = {**meta.get("annotations", {}), WAIT_FOR: "condition=Ready"}
+    return meta
+
+
+# The resource names (so the URNs) a stack's Karmada objects have had since they were first made.
+_APP_SUFFIX = {"PropagationPolicy": "pp", "Service": "svc", "UnitedDeployment": "ud"}
+
+
+def _karmada_names(name: str, fleet: FleetConfig) -> dict[str, str]:
+    """The resource name of each object on the Karmada API server, by its key."""
+    out = {
+        f"{INTERPRETER_KIND}/{INTERPRETER_NAME}": f"{name}-ud-interpreter",
+        f"ClusterTaintPolicy/{FAILOVER_TAINT_POLICY}": f"{name}-failover-taints",
+    }
+    for member in member_names(fleet):
+        generation = km.member_generation(fleet, member)
+        secrets = f"Secret/{km.CLUSTER_NAMESPACE}"
+        out[f"{secrets}/{km.credential_secret_name(member, generation)}"] = (
+            f"{name}-{member}-credentials"
         )
-        credentials = k8s.core.v1.Secret(
-            f"{name}-{member}-credentials",
-            metadata=owned(
-                km.credential_secret(member, token="", ca_bundle="", generation=generation)[
-                    "metadata"
-                ]
-            ),
-            data=account.data.apply(
-                lambda d: km.credential_secret(
-                    member, token=_data(d, "token"), ca_bundle=_data(d, "ca.crt")
-                )["data"]
-            ),
-            opts=on_karmada,
+        out[f"{secrets}/{km.impersonator_secret_name(member, generation)}"] = (
+            f"{name}-{member}-impersonator"
         )
-        unified_auth = not ka.scoped(settings)
-        impersonation: list[pulumi.Resource] = []
-        if unified_auth:
-            impersonator_token = km.token_secret_name(km.IMPERSONATOR, generation)
-            impersonator = made[f"Secret/{km.CLUSTER_NAMESPACE}/{impersonator_token}"]
-            assert isinstance(impersonator, k8s.core.v1.Secret)
-            impersonation.append(
-                k8s.core.v1.Secret(
-                    f"{name}-{member}-impersonator",
-                    metadata=owned(
-                        km.impersonator_secret(member, token="", generation=generation)["metadata"]
-                    ),
-                    data=impersonator.data.apply(
-                        lambda d: km.impersonator_secret(member, token=_data(d, "token"))["data"]
-                    ),
-                    opts=on_karmada,
-                )
+        out[f"Cluster/{member}"] = f"{name}-{member}-cluster"
+    for ns in {a.namespace for a in kb.settings_of(fleet).applications}:
+        out[f"Namespace/{ns}"] = f"{name}-ns-{ns}"
+    for app in kb.settings_of(fleet).applications:
+        for kind, suffix in _APP_SUFFIX.items():
+            out[f"{kind}/{app.namespace}/{app.name}"] = (
+                f"{name}-{app.namespace}-{app.name}-{suffix}"
             )
-        spec = cluster.api_server_url.apply(
-            lambda url: km.karmada_cluster(
-                member,
-                api_endpoint=url,
-                region=region,
-                impersonator=unified_auth,
-                generation=generation,
-            )["spec"]
-        )
-        # Ready: the status controller has reached the member and, in the same update, listed its
-        # APIs, which include UnitedDeployment because Kruise was installed first.
-        return k8s.apiextensions.CustomResource(
-            f"{name}-{member}-cluster",
-            api_version=km.CLUSTER_API,
-            kind="Cluster",
-            metadata=owned({"name": member, "annotations": {WAIT_FOR: "condition=Ready"}}),
-            spec=spec,
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                provider=self.provider,
-                depends_on=[
-                    credentials,
-                    *impersonation,
-                    *made.values(),
-                    *([self.kruise[member]] if member in self.kruise else []),
-                ],
-            ),
-        )
+    return out

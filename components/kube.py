@@ -102,18 +102,28 @@ def apply_manifests(
     after: Sequence[pulumi.Resource] = (),
     metadata: Callable[[Manifest], Mapping[str, Any]] | None = None,
     also_after: Mapping[str, Sequence[pulumi.Resource]] | None = None,
+    known: Mapping[str, Sequence[pulumi.Resource]] | None = None,
 ) -> dict[str, pulumi.Resource]:
     """Each manifest as a resource (keyed by `Manifest.key`), after the objects it `needs`.
 
     `after` is what every object waits for (a Helm release: CRDs and webhooks); `also_after`
-    adds resources made elsewhere that one object (by key) waits for. On destroy the engine
-    reverses the order, so an object goes before what it names (Kueue's finalizers).
+    adds resources made elsewhere that one object (by key) waits for; `known` maps the `needs`
+    entries naming what is not in `manifests` (builders.manifest.elsewhere) to the resources that
+    make it. A need found in neither is not made by this stack. On destroy the engine reverses
+    the order, so an object goes before what it names (Kueue's finalizers).
     """
     made: dict[str, pulumi.Resource] = {}
     extra = also_after or {}
+    outside = known or {}
     for m in manifests:
-        depends = [*after, *extra.get(m.key, ()), *(made[k] for k in m.needs if k in made)]
+        needed = [r for k in m.needs for r in ([made[k]] if k in made else outside.get(k, ()))]
+        depends = [*after, *extra.get(m.key, ()), *needed]
         obj = m.obj if metadata is None else {**m.obj, "metadata": metadata(m)}
         child = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=depends))
+        if m.replace_on:
+            replace = pulumi.ResourceOptions(
+                replace_on_changes=list(m.replace_on), delete_before_replace=True
+            )
+            child = pulumi.ResourceOptions.merge(child, replace)
         made[m.key] = kube_object(name_of(m), obj, child)
     return made

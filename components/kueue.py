@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,10 +36,6 @@ class KueueArgs:
     crd_files: Sequence[str] = ()
     # The chart values hold a secret (from `kueue.values`): pass them as a Pulumi secret.
     secret_values: bool = False
-    # Called once `ready` exists, before the objects: resources made elsewhere that an object
-    # (by Manifest.key) must wait for, e.g. the MultiKueueClusters the manager's MultiKueue
-    # AdmissionChecks judge, which themselves need this cluster's release.
-    also_after: Callable[[pulumi.Resource], Mapping[str, Sequence[pulumi.Resource]]] | None = None
 
 
 # A provisioning AdmissionCheck waits on ACTIVE_STATUS: an in-place spec change (a gate's
@@ -78,18 +74,9 @@ class Kueue(pulumi.ComponentResource):
         else:
             self.release = None
             self.ready = self._manifests_only(name, args)
-        # Every object waits for the release (CRDs and webhooks); on destroy, the reverse order
-        # removes objects (Kueue's resource-in-use finalizers) before the controller.
-        # Cluster-scoped names are unique per kind; namespaced ones keep `ns/name` (a DNS label
-        # has no '/', so `a/b-c` and `a-b/c` stay distinct).
-        self.objects = apply_manifests(
-            args.objects,
-            pulumi.ResourceOptions(parent=self, provider=args.provider),
-            name_of=lambda m: f"{name}-{m.kind.lower()}-{m.key.split('/', 1)[1]}",
-            after=[self.ready],
-            metadata=_metadata,
-            also_after=args.also_after(self.ready) if args.also_after else None,
-        )
+        self._name, self._provider = name, args.provider
+        self.objects = {}
+        self.apply_objects(args.objects)
         self.cluster_queues = [cq.name for cq in cluster.queues.cluster_queues]
         self.local_queues = [f"{lq.namespace}/{lq.name}" for lq in cluster.queues.local_queues]
         self.register_outputs(
@@ -98,6 +85,28 @@ class Kueue(pulumi.ComponentResource):
                 "clusterQueues": self.cluster_queues,
                 "localQueues": self.local_queues,
             }
+        )
+
+    def apply_objects(
+        self,
+        objects: Sequence[Manifest],
+        also_after: Mapping[str, Sequence[pulumi.Resource]] | None = None,
+    ) -> None:
+        """Queue objects of this cluster, each after the release (CRDs and webhooks) and what it
+        needs; `also_after`: resources made elsewhere that an object (by Manifest.key) waits for,
+        e.g. the MultiKueueClusters the manager's MultiKueue AdmissionChecks judge, which
+        themselves need this cluster's release (so `Fleet` applies the manager's objects last).
+        On destroy, the reverse order removes objects (Kueue's resource-in-use finalizers) before
+        the controller. Cluster-scoped names are unique per kind; namespaced ones keep `ns/name`
+        (a DNS label has no '/', so `a/b-c` and `a-b/c` stay distinct)."""
+        name = self._name
+        self.objects |= apply_manifests(
+            objects,
+            pulumi.ResourceOptions(parent=self, provider=self._provider),
+            name_of=lambda m: f"{name}-{m.kind.lower()}-{m.key.split('/', 1)[1]}",
+            after=[self.ready],
+            metadata=_metadata,
+            also_after=also_after,
         )
 
     def _helm(self, name: str, args: KueueArgs) -> k8s.helm.v3.Release:
