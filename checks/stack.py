@@ -146,7 +146,8 @@ def load_from_file(
             if shared:
                 raise ConfigError(shared, source, raw)
     except ConfigError as err:
-        lines = stack_lines(stack, root)
+        # A file that is not YAML has no key lines: its error already names where it stopped.
+        lines = stack_lines(stack, root) or err.lines
         raise ConfigError(err.issues, err.source, err.data or raw, lines) from None
     return fleet, warnings
 

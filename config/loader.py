@@ -74,12 +74,18 @@ def _issue_from(error: ErrorDetails) -> Issue:
         return Issue(path, "required")
     message = error["msg"]
     value = error.get("input")
-    if kind == "string_type" and isinstance(value, int | float) and not on_key:
+    if kind == "string_type" and isinstance(value, int | float):
         # An unquoted `1.36` or `true`; ConfigError quotes the file's own text (`1.30`) instead.
+        # A key (`tags: {1: x}`) is quoted as YAML read it.
         written = str(value).lower() if isinstance(value, bool) else str(value)
-        return Issue(path, quote_it(written, value))
+        return Issue(
+            path, f"the key: {quote_it(written, value)}" if on_key else quote_it(written, value)
+        )
     if kind == "value_error":
         message = message.removeprefix("Value error, ")
+    elif value is None and not on_key:
+        # `key:` with nothing after it (or `~`, `null`): YAML reads null, which this key refuses.
+        message = f"{message}; the key has no value (nothing, `~` or `null` after the colon)"
     elif kind == "literal_error":
         message = f"{message} (got {error['input']!r})"
     return Issue(path, f"the key: {message}" if on_key else message)
@@ -114,7 +120,8 @@ def _one_per_mistake(issues: list[Issue]) -> list[Issue]:
 def with_default_location(raw: object, location: object) -> object:
     """Fall back to the provider's `azure-native:location`, as Azure resources would."""
     result: object = raw
-    if isinstance(location, str) and isinstance(raw, dict):
+    # Any value but none (a number too: the model says a string is needed, at that line).
+    if location is not None and isinstance(raw, dict):
         mapping = cast("dict[str, Any]", raw)
         if "location" not in mapping:
             result = {**mapping, "location": location}
@@ -196,7 +203,12 @@ def read_stack_config(stack: str, root: Path | None = None) -> tuple[dict[str, A
     except OSError as exc:
         raise ConfigError([Issue("", f"cannot read {path.name}: {exc.strerror}")]) from None
     except yamlsafe.YamlError as exc:
-        raise ConfigError([Issue("", str(exc))]) from None
+        if exc.at is None:
+            raise ConfigError([Issue("", str(exc))]) from None
+        # `Pulumi.dev.yaml:37: not valid YAML: ...`, as every other error names its line.
+        line, column = exc.at
+        issue = Issue("", f"not valid YAML: {exc.problem} (column {column})", line=line)
+        raise ConfigError([issue], path.name, lines=Lines(path.name, lambda _: None)) from None
     if document is None:
         document = {}
     if not isinstance(document, dict):

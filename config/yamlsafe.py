@@ -47,6 +47,12 @@ else:  # pragma: no cover - PyYAML built without libyaml
 class YamlError(ValueError):
     """A document that is not acceptable YAML input: says where and why, never echoes values."""
 
+    def __init__(self, message: str, *, at: tuple[int, int] | None = None, problem: str = ""):
+        super().__init__(message)
+        # Where the parser stopped (line, column; from 1) and what it found there, when it says.
+        self.at = at
+        self.problem = problem
+
 
 class _CoreResolver(BaseResolver):
     """YAML 1.2 core schema (null, bool, int, float); everything else is a string."""
@@ -353,8 +359,11 @@ def load(data: bytes | str, *, name: str, sensitive: bool = False) -> Any:
         problem = exc.problem or exc.context or "invalid YAML"
         if sensitive:
             problem = _QUOTED.sub("(...)", problem)
+        mark = exc.problem_mark
         raise YamlError(
-            f"{name} is not valid YAML: {problem} at {_where(exc.problem_mark)}"
+            f"{name} is not valid YAML: {problem} at {_where(mark)}",
+            at=(mark.line + 1, mark.column + 1) if mark is not None else None,
+            problem=problem,
         ) from None
     except (yaml.YAMLError, ValueError, OverflowError, RecursionError) as exc:
         raise YamlError(f"{name} is not valid YAML: {type(exc).__name__}") from None

@@ -336,3 +336,73 @@ def test_every_error_of_every_one_value_change_to_dev_names_its_line(
             rendered = err.render().splitlines()[1:]
             unnamed += [f"{path}: {x}" for x in rendered if not ERROR_LINE.match(x)]
     assert unnamed == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "problem"),
+    [
+        (
+            "    clusters:",
+            "    resourceGroup: again\n    clusters:",
+            "duplicate key 'resourceGroup'",
+        ),
+        ("    clusters:", "\tclusters:", "found a tab character that violates indentation"),
+    ],
+)
+def test_a_file_that_is_not_yaml_names_the_line_where_it_stops(
+    tmp_path: Path, old: str, new: str, problem: str
+) -> None:
+    text = edited(DEV, old, new)
+    number = text.splitlines().index(new.split("\n", 1)[0]) + 1
+    err, (line,) = errors_in(tmp_path, text)
+    assert err.render().startswith("1 config error in Pulumi.mine.yaml:\n")
+    assert re.fullmatch(
+        rf"  - Pulumi\.mine\.yaml:{number}: not valid YAML: {problem} \(column \d\)", line
+    )
+
+
+def test_a_file_that_is_not_yaml_names_its_line_in_json(tmp_path: Path) -> None:
+    copy_preflight_sources(tmp_path)
+    text = edited(DEV, "    clusters:", "    resourceGroup: again\n    clusters:")
+    (tmp_path / "Pulumi.mine.yaml").write_text(text)
+    result = subprocess.run(
+        [sys.executable, "-m", "preflight", "mine", "--json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1, result.stderr
+    (error,) = json.loads(result.stdout)["errors"]
+    assert text.splitlines()[error["line"] - 1] == "    resourceGroup: again"
+    assert error["message"] == "not valid YAML: duplicate key 'resourceGroup' (column 5)"
+
+
+def test_a_number_as_a_key_where_a_string_belongs_gets_the_quote_hint(tmp_path: Path) -> None:
+    _, (line,) = errors_in(tmp_path, edited(DEV, "owner: platform", "1: platform"))
+    number = next(i for i, x in enumerate(DEV.splitlines(), 1) if "owner: platform" in x)
+    assert line == (
+        f"  - Pulumi.mine.yaml:{number}: tags[1]: the key: a string is needed here; "
+        'write it quoted: "1" (YAML reads 1 as a number)'
+    )
+
+
+def test_a_number_for_azure_natives_location_gets_the_quote_hint_not_required(
+    tmp_path: Path,
+) -> None:
+    _, (line,) = errors_in(tmp_path, edited(DEV, "location: westeurope", "location: 1.5"))
+    assert line == (
+        '  - Pulumi.mine.yaml:5: location: a string is needed here; write it quoted: "1.5" '
+        "(YAML reads 1.5 as a number)"
+    )
+
+
+@pytest.mark.parametrize("empty", ["", " ~", " null"])
+def test_a_key_left_without_a_value_says_it_has_none(tmp_path: Path, empty: str) -> None:
+    text = edited(DEV, "role: manager", f"role:{empty}")
+    _, (line,) = errors_in(tmp_path, text)
+    number = text.splitlines().index(f"        role:{empty}") + 1
+    assert line == (
+        f"  - Pulumi.mine.yaml:{number}: clusters[manager].role: Input should be 'manager', "
+        "'worker' or 'standalone'; the key has no value (nothing, `~` or `null` after the colon)"
+    )
