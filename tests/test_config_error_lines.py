@@ -26,7 +26,7 @@ from config.errors import ConfigError
 from config.loader import FULL_KEY, read_stack_file
 from testkit.mocks import Graph, run_program, set_stack_config
 from testkit.sources import copy_preflight_sources
-from tests.conftest import ROOT
+from tests.conftest import COMMITTED_STACKS, ROOT
 
 DEV = (ROOT / "Pulumi.dev.yaml").read_text()
 PROD = (ROOT / "Pulumi.prod.yaml").read_text()
@@ -314,11 +314,12 @@ def _wrong(value: object) -> object:
     return {"unexpected": [1]}
 
 
+@pytest.mark.parametrize("stack", COMMITTED_STACKS)
 @pytest.mark.parametrize("change", ["wrong value", "wrong type"])
-def test_every_error_of_every_one_value_change_to_dev_names_its_line(
-    tmp_path: Path, change: str
+def test_every_error_of_every_one_value_change_to_a_committed_stack_names_its_line(
+    tmp_path: Path, change: str, stack: str
 ) -> None:
-    document = yaml.safe_load(DEV)
+    document = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())
     fleet = document["config"][FULL_KEY]
     unnamed: list[str] = []
     for path in _leaves(fleet):
