@@ -213,6 +213,11 @@ def read_stack_config(stack: str, root: Path | None = None) -> tuple[dict[str, A
         document = {}
     if not isinstance(document, dict):
         raise ConfigError([Issue("", f"{path.name} must be a mapping with a `config` key")])
+    written = [str(k) for k in cast("dict[Any, Any]", document)]
+    close = difflib.get_close_matches("config", written, n=1, cutoff=0.6)
+    if "config" not in written and close:  # `confg:`: say so, not that the fleet key is missing
+        hint = "unknown key; did you mean 'config'? That key, missing here, holds the fleet"
+        raise ConfigError([Issue(close[0], hint)], path.name)
     config = cast("dict[str, Any]", document).get("config")
     if config is None:
         config = {}
@@ -277,6 +282,8 @@ def stack_lines(stack: str, root: Path | None = None) -> Lines | None:
     own_location = fleet is not None and "location" in fleet.value.keys
 
     def find(parts: tuple[str | int, ...]) -> yamlsafe.Found:
+        if config is None:  # a misspelled `config` (`confg:`), from the file's top
+            return yamlsafe.find(top, parts)
         if fleet is None or (isinstance(parts[0], str) and ":" in parts[0]):
             return yamlsafe.find(top, parts, under=("config",))
         if parts[0] == "location" and not own_location:

@@ -407,3 +407,16 @@ def test_a_key_left_without_a_value_says_it_has_none(tmp_path: Path, empty: str)
         f"  - Pulumi.mine.yaml:{number}: clusters[manager].role: Input should be 'manager', "
         "'worker' or 'standalone'; the key has no value (nothing, `~` or `null` after the colon)"
     )
+
+
+@pytest.mark.parametrize("written", ["confg", "configs", "Config"])
+def test_a_misspelled_config_key_gets_did_you_mean_not_fleet_required(
+    tmp_path: Path, written: str
+) -> None:
+    text = edited(DEV, "\nconfig:\n", f"\nencryptionsalt: v1:abc\n{written}:\n")
+    _, (line,) = errors_in(tmp_path, text)
+    number = text.splitlines().index(f"{written}:") + 1
+    assert line == (
+        f"  - Pulumi.mine.yaml:{number}: {written}: unknown key; did you mean 'config'? "
+        "That key, missing here, holds the fleet"
+    )
