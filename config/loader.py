@@ -17,6 +17,7 @@ from pydantic_core import ErrorDetails
 from config import yamlsafe
 from config.errors import ConfigError, Issue, Lines, key_path, quote_it
 from config.models import FleetConfig
+from config.stackfiles import no_stack_file
 from constants import CONFIG_KEY, PROJECT, PROJECT_ROOT, resource_group_of
 from upstream.karmada import KARMADA_CRD_FILES, kruise_app_version
 
@@ -233,8 +234,7 @@ def read_stack_file(stack: str, root: Path | None = None) -> tuple[Any, str]:
     """
     found = read_stack_config(stack, root)
     if found is None:
-        path = stack_file(stack, root)
-        raise ConfigError([Issue("", f"no stack file {path.name} in {path.parent}")])
+        raise ConfigError([Issue("", no_stack_file(stack_file(stack, root)))])
     config, name = found
     if FULL_KEY not in config:
         raise ConfigError([_missing_fleet(config, name)], name)

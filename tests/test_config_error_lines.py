@@ -420,3 +420,28 @@ def test_a_misspelled_config_key_gets_did_you_mean_not_fleet_required(
         f"  - Pulumi.mine.yaml:{number}: {written}: unknown key; did you mean 'config'? "
         "That key, missing here, holds the fleet"
     )
+
+
+@pytest.mark.parametrize(
+    ("asked", "meant"), [("prd", "'prod'"), ("Pulumi.dev.yaml", "'dev'"), ("dev.yaml", "'dev'")]
+)
+def test_a_stack_name_with_no_file_gets_did_you_mean_and_the_stacks_there(
+    tmp_path: Path, asked: str, meant: str
+) -> None:
+    for stack in COMMITTED_STACKS:
+        shutil.copy(ROOT / f"Pulumi.{stack}.yaml", tmp_path)
+    with pytest.raises(ConfigError) as failed:
+        load_from_file(asked, root=tmp_path)
+    assert failed.value.render().splitlines()[1] == (
+        f"  - no stack file Pulumi.{asked}.yaml in {tmp_path}; did you mean {meant}? "
+        f"Stacks here: {', '.join(sorted(COMMITTED_STACKS))}"
+    )
+
+
+def test_a_stack_name_far_from_every_file_gets_the_stacks_there(tmp_path: Path) -> None:
+    shutil.copy(ROOT / "Pulumi.dev.yaml", tmp_path)
+    with pytest.raises(ConfigError) as failed:
+        load_from_file("staging", root=tmp_path)
+    assert failed.value.render().splitlines()[1] == (
+        f"  - no stack file Pulumi.staging.yaml in {tmp_path}; stacks here: dev"
+    )
