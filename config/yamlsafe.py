@@ -12,7 +12,7 @@ value is written (and through which anchor), for messages that name lines.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 import yaml
@@ -180,6 +180,8 @@ class Step:
     value: Where
     # `*name` written here: the value is the anchored text (its lines are the anchor's).
     alias: str | None = None
+    # A key merged in by `<<: *name`: (name, the anchored mapping's line, the `<<` line).
+    merged: tuple[str, int, int] | None = None
 
 
 @dataclass(eq=False, slots=True)
@@ -230,6 +232,9 @@ def find(root: Where, parts: tuple[str | int, ...], *, under: tuple[str | int, .
         if step is None:
             return Found(line, tuple(through))
         line, node = step.line, step.value
+        if step.merged:  # the mapping that says `<<: *name` stands for the anchored one
+            name, anchored, merge = step.merged
+            through.append((name, depth - 1, anchored, merge))
         if step.alias:
             through.append((step.alias, depth, node.line, step.line))
         elif node.anchor:
@@ -245,7 +250,9 @@ def _merge(mapping: Where) -> None:
     sources = [s.value for s in merged.value.items] if merged.value.items else [merged.value]
     for source in sources:
         for key, step in source.keys.items():
-            mapping.keys.setdefault(key, step)
+            # A mistake in a merged key is the anchored text's, reported once (ConfigError).
+            at = (source.anchor, source.line, merged.line) if source.anchor else None
+            mapping.keys.setdefault(key, replace(step, merged=at) if at else step)
 
 
 @dataclass(slots=True)

@@ -181,6 +181,30 @@ def test_a_mistake_in_prods_anchored_system_pool_names_every_alias(tmp_path: Pat
     ]
 
 
+def test_a_mistake_in_text_a_merge_key_shares_is_reported_once(tmp_path: Path) -> None:
+    """worker-2's pool takes worker-1's (`<<: *batchPool`) and changes only its maxCount."""
+    pool = "          - name: batch\n            vmSize: Standard_D4s_v5\n"
+    assert DEV.count(pool) == 2
+    text = DEV.replace(
+        pool,
+        "          - &batchPool\n            name: batch\n            vmSize: Standard_D4sv5\n",
+        1,
+    )
+    text = edited(text, pool + "            minCount: 0\n", "          - <<: *batchPool\n")
+    lines = text.splitlines()
+    _, (line,) = errors_in(tmp_path, text)
+    size = lines.index("            vmSize: Standard_D4sv5") + 1
+    anchor = lines.index("          - &batchPool") + 1
+    merge = lines.index("          - <<: *batchPool") + 1
+    assert line.startswith(
+        f"  - Pulumi.mine.yaml:{size}: clusters[worker-1].pools[batch].vmSize: unknown VM size"
+    )
+    assert line.endswith(
+        f"(written once, under &batchPool at line {anchor}; "
+        f"clusters[worker-2].pools[batch] (line {merge}) repeats it with *batchPool)"
+    )
+
+
 def test_an_error_only_an_alias_has_names_the_alias(tmp_path: Path) -> None:
     # worker-2's pool is renamed, so the shared flavor `pool: batch` is wrong for worker-2 only.
     lines = DEV.splitlines()
@@ -237,8 +261,9 @@ def test_positions_follow_aliases_and_merge_keys() -> None:
     text = "base: &b\n  size: 1\n  name: x\nuse:\n  <<: *b\n  name: y\nagain: *b\n"
     top = yamlsafe.positions(text)
     assert top is not None
-    assert yamlsafe.find(top, ("use", "size")) == yamlsafe.Found(2, (), "1")
-    assert yamlsafe.find(top, ("use", "name")).line == 6
+    # A merged key is the anchored text's (line 2), reached through `<<: *b` on line 5.
+    assert yamlsafe.find(top, ("use", "size")) == yamlsafe.Found(2, (("b", 1, 1, 5),), "1")
+    assert yamlsafe.find(top, ("use", "name")) == yamlsafe.Found(6, (), "y")  # written here
     found = yamlsafe.find(top, ("again", "size"))
     assert found.line == 2
     assert found.through == (("b", 1, 1, 7),)
