@@ -17,7 +17,6 @@ from config.loader import (
     PINNED_GOMOD,
     kruise_crd_files,
     kueue_crd_files,
-    parse_model,
     read_existing_kubeconfigs,
     read_karmada_kubeconfig,
     read_stack_file,
@@ -25,6 +24,7 @@ from config.loader import (
     stack_resource_groups,
 )
 from config.models import FleetConfig
+from config.schema import parse_model
 from constants import PROJECT_ROOT
 
 
