@@ -69,6 +69,10 @@ def _issue_from(error: ErrorDetails) -> Issue:
         return Issue(path, "required")
     message = error["msg"]
     value = error.get("input")
+    # `zones: [1, 2]` where the allowed values are the strings '1', '2', '3': the same hint.
+    allowed = re.findall(r"'([^']*)'", str(error.get("ctx", {}).get("expected", "")))
+    if kind == "string_type" or (kind == "literal_error" and str(value).lower() in allowed):
+        kind = "string_type"
     if kind == "string_type" and isinstance(value, int | float):
         # An unquoted `1.36` or `true`; ConfigError quotes the file's own text (`1.30`) instead.
         # A key (`tags: {1: x}`) is quoted as YAML read it.

@@ -470,3 +470,21 @@ def test_a_stack_name_far_from_every_file_gets_the_stacks_there(tmp_path: Path) 
     assert failed.value.render().splitlines()[1] == (
         f"  - no stack file Pulumi.staging.yaml in {tmp_path}; stacks here: dev"
     )
+
+
+def test_numbers_where_the_allowed_values_are_number_like_strings_get_the_quote_hint(
+    tmp_path: Path,
+) -> None:
+    """Availability zones are the strings "1", "2", "3": `zones: [1, 2]` is what was meant."""
+    text = edited(PROD, 'zones: ["1", "2", "3"]', "zones: [1, 2, 4]")
+    _, rendered = errors_in(tmp_path, text)
+    number = text.splitlines().index("          zones: [1, 2, 4]") + 1
+    assert rendered == [
+        f"  - Pulumi.mine.yaml:{number}: clusters[manager].systemPool.zones[0]: a string is needed "
+        'here; write it quoted: "1" (YAML reads 1 as a number)',
+        f"  - Pulumi.mine.yaml:{number}: clusters[manager].systemPool.zones[1]: a string is needed "
+        'here; write it quoted: "2" (YAML reads 2 as a number)',
+        # Not one of them, quoted or not: what is allowed.
+        f"  - Pulumi.mine.yaml:{number}: clusters[manager].systemPool.zones[2]: Input should be "
+        "'1', '2' or '3' (got 4)",
+    ]
