@@ -98,16 +98,18 @@ def problem(version=tuple(sys.version_info[:3])):
     return None
 
 
-def advice(name, why, instead):
-    # type: (str, str, str) -> str
-    """The message: what is wrong and the commands to run instead, from the project directory."""
+def advice(name, why, instead, activate=True):
+    # type: (str, str, str, bool) -> str
+    """The message: what is wrong and the commands to run instead, from the project directory
+    (and, for a command that `python` runs, that an activated environment's `python` does)."""
     return (
         "{}: {}.\n"
         "Run it in the project's environment, from the project directory:\n"
         "  scripts/bootstrap    # once: uv and the locked packages in .venv\n"
-        "  {}\n"
-        "(or activate the environment first: . .venv/bin/activate)"
-    ).format(name, why, instead)
+        "  {}{}"
+    ).format(
+        name, why, instead, "\n(or activate the environment first: . .venv/bin/activate)" * activate
+    )
 
 
 def again(module, argv):
@@ -126,7 +128,7 @@ def require(module, instead=None):
     why = problem()
     if why is not None:
         command = instead if instead is not None else again(module, list(sys.argv))
-        sys.stderr.write(advice(module, why, command) + "\n")
+        sys.stderr.write(advice(module, why, command, activate=instead is None) + "\n")
         raise SystemExit(EXIT_STATUS)
 
 

@@ -69,7 +69,8 @@ def test_the_program_run_by_python_without_the_environment_prints_the_commands()
     assert "Traceback" not in result.stderr
     assert result.stderr.startswith("__main__.py: this Python lacks the project's packages: ")
     assert "\n  scripts/bootstrap    # once: uv and the locked packages" in result.stderr
-    assert f"\n  {environment.PROGRAM}\n" in result.stderr
+    assert result.stderr.endswith(f"\n  {environment.PROGRAM}\n")  # not "activate": python
+    # in an activated environment runs no Pulumi program either
 
 
 def test_the_program_run_by_python_outside_pulumi_names_the_pulumi_command() -> None:
