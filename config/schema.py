@@ -71,8 +71,8 @@ def _issue_from(error: ErrorDetails) -> Issue:
     value = error.get("input")
     # `zones: [1, 2]` where the allowed values are the strings '1', '2', '3': the same hint.
     allowed = re.findall(r"'([^']*)'", str(error.get("ctx", {}).get("expected", "")))
-    if kind == "string_type" or (kind == "literal_error" and str(value).lower() in allowed):
-        kind = "string_type"
+    if kind == "literal_error" and isinstance(value, int | float):
+        kind = "string_type" if str(value).lower() in allowed else kind
     if kind == "string_type" and isinstance(value, int | float):
         # An unquoted `1.36` or `true`; ConfigError quotes the file's own text (`1.30`) instead.
         # A key (`tags: {1: x}`) is quoted as YAML read it.
