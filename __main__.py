@@ -1,8 +1,15 @@
 """Composition root: load and validate the stack config, build the Fleet, export outputs."""
 
+import environment
+
+# First: a `python __main__.py` without the project's packages gets the commands to run instead
+# of a traceback (tests/test_environment.py holds this the program's first statement).
+environment.require("__main__.py", instead=environment.PROGRAM)
+
 from pathlib import Path
 
 import pulumi
+from pulumi.runtime.settings import get_monitor
 
 import constants as c
 from checks.stack import kubeconfig_issue, parse_fleet, read_files, stack_collisions, with_lines
@@ -20,6 +27,10 @@ from config.loader import (
 )
 
 ROOT = Path(__file__).parent
+
+if get_monitor() is None:
+    # Run by a Python of the environment but not by the Pulumi CLI: no stack and no config.
+    raise SystemExit(environment.not_under_pulumi())
 
 
 def secret_locations(stack: str) -> list[tuple[str | int, ...]]:

@@ -17,7 +17,6 @@ from config.loader import (
     PINNED_GOMOD,
     kruise_crd_files,
     kueue_crd_files,
-    parse_model,
     read_existing_kubeconfigs,
     read_karmada_kubeconfig,
     read_stack_file,
@@ -25,6 +24,7 @@ from config.loader import (
     stack_resource_groups,
 )
 from config.models import FleetConfig
+from config.schema import parse_model
 from constants import PROJECT_ROOT
 
 
@@ -146,7 +146,8 @@ def load_from_file(
             if shared:
                 raise ConfigError(shared, source, raw)
     except ConfigError as err:
-        lines = stack_lines(stack, root)
+        # A file that is not YAML has no key lines: its error already names where it stopped.
+        lines = stack_lines(stack, root) or err.lines
         raise ConfigError(err.issues, err.source, err.data or raw, lines) from None
     return fleet, warnings
 

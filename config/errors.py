@@ -5,10 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Any, Literal, cast
 
-if TYPE_CHECKING:
-    from config.yamlsafe import Found
+from config.yamlsafe import Found
 
 Severity = Literal["error", "warning"]
 
@@ -63,6 +62,12 @@ def _steps(path: str, data: object) -> list[tuple[str, str | int, object]] | Non
     i = 0
     while i < len(steps):
         text, index, key = steps[i]
+        if index is not None and isinstance(node, dict) and int(index) in node:
+            # A number as a mapping key (`tags: {1: x}`): pydantic's `tags[1]`, the key "1".
+            node = cast("dict[Any, Any]", node)[int(index)]
+            out.append((text, index, node))
+            i += 1
+            continue
         if index is not None:
             items = cast("list[Any]", node) if isinstance(node, list) else []
             position = int(index)
@@ -121,6 +126,9 @@ class Issue:
     path: str
     message: str
     severity: Severity = "error"
+    # The line of the stack file, when the issue itself knows it (a YAML syntax error, which has
+    # no key path); otherwise `Written.found` looks the path up.
+    line: int | None = None
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}" if self.path else self.message
@@ -198,6 +206,8 @@ class Written:
 
     def found(self, issue: Issue) -> Found | None:
         """Where `issue`'s key is written (the deepest part of it the file holds), when known."""
+        if issue.line is not None:
+            return Found(issue.line)
         parts = path_parts(issue.path, self.data)
         return self.lines.find(parts) if self.lines is not None and parts else None
 

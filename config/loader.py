@@ -1,4 +1,5 @@
-"""Read the fleet config: raw data -> FleetConfig (schema errors only), and the stack file.
+"""Read the fleet config: the stack file, its secrets and the files its keys name (raw data ->
+FleetConfig, with schema errors only: `config.schema`).
 
 The cross-field rules run on the result in `checks`; `checks.stack` puts the two together.
 """
@@ -6,115 +7,26 @@ The cross-field rules run on the result in `checks`; `checks.stack` puts the two
 from __future__ import annotations
 
 import difflib
-import re
 import stat
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, cast
 
-from pydantic import BaseModel, ValidationError
-from pydantic_core import ErrorDetails
-
 from config import yamlsafe
-from config.errors import ConfigError, Issue, Lines, key_path, quote_it
+from config.errors import ConfigError, Issue, Lines, key_path
 from config.models import FleetConfig
-from constants import CONFIG_KEY, PROJECT, PROJECT_ROOT, resource_group_of
+from config.schema import FULL_KEY
+from config.stackfiles import no_stack_file
+from constants import CONFIG_KEY, PROJECT_ROOT, resource_group_of
 from upstream.karmada import KARMADA_CRD_FILES, kruise_app_version
 
 SECRET_PLACEHOLDER = "<secret>"
-FULL_KEY = f"{PROJECT}:{CONFIG_KEY}"
-
-
-def _known_keys(model: type[BaseModel]) -> list[str]:
-    return [f.alias or name for name, f in model.model_fields.items()]
-
-
-def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
-    """The model class that owns the mapping at `loc` (to suggest keys for a typo)."""
-    model: Any = FleetConfig
-    for part in loc:
-        if isinstance(part, int):
-            continue
-        field = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
-        if field is None:
-            return None
-        annotation: Any = field.annotation
-        for candidate in (annotation, *getattr(annotation, "__args__", ())):
-            inner = getattr(candidate, "__args__", (candidate,))[-1]
-            if isinstance(inner, type) and issubclass(inner, BaseModel):
-                model = inner
-                break
-            if isinstance(candidate, type) and issubclass(candidate, BaseModel):
-                model = candidate
-                break
-        else:
-            return None
-    return cast("type[BaseModel]", model)
-
-
-def _issue_from(error: ErrorDetails) -> Issue:
-    loc = tuple(error["loc"])
-    # pydantic marks a bad mapping key with a "[key]" step; the path ends at the key itself.
-    on_key = bool(loc) and loc[-1] == "[key]"
-    loc = loc[:-1] if on_key else loc
-    path = key_path(*loc)
-    kind = error["type"]
-    if kind == "extra_forbidden":
-        owner = _model_at(loc[:-1])
-        known = _known_keys(owner) if owner else []
-        hint = difflib.get_close_matches(str(loc[-1]), known, n=1)
-        allowed = f"; did you mean {hint[0]!r}?" if hint else ""
-        if known:
-            allowed += (
-                f" Allowed keys: {', '.join(known)}"
-                if hint
-                else f"; allowed keys: {', '.join(known)}"
-            )
-        return Issue(path, f"unknown key{allowed}")
-    if kind == "missing":
-        return Issue(path, "required")
-    message = error["msg"]
-    value = error.get("input")
-    if kind == "string_type" and isinstance(value, int | float) and not on_key:
-        # An unquoted `1.36` or `true`; ConfigError quotes the file's own text (`1.30`) instead.
-        written = str(value).lower() if isinstance(value, bool) else str(value)
-        return Issue(path, quote_it(written, value))
-    if kind == "value_error":
-        message = message.removeprefix("Value error, ")
-    elif kind == "literal_error":
-        message = f"{message} (got {error['input']!r})"
-    return Issue(path, f"the key: {message}" if on_key else message)
-
-
-def parse_model(raw: Any, *, source: str = "") -> FleetConfig:
-    """Raw config data as the model, or ConfigError with every schema error and its key path."""
-    if not isinstance(raw, dict):
-        raise ConfigError([Issue(FULL_KEY, "must be a mapping with at least `clusters`")], source)
-    try:
-        return FleetConfig.model_validate(raw)
-    except ValidationError as exc:
-        issues = _one_per_mistake([_issue_from(e) for e in exc.errors()])
-        raise ConfigError(issues, source, cast("object", raw)) from None
-
-
-_DID_YOU_MEAN = re.compile(r"unknown key; did you mean '([^']+)'")
-
-
-def _one_per_mistake(issues: list[Issue]) -> list[Issue]:
-    """A misspelled key is one mistake: the "required" error of the key it was meant to be is
-    left out when the unknown key beside it says "did you mean" that key."""
-    meant: set[str] = set()
-    for issue in issues:
-        hint = _DID_YOU_MEAN.match(issue.message)
-        if hint:
-            parent = issue.path.rpartition(".")[0] if "." in issue.path else ""
-            meant.add(f"{parent}.{hint.group(1)}" if parent else hint.group(1))
-    return [i for i in issues if not (i.message == "required" and i.path in meant)]
 
 
 def with_default_location(raw: object, location: object) -> object:
     """Fall back to the provider's `azure-native:location`, as Azure resources would."""
     result: object = raw
-    if isinstance(location, str) and isinstance(raw, dict):
+    # Any value but none (a number too: the model says a string is needed, at that line).
+    if location is not None and isinstance(raw, dict):
         mapping = cast("dict[str, Any]", raw)
         if "location" not in mapping:
             result = {**mapping, "location": location}
@@ -196,11 +108,21 @@ def read_stack_config(stack: str, root: Path | None = None) -> tuple[dict[str, A
     except OSError as exc:
         raise ConfigError([Issue("", f"cannot read {path.name}: {exc.strerror}")]) from None
     except yamlsafe.YamlError as exc:
-        raise ConfigError([Issue("", str(exc))]) from None
+        if exc.at is None:
+            raise ConfigError([Issue("", str(exc))]) from None
+        # `Pulumi.dev.yaml:37: not valid YAML: ...`, as every other error names its line.
+        line, column = exc.at
+        issue = Issue("", f"not valid YAML: {exc.problem} (column {column})", line=line)
+        raise ConfigError([issue], path.name, lines=Lines(path.name, lambda _: None)) from None
     if document is None:
         document = {}
     if not isinstance(document, dict):
         raise ConfigError([Issue("", f"{path.name} must be a mapping with a `config` key")])
+    written = [str(k) for k in cast("dict[Any, Any]", document)]
+    close = difflib.get_close_matches("config", written, n=1, cutoff=0.6)
+    if "config" not in written and close:  # `confg:`: say so, not that the fleet key is missing
+        hint = "unknown key; did you mean 'config'? That key, missing here, holds the fleet"
+        raise ConfigError([Issue(close[0], hint)], path.name)
     config = cast("dict[str, Any]", document).get("config")
     if config is None:
         config = {}
@@ -216,8 +138,7 @@ def read_stack_file(stack: str, root: Path | None = None) -> tuple[Any, str]:
     """
     found = read_stack_config(stack, root)
     if found is None:
-        path = stack_file(stack, root)
-        raise ConfigError([Issue("", f"no stack file {path.name} in {path.parent}")])
+        raise ConfigError([Issue("", no_stack_file(stack_file(stack, root)))])
     config, name = found
     if FULL_KEY not in config:
         raise ConfigError([_missing_fleet(config, name)], name)
@@ -265,6 +186,8 @@ def stack_lines(stack: str, root: Path | None = None) -> Lines | None:
     own_location = fleet is not None and "location" in fleet.value.keys
 
     def find(parts: tuple[str | int, ...]) -> yamlsafe.Found:
+        if config is None:  # a misspelled `config` (`confg:`), from the file's top
+            return yamlsafe.find(top, parts)
         if fleet is None or (isinstance(parts[0], str) and ":" in parts[0]):
             return yamlsafe.find(top, parts, under=("config",))
         if parts[0] == "location" and not own_location:

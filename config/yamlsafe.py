@@ -12,7 +12,7 @@ value is written (and through which anchor), for messages that name lines.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 import yaml
@@ -46,6 +46,12 @@ else:  # pragma: no cover - PyYAML built without libyaml
 
 class YamlError(ValueError):
     """A document that is not acceptable YAML input: says where and why, never echoes values."""
+
+    def __init__(self, message: str, *, at: tuple[int, int] | None = None, problem: str = ""):
+        super().__init__(message)
+        # Where the parser stopped (line, column; from 1) and what it found there, when it says.
+        self.at = at
+        self.problem = problem
 
 
 class _CoreResolver(BaseResolver):
@@ -174,6 +180,8 @@ class Step:
     value: Where
     # `*name` written here: the value is the anchored text (its lines are the anchor's).
     alias: str | None = None
+    # A key merged in by `<<: *name`: (name, the anchored mapping's line, the `<<` line).
+    merged: tuple[str, int, int] | None = None
 
 
 @dataclass(eq=False, slots=True)
@@ -224,6 +232,9 @@ def find(root: Where, parts: tuple[str | int, ...], *, under: tuple[str | int, .
         if step is None:
             return Found(line, tuple(through))
         line, node = step.line, step.value
+        if step.merged:  # the mapping that says `<<: *name` stands for the anchored one
+            name, anchored, merge = step.merged
+            through.append((name, depth - 1, anchored, merge))
         if step.alias:
             through.append((step.alias, depth, node.line, step.line))
         elif node.anchor:
@@ -239,7 +250,9 @@ def _merge(mapping: Where) -> None:
     sources = [s.value for s in merged.value.items] if merged.value.items else [merged.value]
     for source in sources:
         for key, step in source.keys.items():
-            mapping.keys.setdefault(key, step)
+            # A mistake in a merged key is the anchored text's, reported once (ConfigError).
+            at = (source.anchor, source.line, merged.line) if source.anchor else None
+            mapping.keys.setdefault(key, replace(step, merged=at) if at else step)
 
 
 @dataclass(slots=True)
@@ -353,8 +366,11 @@ def load(data: bytes | str, *, name: str, sensitive: bool = False) -> Any:
         problem = exc.problem or exc.context or "invalid YAML"
         if sensitive:
             problem = _QUOTED.sub("(...)", problem)
+        mark = exc.problem_mark
         raise YamlError(
-            f"{name} is not valid YAML: {problem} at {_where(exc.problem_mark)}"
+            f"{name} is not valid YAML: {problem} at {_where(mark)}",
+            at=(mark.line + 1, mark.column + 1) if mark is not None else None,
+            problem=problem,
         ) from None
     except (yaml.YAMLError, ValueError, OverflowError, RecursionError) as exc:
         raise YamlError(f"{name} is not valid YAML: {type(exc).__name__}") from None

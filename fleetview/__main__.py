@@ -9,10 +9,6 @@ cluster could not be read (one line per such cluster on stderr; the answer is st
 
 from __future__ import annotations
 
-import environment
-
-environment.require("fleetview")  # before the first third-party import: advice, not a traceback
-
 import argparse
 import datetime as dt
 import json

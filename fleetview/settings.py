@@ -16,7 +16,8 @@ from typing import Final
 from builders.kueue import wait_for_pods_ready, wait_for_pods_ready_on
 from builders.multikueue import k8s_name
 from config.errors import ConfigError
-from config.loader import parse_model, read_stack_file
+from config.loader import read_stack_file
+from config.schema import parse_model
 from upstream.k8s import go_duration_seconds
 from upstream.kueue import (
     DEFAULT_WAIT_FOR_PODS_READY_TIMEOUT,

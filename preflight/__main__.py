@@ -8,12 +8,6 @@ usage or a Python without the project's environment.
 
 from __future__ import annotations
 
-import environment
-
-# Before the first third-party import: a Python without the project's packages gets the command
-# to run instead of a traceback.
-environment.require("preflight")
-
 import argparse
 import json
 import sys

@@ -26,7 +26,7 @@ from config.errors import ConfigError
 from config.loader import FULL_KEY, read_stack_file
 from testkit.mocks import Graph, run_program, set_stack_config
 from testkit.sources import copy_preflight_sources
-from tests.conftest import ROOT
+from tests.conftest import COMMITTED_STACKS, ROOT
 
 DEV = (ROOT / "Pulumi.dev.yaml").read_text()
 PROD = (ROOT / "Pulumi.prod.yaml").read_text()
@@ -181,6 +181,30 @@ def test_a_mistake_in_prods_anchored_system_pool_names_every_alias(tmp_path: Pat
     ]
 
 
+def test_a_mistake_in_text_a_merge_key_shares_is_reported_once(tmp_path: Path) -> None:
+    """worker-2's pool takes worker-1's (`<<: *batchPool`) and changes only its maxCount."""
+    pool = "          - name: batch\n            vmSize: Standard_D4s_v5\n"
+    assert DEV.count(pool) == 2
+    text = DEV.replace(
+        pool,
+        "          - &batchPool\n            name: batch\n            vmSize: Standard_D4sv5\n",
+        1,
+    )
+    text = edited(text, pool + "            minCount: 0\n", "          - <<: *batchPool\n")
+    lines = text.splitlines()
+    _, (line,) = errors_in(tmp_path, text)
+    size = lines.index("            vmSize: Standard_D4sv5") + 1
+    anchor = lines.index("          - &batchPool") + 1
+    merge = lines.index("          - <<: *batchPool") + 1
+    assert line.startswith(
+        f"  - Pulumi.mine.yaml:{size}: clusters[worker-1].pools[batch].vmSize: unknown VM size"
+    )
+    assert line.endswith(
+        f"(written once, under &batchPool at line {anchor}; "
+        f"clusters[worker-2].pools[batch] (line {merge}) repeats it with *batchPool)"
+    )
+
+
 def test_an_error_only_an_alias_has_names_the_alias(tmp_path: Path) -> None:
     # worker-2's pool is renamed, so the shared flavor `pool: batch` is wrong for worker-2 only.
     lines = DEV.splitlines()
@@ -237,8 +261,9 @@ def test_positions_follow_aliases_and_merge_keys() -> None:
     text = "base: &b\n  size: 1\n  name: x\nuse:\n  <<: *b\n  name: y\nagain: *b\n"
     top = yamlsafe.positions(text)
     assert top is not None
-    assert yamlsafe.find(top, ("use", "size")) == yamlsafe.Found(2, (), "1")
-    assert yamlsafe.find(top, ("use", "name")).line == 6
+    # A merged key is the anchored text's (line 2), reached through `<<: *b` on line 5.
+    assert yamlsafe.find(top, ("use", "size")) == yamlsafe.Found(2, (("b", 1, 1, 5),), "1")
+    assert yamlsafe.find(top, ("use", "name")) == yamlsafe.Found(6, (), "y")  # written here
     found = yamlsafe.find(top, ("again", "size"))
     assert found.line == 2
     assert found.through == (("b", 1, 1, 7),)
@@ -314,11 +339,12 @@ def _wrong(value: object) -> object:
     return {"unexpected": [1]}
 
 
+@pytest.mark.parametrize("stack", COMMITTED_STACKS)
 @pytest.mark.parametrize("change", ["wrong value", "wrong type"])
-def test_every_error_of_every_one_value_change_to_dev_names_its_line(
-    tmp_path: Path, change: str
+def test_every_error_of_every_one_value_change_to_a_committed_stack_names_its_line(
+    tmp_path: Path, change: str, stack: str
 ) -> None:
-    document = yaml.safe_load(DEV)
+    document = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())
     fleet = document["config"][FULL_KEY]
     unnamed: list[str] = []
     for path in _leaves(fleet):
@@ -336,3 +362,129 @@ def test_every_error_of_every_one_value_change_to_dev_names_its_line(
             rendered = err.render().splitlines()[1:]
             unnamed += [f"{path}: {x}" for x in rendered if not ERROR_LINE.match(x)]
     assert unnamed == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "problem"),
+    [
+        (
+            "    clusters:",
+            "    resourceGroup: again\n    clusters:",
+            "duplicate key 'resourceGroup'",
+        ),
+        ("    clusters:", "\tclusters:", "found a tab character that violates indentation"),
+    ],
+)
+def test_a_file_that_is_not_yaml_names_the_line_where_it_stops(
+    tmp_path: Path, old: str, new: str, problem: str
+) -> None:
+    text = edited(DEV, old, new)
+    number = text.splitlines().index(new.split("\n", 1)[0]) + 1
+    err, (line,) = errors_in(tmp_path, text)
+    assert err.render().startswith("1 config error in Pulumi.mine.yaml:\n")
+    assert re.fullmatch(
+        rf"  - Pulumi\.mine\.yaml:{number}: not valid YAML: {problem} \(column \d\)", line
+    )
+
+
+def test_a_file_that_is_not_yaml_names_its_line_in_json(tmp_path: Path) -> None:
+    copy_preflight_sources(tmp_path)
+    text = edited(DEV, "    clusters:", "    resourceGroup: again\n    clusters:")
+    (tmp_path / "Pulumi.mine.yaml").write_text(text)
+    result = subprocess.run(
+        [sys.executable, "-m", "preflight", "mine", "--json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1, result.stderr
+    (error,) = json.loads(result.stdout)["errors"]
+    assert text.splitlines()[error["line"] - 1] == "    resourceGroup: again"
+    assert error["message"] == "not valid YAML: duplicate key 'resourceGroup' (column 5)"
+
+
+def test_a_number_as_a_key_where_a_string_belongs_gets_the_quote_hint(tmp_path: Path) -> None:
+    _, (line,) = errors_in(tmp_path, edited(DEV, "owner: platform", "1: platform"))
+    number = next(i for i, x in enumerate(DEV.splitlines(), 1) if "owner: platform" in x)
+    assert line == (
+        f"  - Pulumi.mine.yaml:{number}: tags[1]: the key: a string is needed here; "
+        'write it quoted: "1" (YAML reads 1 as a number)'
+    )
+
+
+def test_a_number_for_azure_natives_location_gets_the_quote_hint_not_required(
+    tmp_path: Path,
+) -> None:
+    _, (line,) = errors_in(tmp_path, edited(DEV, "location: westeurope", "location: 1.5"))
+    assert line == (
+        '  - Pulumi.mine.yaml:5: location: a string is needed here; write it quoted: "1.5" '
+        "(YAML reads 1.5 as a number)"
+    )
+
+
+@pytest.mark.parametrize("empty", ["", " ~", " null"])
+def test_a_key_left_without_a_value_says_it_has_none(tmp_path: Path, empty: str) -> None:
+    text = edited(DEV, "role: manager", f"role:{empty}")
+    _, (line,) = errors_in(tmp_path, text)
+    number = text.splitlines().index(f"        role:{empty}") + 1
+    assert line == (
+        f"  - Pulumi.mine.yaml:{number}: clusters[manager].role: Input should be 'manager', "
+        "'worker' or 'standalone'; the key has no value (nothing, `~` or `null` after the colon)"
+    )
+
+
+@pytest.mark.parametrize("written", ["confg", "configs", "Config"])
+def test_a_misspelled_config_key_gets_did_you_mean_not_fleet_required(
+    tmp_path: Path, written: str
+) -> None:
+    text = edited(DEV, "\nconfig:\n", f"\nencryptionsalt: v1:abc\n{written}:\n")
+    _, (line,) = errors_in(tmp_path, text)
+    number = text.splitlines().index(f"{written}:") + 1
+    assert line == (
+        f"  - Pulumi.mine.yaml:{number}: {written}: unknown key; did you mean 'config'? "
+        "That key, missing here, holds the fleet"
+    )
+
+
+@pytest.mark.parametrize(
+    ("asked", "meant"), [("prd", "'prod'"), ("Pulumi.dev.yaml", "'dev'"), ("dev.yaml", "'dev'")]
+)
+def test_a_stack_name_with_no_file_gets_did_you_mean_and_the_stacks_there(
+    tmp_path: Path, asked: str, meant: str
+) -> None:
+    for stack in COMMITTED_STACKS:
+        shutil.copy(ROOT / f"Pulumi.{stack}.yaml", tmp_path)
+    with pytest.raises(ConfigError) as failed:
+        load_from_file(asked, root=tmp_path)
+    assert failed.value.render().splitlines()[1] == (
+        f"  - no stack file Pulumi.{asked}.yaml in {tmp_path}; did you mean {meant}? "
+        f"Stacks here: {', '.join(sorted(COMMITTED_STACKS))}"
+    )
+
+
+def test_a_stack_name_far_from_every_file_gets_the_stacks_there(tmp_path: Path) -> None:
+    shutil.copy(ROOT / "Pulumi.dev.yaml", tmp_path)
+    with pytest.raises(ConfigError) as failed:
+        load_from_file("staging", root=tmp_path)
+    assert failed.value.render().splitlines()[1] == (
+        f"  - no stack file Pulumi.staging.yaml in {tmp_path}; stacks here: dev"
+    )
+
+
+def test_numbers_where_the_allowed_values_are_number_like_strings_get_the_quote_hint(
+    tmp_path: Path,
+) -> None:
+    """Availability zones are the strings "1", "2", "3": `zones: [1, 2]` is what was meant."""
+    text = edited(PROD, 'zones: ["1", "2", "3"]', "zones: [1, 2, 4]")
+    _, rendered = errors_in(tmp_path, text)
+    number = text.splitlines().index("          zones: [1, 2, 4]") + 1
+    assert rendered == [
+        f"  - Pulumi.mine.yaml:{number}: clusters[manager].systemPool.zones[0]: a string is needed "
+        'here; write it quoted: "1" (YAML reads 1 as a number)',
+        f"  - Pulumi.mine.yaml:{number}: clusters[manager].systemPool.zones[1]: a string is needed "
+        'here; write it quoted: "2" (YAML reads 2 as a number)',
+        # Not one of them, quoted or not: what is allowed.
+        f"  - Pulumi.mine.yaml:{number}: clusters[manager].systemPool.zones[2]: Input should be "
+        "'1', '2' or '3' (got 4)",
+    ]

@@ -21,7 +21,8 @@ import yaml
 from builders.kueue_queues import cluster_queue
 from checks.stack import parse_fleet
 from config.errors import ConfigError, Issue, named_path
-from config.loader import FULL_KEY, parse_model, read_stack_file
+from config.loader import FULL_KEY, read_stack_file
+from config.schema import parse_model
 from preflight.snapshot import snapshot
 from testkit.sources import copy_preflight_sources
 from tests.realtier.twin import unserved
