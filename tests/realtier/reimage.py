@@ -4,10 +4,10 @@ Nothing here is AKS: it is the order AKS documents, played against a twin's kwok
 real kube-apiserver, so that what the API server decides (the Eviction API judging each pod
 against its PodDisruptionBudget) is real and the rest is this module's stand-in.
 
-AKS's order ("Upgrade an AKS cluster", node surge): "add a new buffer node (or as many nodes as
-configured in max surge) ... cordon and drain one of the old nodes ... When the old node is fully
-drained, it's reimaged ... and becomes the buffer node for the following node to be upgraded ...
-At the end of the process, the last buffer node is deleted". Per batch of `maxSurge` old nodes:
+AKS's order ("How does an AKS upgrade happen", a two-node pool with maxSurge 1): a surge node is
+added; node 1 is cordoned and drained (its pods go to the surge node and node 2), reimaged; node 2
+the same (its pods go to node 1 and the surge node); "After all permanent nodes are upgraded, the
+surge node is cordoned, drained and deleted". Per batch of `maxSurge` old nodes:
 
 1. surge nodes shaped like the pool (the twin's node for it: labels, taints, capacity,
    allocatable; members of the autoscaler's node group as a VMSS instance is) are created with
@@ -25,10 +25,10 @@ At the end of the process, the last buffer node is deleted". Per batch of `maxSu
    surge nodes during upgrade. The blocked nodes will have label
    'kubernetes.azure.com/upgrade-status:Quarantined'. A surge node will be retained for each
    blocked node"; with `Schedule`: the blocked node is uncordoned and not upgraded;
-4. at the end the pool gives back as many nodes as buffers no quarantined node holds ("the last
-   buffer node is deleted"; "A best-effort attempt will be made to delete all other surge
-   nodes"): empty nodes first, each drained the same way and deleted; one that cannot be drained
-   stays, recorded. The operation fails when a node was blocked.
+4. "After all permanent nodes are upgraded, the surge node is cordoned, drained and deleted"
+   (AKS, "How does an AKS upgrade happen"), each one no blocked node keeps ("A best-effort
+   attempt will be made to delete all other surge nodes": one that cannot be drained stays,
+   recorded). The operation fails when a node was blocked.
 
 A later run (the next window) takes the pool's nodes not on the new image, the quarantined ones
 included, and the buffers retained for them. What differs from AKS is listed in docs/testing.md
@@ -170,7 +170,9 @@ def evict(plane: ControlPlane, namespace: str, name: str) -> tuple[int, str]:
     status, answer = request(
         plane, "POST", f"/api/v1/namespaces/{namespace}/pods/{name}/eviction", body
     )
-    return status, str(answer.get("message") or answer.get("status") or "")
+    # A refusal's reason is in its causes (e.g. "The disruption budget <name> needs ...").
+    causes = [str(c.get("message")) for c in (answer.get("details") or {}).get("causes") or []]
+    return status, " ".join([str(answer.get("message") or answer.get("status") or ""), *causes])
 
 
 # ---- what happened -----------------------------------------------------------------------------
@@ -208,8 +210,7 @@ class ReimageRecord:
     quarantined: list[str] = field(default_factory=list[str])
     not_upgraded: list[str] = field(default_factory=list[str])  # blocked under `Schedule`
     retained_surge: dict[str, str] = field(default_factory=dict[str, str])  # surge -> for node
-    # The nodes deleted at the end (as many as surge buffers were left free), and those tried
-    # for it that could not be drained.
+    # Surge nodes deleted at the end, and those that could not be drained (best effort).
     removed_surge: list[str] = field(default_factory=list[str])
     kept_surge: list[str] = field(default_factory=list[str])
     evicted: list[Evicted] = field(default_factory=list[Evicted])
@@ -400,16 +401,9 @@ def reimage_pool(
                 run.note(f"surge {held} retained for {node}")
         if after_batch is not None:
             after_batch(record)
-    # The end: the pool gives back as many nodes as buffers are left free. "At the end of the
-    # process, the last buffer node is deleted": the empty ones go first (a node drained and
-    # reimaged is the next buffer), surge nodes before the pool's own; best effort.
-    candidates = sorted(
-        [*free, *record.reimaged],
-        key=lambda n: (len([p for p in pods_on(plane, n) if _drainable(p)]), n not in free),
-    )
-    for node in candidates:
-        if len(record.removed_surge) == len(free):
-            break
+    # The end: "the surge node is cordoned, drained and deleted", each one no blocked node
+    # keeps; best effort: one that cannot be drained stays.
+    for node in free:
         drain = run.drain(node)
         record.drains.append(drain)
         if drain.drained:
@@ -417,10 +411,10 @@ def reimage_pool(
             if status not in {200, 202, 404}:
                 raise AssertionError(f"[{plane.name}] delete {node}: {status} {body}")
             record.removed_surge.append(node)
-            run.note(f"{node} deleted (a surge node's worth)")
+            run.note(f"surge {node} deleted")
         else:
             cordon(plane, node, unschedulable=False)
             record.kept_surge.append(node)
-            run.note(f"{node} kept: not drained")
+            run.note(f"surge {node} kept: not drained")
     record.seconds = round(time.monotonic() - run.t0, 2)
     return record
