@@ -72,9 +72,7 @@ def system_pool_profile(
         profile["os_disk_size_gb"] = pool.os_disk_size_gb
     if subnet_id is not None:
         profile["vnet_subnet_id"] = subnet_id
-    settings = pool_upgrade_settings(
-        pool.upgrade_settings or (upgrades or UpgradeSettings()).node_pools
-    )
+    settings = pool_upgrade_settings(sent_upgrade_settings(pool, upgrades))
     if settings:
         profile["upgrade_settings"] = settings
     return profile
@@ -112,14 +110,7 @@ def user_pool_args(
         args["availability_zones"] = list(pool.zones)
     if pool.os_disk_size_gb is not None:
         args["os_disk_size_gb"] = pool.os_disk_size_gb
-    settings = pool_upgrade_settings(
-        pool.upgrade_settings or (upgrades or UpgradeSettings()).node_pools
-    )
-    if pool.priority == "Spot":
-        # AKS refuses any max surge on a Spot pool (upstream.aks_rules `spot-max-surge`): one
-        # inherited from the cluster's upgrades.nodePools is left out; one written on the pool
-        # itself is an error (checks.aks_rules).
-        settings.pop("max_surge", None)
+    settings = pool_upgrade_settings(sent_upgrade_settings(pool, upgrades))
     if settings:
         args["upgrade_settings"] = settings
     if pool.priority == "Spot":
@@ -278,15 +269,42 @@ def subnets(cluster: ClusterConfig) -> list[dict[str, Any]]:
     return out
 
 
+def sent_upgrade_settings(
+    pool: PoolConfig | SystemPoolConfig, upgrades: UpgradeSettings | None = None
+) -> PoolUpgradeSettings:
+    """A pool's upgrade settings as sent: its own, else its cluster's `upgrades.nodePools`.
+
+    On a Spot pool no max surge (AKS refuses one: upstream.aks_rules `spot-max-surge`; one
+    written on the pool itself is an error in checks.aks_rules). Under `batchPods: protect` an
+    unset `undrainableNodeBehavior` is `Cordon`, except on a Spot pool (Cordon puts a surge node
+    in a blocked node's place, and a Spot pool has none): a node whose batch pods the
+    PodDisruptionBudget keeps is cordoned, so no new pod starts on its old image, and the
+    upgrade goes on with the next one (docs/upgrades.md, "Batch pods through node upgrades").
+    """
+    up = upgrades or UpgradeSettings()
+    settings = pool.upgrade_settings or up.node_pools
+    spot = isinstance(pool, PoolConfig) and pool.priority == "Spot"
+    update: dict[str, Any] = {}
+    if spot and settings.max_surge is not None:
+        update["max_surge"] = None
+    if up.batch_pods == "protect" and settings.undrainable_node_behavior is None and not spot:
+        update["undrainable_node_behavior"] = "Cordon"
+    return settings.model_copy(update=update) if update else settings
+
+
 def pool_upgrade_settings(settings: PoolUpgradeSettings) -> dict[str, Any]:
     """AgentPool `upgradeSettings`; empty keeps AKS's defaults (10% surge, 30 min drain)."""
     out: dict[str, Any] = {}
     if settings.max_surge is not None:
         out["max_surge"] = settings.max_surge
+    if settings.max_unavailable is not None:
+        out["max_unavailable"] = settings.max_unavailable
     if settings.drain_timeout_minutes is not None:
         out["drain_timeout_in_minutes"] = settings.drain_timeout_minutes
     if settings.node_soak_minutes is not None:
         out["node_soak_duration_in_minutes"] = settings.node_soak_minutes
+    if settings.undrainable_node_behavior is not None:
+        out["undrainable_node_behavior"] = settings.undrainable_node_behavior
     return out
 
 

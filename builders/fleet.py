@@ -46,6 +46,7 @@ def kueue_objects(fleet: FleetConfig) -> dict[str, list[Manifest]]:
             version,
             fleet.kueue.workload_priority_classes,
             held=held.get(cluster.name, ()),
+            protect_batch_pods=fleet.upgrades_of(cluster).batch_pods == "protect",
         )
         out[cluster.name] = objects + monitoring.monitoring_objects(fleet, cluster)
     return out

@@ -18,6 +18,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final, cast
 
 from builders.aks import pool_node_labels, pool_node_taints
+from builders.batch_pods import batch_pod_budget
 from builders.kueue import deep_merge, namespace_selector
 from builders.manifest import Manifest
 from config.kueue import (
@@ -404,10 +405,15 @@ def cluster_objects(
     kubernetes_version: str | None = None,
     priority_classes: Sequence[WorkloadPriorityClassConfig] = (),
     held: Collection[tuple[str, str]] = (),
+    *,
+    protect_batch_pods: bool = False,
 ) -> list[Manifest]:
     """Every queue object of one cluster, each naming what it needs, referenced objects first.
 
     `held`: (namespace, name) of LocalQueues that get `stopPolicy: Hold` (a drained worker's).
+
+    `protect_batch_pods`: each team namespace gets the budget that keeps Kueue's pods through a
+    node drain (`upgrades.batchPods: protect`, builders.batch_pods).
 
     `kubernetes_version`: the cluster's, when the stack knows it (pins the Pod Security version).
     """
@@ -441,5 +447,10 @@ def cluster_objects(
                 (f"Namespace/{lq.namespace}", f"ClusterQueue/{lq.cluster_queue}"),
             )
             for lq in q.local_queues
+        ),
+        *(
+            Manifest(target, batch_pod_budget(ns.name), (f"Namespace/{ns.name}",))
+            for ns in q.namespaces
+            if protect_batch_pods
         ),
     ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from checks.access import check_member_access, check_open_ranges
 from checks.aks import AKS_CHECKS
 from checks.aks_rules import AKS_RULE_CHECKS
+from checks.batch_pods import BATCH_POD_CHECKS
 from checks.capacity import check_capacity, check_manager_quota
 from checks.common import Check
 from checks.credentials import CREDENTIAL_CHECKS
@@ -47,6 +48,7 @@ CHECKS: tuple[Check, ...] = (
     *FRAMEWORK_CHECKS,
     *UPGRADE_CHECKS,
     *MAINTENANCE_CHECKS,
+    *BATCH_POD_CHECKS,
     *MONITORING_CHECKS,
 )
 

@@ -39,6 +39,8 @@ def kube_object(name: str, obj: Mapping[str, Any], opts: pulumi.ResourceOptions)
         return k8s.core.v1.ConfigMap(name, metadata=meta, data=obj.get("data"), opts=opts)
     if kind == "Service":
         return k8s.core.v1.Service(name, metadata=meta, spec=obj["spec"], opts=opts)
+    if kind == "PodDisruptionBudget":
+        return k8s.policy.v1.PodDisruptionBudget(name, metadata=meta, spec=obj["spec"], opts=opts)
     if kind == "ClusterRole":
         return k8s.rbac.v1.ClusterRole(name, metadata=meta, rules=obj["rules"], opts=opts)
     if kind == "ClusterRoleBinding":

@@ -98,12 +98,24 @@ class PoolUpgradeSettings(Model):
     drain_timeout_minutes: int | None = Field(default=None, ge=5, le=1440)
     # AKS: 0-30 minutes (default 0): wait after draining a node before the next one.
     node_soak_minutes: int | None = Field(default=None, ge=0, le=30)
+    # Nodes taken out at once with no surge node for them: a count or a share (AKS's default 0).
+    max_unavailable: str | None = Field(default=None, pattern=r"^(\d{1,3}|1000|\d{1,2}%|100%)$")
+    # What AKS does with a node whose drain is still blocked at the drain timeout (a
+    # PodDisruptionBudget, as `batchPods: protect` sets): `Cordon` leaves it cordoned and labelled
+    # Quarantined with a surge node in its place and moves on; `Schedule` makes it schedulable
+    # again, not upgraded. Either way the upgrade ends Failed. Unset: `Cordon` under
+    # `batchPods: protect` (not on Spot pools, which have no surge), else AKS's default.
+    undrainable_node_behavior: Literal["Cordon", "Schedule"] | None = None
 
     def describe(self) -> str:
         parts = [
             f"surge {self.max_surge}" if self.max_surge else "",
+            f"unavailable {self.max_unavailable}" if self.max_unavailable else "",
             f"drain {self.drain_timeout_minutes}m" if self.drain_timeout_minutes else "",
             f"soak {self.node_soak_minutes}m" if self.node_soak_minutes is not None else "",
+            f"undrainable: {self.undrainable_node_behavior}"
+            if self.undrainable_node_behavior
+            else "",
         ]
         return ", ".join(p for p in parts if p) or "AKS defaults"
 
@@ -123,3 +135,9 @@ class UpgradeSettings(Model):
     node_os_window: MaintenanceWindow | None = None
     # Every pool's `upgradeSettings` unless the pool sets its own `upgradeSettings`.
     node_pools: PoolUpgradeSettings = PoolUpgradeSettings()
+    # Pods Kueue admitted, when AKS drains their node in an upgrade. `protect`: a
+    # PodDisruptionBudget in each team namespace refuses their eviction, so they run to the end on
+    # the old node (AKS waits `drainTimeoutMinutes`, then, with `Cordon`, quarantines the node
+    # and goes on). `evict`: AKS's default; each eviction restarts the pod and counts against its
+    # Job's backoffLimit (docs/upgrades.md, "Batch pods through node upgrades").
+    batch_pods: Literal["protect", "evict"] = "protect"

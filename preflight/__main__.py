@@ -79,7 +79,7 @@ def _print_tables(plan: dict[str, Any], console: Console, warnings: Sequence[str
         )
     console.print(clusters)
     upgrades = Table(title="Upgrades (docs/upgrades.md)", title_justify="left")
-    for column in ("cluster", "channel", "window", "node OS", "node OS window"):
+    for column in ("cluster", "channel", "window", "node OS", "node OS window", "batch pods"):
         upgrades.add_column(column)
     for c in plan["clusters"]:
         upgrades.add_row(
@@ -88,6 +88,7 @@ def _print_tables(plan: dict[str, Any], console: Console, warnings: Sequence[str
             c.get("upgradeWindow", "-"),
             c.get("nodeOsChannel", "-"),
             c.get("nodeOsWindow", "-"),
+            c.get("batchPods", "-"),
         )
     console.print(upgrades)
     pools = Table(title="Node pools (max allocatable = per-node allocatable x maxNodes)")

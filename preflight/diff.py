@@ -54,6 +54,7 @@ def _cluster_changed(name: str, old: dict[str, Any], new: dict[str, Any]) -> Cha
         "nodeOsChannel": "node OS channel",
         "upgradeWindow": "upgrade window",
         "nodeOsWindow": "node OS window",
+        "batchPods": "batch pods",
     }
     return fields(name, [arrow(label, old.get(k), new.get(k)) for k, label in labels.items()])
 

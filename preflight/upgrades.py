@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from builders.aks import sent_upgrade_settings
 from config.models import ClusterConfig, FleetConfig
 from config.resolve import version_key
 from upstream.aks_versions import CALENDAR, LTS_PLAN, RULE_ONE_MINOR
@@ -17,7 +18,8 @@ def upgrade_fields(fleet: FleetConfig, index: int, cluster: ClusterConfig) -> di
     if cluster.source != "aks":
         return {"versionKey": key, "supportPlan": "-", "supportEnds": "-",
                 "upgradeChannel": "-", "nodeOsChannel": "-", "upgradeWindow": "-",
-                "nodeOsWindow": "-"}  # fmt: skip
+                "nodeOsWindow": "-",
+                "batchPods": fleet.upgrades_of(cluster).batch_pods}  # fmt: skip
     up = fleet.upgrades_of(cluster)
     row = CALENDAR.get(minor_of(fleet.version_of(cluster)))
     lts = cluster.support_plan == LTS_PLAN
@@ -32,26 +34,23 @@ def upgrade_fields(fleet: FleetConfig, index: int, cluster: ClusterConfig) -> di
         "nodeOsChannel": up.node_os_channel,
         "upgradeWindow": up.window.describe() if up.window else "any time",
         "nodeOsWindow": up.node_os_window.describe() if up.node_os_window else "any time",
+        "batchPods": up.batch_pods,
     }
 
 
 def add_pool_upgrades(
     fleet: FleetConfig, cluster: ClusterConfig, rows: list[dict[str, Any]]
 ) -> None:
-    """Each pool row gets its Kubernetes version and its upgrade settings (in place)."""
-    node_pools = fleet.upgrades_of(cluster).node_pools
+    """Each pool row gets its Kubernetes version and its upgrade settings as sent (in place)."""
+    upgrades = fleet.upgrades_of(cluster)
     pools = {p.name: p for p in (cluster.system_pool, *cluster.pools)}
-    spot = {p.name for p in cluster.pools if p.priority == "Spot"}
     for row in rows:
         pool = pools[row["pool"]]
         row["kubernetesVersion"] = fleet.pool_version_of(cluster, pool)
-        settings = pool.upgrade_settings or node_pools
-        if row["pool"] in spot and settings.max_surge is not None:
-            # What is sent: AKS refuses any max surge on a Spot pool (builders.aks).
-            settings = settings.model_copy(update={"max_surge": None})
-            row["upgrade"] = f"{settings.describe()} (no surge: Spot)"
-        else:
-            row["upgrade"] = settings.describe()
+        written = pool.upgrade_settings or upgrades.node_pools
+        sent = sent_upgrade_settings(pool, upgrades)
+        dropped = written.max_surge is not None and sent.max_surge is None
+        row["upgrade"] = sent.describe() + (" (no surge: Spot)" if dropped else "")
 
 
 def version_steps(base: dict[str, Any], head: dict[str, Any]) -> list[dict[str, str]]:

@@ -341,7 +341,7 @@ def test_the_plan_shows_what_is_sent_for_spot_pools_and_the_deployers_type(
     plan = json.loads(capsys.readouterr().out)
     rows = {(c["name"], p["pool"]): p for c in plan["clusters"] for p in c["pools"]}
     assert rows["worker-3", "spot"]["upgrade"] == "drain 60m (no surge: Spot)"
-    assert rows["worker-3", "cpu"]["upgrade"] == "surge 33%, drain 60m"
+    assert rows["worker-3", "cpu"]["upgrade"] == "surge 33%, drain 60m, undrainable: Cordon"
     assert rows["worker-3", "system"]["kubernetesVersion"] == "1.36"
     assert plan["deployer"]["principalType"] == "ServicePrincipal"
     deployer = [r for r in plan["azureAccess"] if r["key"].endswith("deployIdentityRole")]

@@ -306,19 +306,26 @@ def test_prod_sends_channels_windows_and_pool_surge(prod: Graph) -> None:
             "nodeOSUpgradeChannel": "NodeImage",
         }
         (system,) = mc.inputs["agentPoolProfiles"]
-        assert system["upgradeSettings"] == {"maxSurge": "33%", "drainTimeoutInMinutes": 60}
+        # batchPods: protect (the default): a node AKS cannot drain is quarantined, not retried.
+        assert system["upgradeSettings"] == {
+            "maxSurge": "33%",
+            "drainTimeoutInMinutes": 60,
+            "undrainableNodeBehavior": "Cordon",
+        }
         # The system pool moves with its control plane (upstream.aks_rules system-pool-version).
         assert system["orchestratorVersion"] == "1.36"
     spot = 0
     for pool in prod.of_type(POOL):
         if pool.inputs.get("scaleSetPriority") == "Spot":
-            # AKS refuses any max surge on a Spot pool: the inherited 33% is left out.
+            # AKS refuses any max surge on a Spot pool: the inherited 33% is left out, and
+            # with no surge node to put in a blocked node's place, no Cordon either.
             spot += 1
             assert pool.inputs["upgradeSettings"] == {"drainTimeoutInMinutes": 60}
         else:
             assert pool.inputs["upgradeSettings"] == {
                 "maxSurge": "33%",
                 "drainTimeoutInMinutes": 60,
+                "undrainableNodeBehavior": "Cordon",
             }
         assert pool.inputs["orchestratorVersion"] == "1.36"
     assert spot == 1  # worker-3's
@@ -341,7 +348,10 @@ def test_prod_sends_channels_windows_and_pool_surge(prod: Graph) -> None:
 def test_dev_sends_channels_and_no_windows(dev: Graph) -> None:
     for mc in dev.of_type(MC):
         assert mc.inputs["autoUpgradeProfile"]["upgradeChannel"] == "patch"
-        assert "upgradeSettings" not in mc.inputs["agentPoolProfiles"][0]
+        # AKS's pool defaults, but a node it cannot drain is quarantined (batchPods: protect).
+        assert mc.inputs["agentPoolProfiles"][0]["upgradeSettings"] == {
+            "undrainableNodeBehavior": "Cordon"
+        }
     assert dev.of_type(WINDOW) == []
 
 
@@ -364,7 +374,8 @@ def test_plan_rows_say_when_support_ends_and_how_upgrades_run() -> None:
     assert manager["supportEnds"] == "2027-06-30 (end of life)"
     assert manager["upgradeWindow"] == "Saturday every week, 00:00 UTC+00:00 for 8h"
     assert manager["nodeOsChannel"] == "NodeImage"
-    assert snap["pools"]["worker-1/cpu"]["upgrade"] == "surge 33%, drain 60m"
+    assert snap["pools"]["worker-1/cpu"]["upgrade"] == "surge 33%, drain 60m, undrainable: Cordon"
+    assert manager["batchPods"] == "protect"
 
 
 def _with_version(tmp_path: Path, version: str) -> dict[str, Any]:

@@ -211,6 +211,10 @@ KUEUE_GROUP: Final = "kueue.x-k8s.io"
 CONFIG_API: Final = "config.kueue.x-k8s.io/v1beta2"
 PROVISIONING_CONTROLLER: Final = "kueue.x-k8s.io/provisioning-request"
 QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
+# On every pod Kueue admits, of any framework, when it starts the job: the pod set's name
+# (pkg/constants PodSetLabel, set in jobframework/reconciler.go getPodSetsInfoFromStatus; read
+# at v0.19.2 and v0.17.8). What `upgrades.batchPods: protect` selects (builders.batch_pods).
+POD_SET_LABEL: Final = "kueue.x-k8s.io/podset"
 # Tolerates the AKS system pool taint (SystemPoolConfig.onlyCriticalAddons), as the AKS example.
 CRITICAL_ADDONS_TOLERATION: Final = {
     "key": "CriticalAddonsOnly",
