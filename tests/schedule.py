@@ -29,6 +29,7 @@ LONGEST_FIRST: Final = (
     "realtier/test_twin_jobs.py",  # 138
     "realtier/test_worker_add.py",  # 117
     "realtier/test_karmada.py",  # 113
+    "realtier/test_worker_maintenance.py",  # not in that run: 95-105 alone (2026-12-06)
     "realtier/test_worker_drain.py",  # 89
     "realtier/test_karmada_failover.py",  # 80
     "realtier/test_provisioning_gate.py",  # 80

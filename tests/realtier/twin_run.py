@@ -84,8 +84,16 @@ from tests.realtier.twin_engine import EngineDeploy, deploy_twin
 SIMULATION_TOOLS: Final = ("kube-scheduler", "kwok")
 # A twin's Jobs run: the Job controller creates their pods (garbage collection, already on,
 # removes them with their Job); the node lifecycle controller lifts the not-ready taint the API
-# server puts on every new Node (TaintNodesByCondition) once kwok reports it Ready.
-TWIN_CONTROLLERS: Final = (*CONTROLLERS, "job-controller", "node-lifecycle-controller")
+# server puts on every new Node (TaintNodesByCondition) once kwok reports it Ready; the disruption
+# controller computes PodDisruptionBudgets' status, without which the Eviction API refuses every
+# pod a budget covers (429 until `status.observedGeneration` reaches the budget's generation:
+# k8s.io/kubernetes pkg/registry/core/pod/storage/eviction.go, checkAndDecrement).
+TWIN_CONTROLLERS: Final = (
+    *CONTROLLERS,
+    "job-controller",
+    "node-lifecycle-controller",
+    "disruption-controller",
+)
 # Bounded waits, measured on 2 shared cores; margins for a busier machine.
 NODES_READY_TIMEOUT: Final = 120.0
 # kwok's node lease, as kwokctl runs it (pkg/kwokctl/components/kwok_controller.go passes
