@@ -29,10 +29,13 @@ NO_EVICTION: Final = 2**31 - 1
 def batch_pod_budget(namespace: str) -> dict[str, Any]:
     """The PodDisruptionBudget that keeps Kueue-admitted pods of `namespace` from eviction.
 
-    `unhealthyPodEvictionPolicy: AlwaysAllow`: a pod that runs but is not Ready (crash-looping
-    under `restartPolicy: OnFailure`) makes no progress and does not hold a drain. Pending and
-    finished pods are never held by a budget (the Eviction API lets them go:
-    pkg/registry/core/pod/storage/eviction.go `canIgnorePDB`, v1.36.3).
+    `unhealthyPodEvictionPolicy: IfHealthyBudget` (Kubernetes' default, written out): a pod that
+    runs but is not Ready (a container restarting under `restartPolicy: OnFailure`) is held too,
+    as its eviction would count against the Job's backoffLimit like any other; a node it keeps
+    is quarantined at the drain timeout like one with healthy pods. Pending and finished pods are
+    never held by a budget (the Eviction API lets them go: pkg/registry/core/pod/storage/
+    eviction.go `canIgnorePDB`, v1.36.3); a Pending pod of an admitted Job deleted there counts
+    as a failure unless the Job's `podFailurePolicy` ignores `DisruptionTarget`.
     """
     return {
         "apiVersion": "policy/v1",
@@ -41,6 +44,6 @@ def batch_pod_budget(namespace: str) -> dict[str, Any]:
         "spec": {
             "minAvailable": NO_EVICTION,
             "selector": {"matchExpressions": [{"key": POD_SET_LABEL, "operator": "Exists"}]},
-            "unhealthyPodEvictionPolicy": "AlwaysAllow",
+            "unhealthyPodEvictionPolicy": "IfHealthyBudget",
         },
     }

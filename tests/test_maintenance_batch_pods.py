@@ -65,7 +65,7 @@ def test_the_budget_selects_kueues_pods_and_allows_no_eviction() -> None:
     assert isinstance(spec["minAvailable"], int)
     assert spec["minAvailable"] == NO_EVICTION
     assert "maxUnavailable" not in spec
-    assert spec["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
+    assert spec["unhealthyPodEvictionPolicy"] == "IfHealthyBudget"
     # Every field is one the pinned Kubernetes SDK types know (an unknown one is a TypeError).
     snake = {"minAvailable": "min_available", "selector": "selector",
              "unhealthyPodEvictionPolicy": "unhealthy_pod_eviction_policy"}  # fmt: skip
