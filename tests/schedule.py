@@ -28,7 +28,7 @@ LONGEST_FIRST: Final = (
     "realtier/test_azure_twin.py",  # 141
     "realtier/test_twin_jobs.py",  # 138
     "realtier/test_worker_add.py",  # 117
-    "realtier/test_alerts_prometheus.py",  # not in that run: 113 alone (load 9, beside others)
+    "realtier/test_alerts_prometheus.py",  # not in that run: 109-127 alone, load 6-9
     "realtier/test_karmada.py",  # 113
     "realtier/test_worker_drain.py",  # 89
     "realtier/test_karmada_failover.py",  # 80

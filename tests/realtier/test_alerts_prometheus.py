@@ -28,6 +28,8 @@ scrape of its Kueue times out). Measured from that moment: the seconds until Pro
 compressed `for` plus scrape, timeout and evaluation slack for a loaded 2-core machine), firing
 no sooner than the compressed `for` after pending, and no other alert (another rule, another
 cluster) pending or firing meanwhile. Then the plane is restored and the alert has to clear.
+The same again for the other worker with only its Kueue killed (faults.py's `kill_kueue`: the
+cluster stays up, the scrape is refused rather than timed out), then `restart_kueue`.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import json
 import re
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -47,7 +50,7 @@ from builders.alerts import GROUP, alert_rules, rule_file
 from builders.monitoring import CLUSTER_LABEL, SCRAPE_JOB, monitoring_objects
 from tests.realtier.autoscaler import nodes_at_min, start_autoscalers
 from tests.realtier.conftest import kueue_crd_paths
-from tests.realtier.faults import lose_plane, restore_plane, thaw_all
+from tests.realtier.faults import kill_kueue, lose_plane, restart_kueue, restore_plane, thaw_all
 from tests.realtier.harness import Report, Tools, apply
 from tests.realtier.jobs import workload_of_job
 from tests.realtier.kueue import kueue_binary
@@ -89,6 +92,7 @@ FIRING_SLACK: Final = 25.0
 CLEAR_BOUND: Final = 60.0
 AFTER_FIRING: Final = 5.0
 POLL: Final = 0.25
+UP: Final = f'up{{job="{SCRAPE_JOB}"}}'
 
 _DURATION = re.compile(r"(\d+)(ms|s|m|h|d)")
 _UNIT = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -127,6 +131,85 @@ def _show(alerts: list[dict[str, Any]]) -> str:
     )
 
 
+@dataclass
+class Fired:
+    """Seconds from a fault to the alert seen pending and firing, from the repair to none."""
+
+    hold: float
+    pending: float
+    firing: float
+    cleared: float = float("nan")
+
+    def __str__(self) -> str:
+        return (
+            f"pending {self.pending:.1f}s, firing {self.firing:.1f}s after the stop (for "
+            f"{self.hold:.0f}s), cleared {self.cleared:.1f}s after the repair"
+        )
+
+
+def watch_until_firing(prom: Prometheus, cluster: str, hold: float, t_stop: float) -> Fired:
+    """Poll Prometheus' alerts from the fault on: `cluster`'s unreachable alert pending within
+    PENDING_BOUND, firing within its `for` + FIRING_SLACK and no sooner than its `for` after
+    pending; no other alert at any poll, until AFTER_FIRING past firing."""
+    pending_at: float | None = None
+    firing_at: float | None = None
+    others: list[str] = []
+    last: list[dict[str, Any]] = []
+    deadline = t_stop + hold + FIRING_SLACK + PENDING_BOUND
+    while firing_at is None or time.monotonic() < t_stop + firing_at + AFTER_FIRING:
+        last = _alerts(prom)
+        now = time.monotonic() - t_stop
+        for a in last:
+            labels = a["labels"]
+            if labels.get("alertname") == LOST_ALERT and labels.get(CLUSTER_LABEL) == cluster:
+                if pending_at is None:
+                    pending_at = now  # the first poll that shows it (pending or firing)
+                if a["state"] == "firing" and firing_at is None:
+                    firing_at = now
+            else:
+                others.append(f"{now:.1f}s: {a['state']} {labels}")
+        assert not others, f"other alerts after {cluster} stopped:\n" + "\n".join(others)
+        mine = [a["state"] for a in last if a["labels"].get(CLUSTER_LABEL) == cluster]
+        # Once seen, held until the repair: pending until firing, then firing.
+        assert pending_at is None or mine == ["firing" if firing_at is not None else "pending"], (
+            f"{cluster} at {now:.1f}s: {_show(last)} (pending at {pending_at}, firing at "
+            f"{firing_at})"
+        )
+        assert time.monotonic() < deadline, (
+            f"{LOST_ALERT} for {cluster}: pending at {pending_at}, firing at {firing_at} "
+            f"(s after the stop); alerts: {_show(last)}\nup: "
+            f"{prom.query(UP)}"
+        )
+        time.sleep(POLL)
+    assert pending_at is not None
+    assert firing_at is not None
+    (alert,) = last
+    assert alert["labels"]["severity"] == "critical", alert
+    assert pending_at <= PENDING_BOUND, f"{cluster}: pending {pending_at:.1f}s after the stop"
+    assert firing_at <= hold + FIRING_SLACK, (
+        f"{cluster}: firing {firing_at:.1f}s after the stop (for {hold:.0f}s + "
+        f"{FIRING_SLACK:.0f}s slack)"
+    )
+    # Firing no sooner than its `for` after it went pending (less a poll each and an evaluation).
+    assert firing_at - pending_at >= hold - 2 * POLL - seconds(EVALUATION_INTERVAL), (
+        cluster,
+        pending_at,
+        firing_at,
+    )
+    return Fired(hold, pending_at, firing_at)
+
+
+def until_cleared(prom: Prometheus, cluster: str, t_repair: float) -> float:
+    """Seconds from the repair until Prometheus holds no alert at all."""
+    _until(
+        f"{LOST_ALERT} for {cluster} cleared after it came back",
+        lambda: not _alerts(prom),
+        CLEAR_BOUND,
+        lambda: _show(_alerts(prom)),
+    )
+    return time.monotonic() - t_repair
+
+
 @pytest.fixture
 def twin(tools: Tools, simulation: SimulationTools, tmp_path: Path) -> Iterator[Twin]:
     binary = kueue_binary()
@@ -147,8 +230,9 @@ def twin(tools: Tools, simulation: SimulationTools, tmp_path: Path) -> Iterator[
         yield started
 
 
-def test_alert_rules_quiet_on_the_healthy_twin_and_worker_lost_alert_fires_within_its_bound(
+def test_alert_rules_quiet_on_the_healthy_twin_and_worker_lost_alert_fires_within_its_bound(  # noqa: PLR0917 - pytest fixtures
     binaries: Binaries,
+    tools: Tools,
     twin: Twin,
     tmp_path: Path,
     report: Report,
@@ -172,10 +256,15 @@ def test_alert_rules_quiet_on_the_healthy_twin_and_worker_lost_alert_fires_withi
         (r["alert"], r["expr"], r["labels"], r["annotations"])
         for r in shipped["groups"][0]["rules"]
     ]
-    by_cluster = {r.expr: r for r in alert_rules(fleet) if r.name == LOST_ALERT}
-    lost_rule = next(r for r in by_cluster.values() if f'"{lost}"' in r.expr)
-    hold = seconds(next(r["for"] for r in group["rules"] if r["expr"] == lost_rule.expr))
-    assert hold == seconds(lost_rule.hold) / FOR_FACTOR, (lost_rule.hold, hold)
+    # Each cluster's unreachable rule: its compressed `for` is its shipped one / FOR_FACTOR.
+    compressed = {r["expr"]: seconds(r["for"]) for r in group["rules"]}
+    holds: dict[str, float] = {}
+    for r in alert_rules(fleet):
+        if r.name == LOST_ALERT:
+            cluster = r.expr.split(f'{CLUSTER_LABEL}="')[1].split('"')[0]
+            assert compressed[r.expr] == seconds(r.hold) / FOR_FACTOR, (r.hold, compressed[r.expr])
+            holds[cluster] = compressed[r.expr]
+    assert sorted(holds) == sorted(clusters), holds
     rule_path = tmp_path / "alerts.yml"
     rule_path.write_text(yaml.safe_dump(rules, sort_keys=False))
 
@@ -268,71 +357,38 @@ def test_alert_rules_quiet_on_the_healthy_twin_and_worker_lost_alert_fires_withi
     backlog = {s["metric"].get("status"): s["value"][1] for s in pending_now}
     assert prom.query(f'up{{job="{SCRAPE_JOB}"}} == 1'), "the healthy window saw no scrape"
 
-    up_all = f'up{{job="{SCRAPE_JOB}"}}'
-    # Lost: the worker's plane stops; its alert pending, then firing; nothing else.
+    # Lost: the worker's plane stops; its alert pending, then firing; nothing else; cleared.
     plane, kueue = twin.planes[lost], twin.kueues[lost]
-    pending_at = firing_at = None
-    others: list[str] = []
-    last: list[dict[str, Any]] = []
     t_stop = time.monotonic()
     lose_plane(plane, kueue)
     restored = False
     try:
-        deadline = t_stop + hold + FIRING_SLACK + PENDING_BOUND
-        while firing_at is None or time.monotonic() < firing_at + AFTER_FIRING:
-            last = _alerts(prom)
-            now = time.monotonic() - t_stop
-            for a in last:
-                labels = a["labels"]
-                if labels.get("alertname") == LOST_ALERT and labels.get(CLUSTER_LABEL) == lost:
-                    if pending_at is None:
-                        pending_at = now  # the first poll that shows it (pending or firing)
-                    if a["state"] == "firing" and firing_at is None:
-                        firing_at = now
-                else:
-                    others.append(f"{now:.1f}s: {a['state']} {labels}")
-            assert not others, f"other alerts after {lost} was lost:\n" + "\n".join(others)
-            assert time.monotonic() < deadline, (
-                f"{LOST_ALERT} for {lost}: pending at {pending_at}, firing at {firing_at} "
-                f"(s after the stop); alerts: {_show(last)}\nup: "
-                f"{prom.query(up_all)}"
-            )
-            time.sleep(POLL)
-        assert pending_at is not None
-        assert firing_at is not None
-        (alert,) = [a for a in last if a["labels"].get(CLUSTER_LABEL) == lost]
-        assert alert["labels"]["severity"] == "critical", alert
+        lost_at = watch_until_firing(prom, lost, holds[lost], t_stop)
         t_restore0 = time.monotonic()
         restore_plane(plane, kueue)
         restored = True
-        _until(
-            f"{LOST_ALERT} for {lost} cleared after the plane came back",
-            lambda: not _alerts(prom),
-            CLEAR_BOUND,
-            lambda: _show(_alerts(prom)),
-        )
-        t_clear = time.monotonic() - t_restore0
+        lost_at.cleared = until_cleared(prom, lost, t_restore0)
     finally:
         if not restored:
             thaw_all(twin.planes.values(), twin.kueues.values())
 
-    assert pending_at <= PENDING_BOUND, f"pending {pending_at:.1f}s after the stop"
-    assert firing_at <= hold + FIRING_SLACK, (
-        f"firing {firing_at:.1f}s after the stop (for {hold:.0f}s + {FIRING_SLACK:.0f}s slack)"
-    )
-    # Firing no sooner than its `for` after it went pending (`activeAt` is Prometheus' own).
-    assert firing_at - pending_at >= hold - 2 * POLL - seconds(EVALUATION_INTERVAL), (
-        pending_at,
-        firing_at,
-    )
+    # The other worker's Kueue alone killed (its cluster up): the scrape is refused, not timed out.
+    killed = workers[1]
+    t_stop = time.monotonic()
+    kill_kueue(twin.kueues[killed])
+    killed_at = watch_until_firing(prom, killed, holds[killed], t_stop)
+    t_restart0 = time.monotonic()
+    ready = restart_kueue(twin.kueues[killed], tools.openssl)
+    killed_at.cleared = until_cleared(prom, killed, t_restart0)
+
     line = (
         f"alerts on Prometheus {binaries.prometheus.parent.parent.name} over the {STACK} twin's "
         f"{len(clusters)} Kueues, {len(group['rules'])} rules, `for` / {FOR_FACTOR}, evaluation "
         f"{EVALUATION_INTERVAL}, scrape {SCRAPE_INTERVAL}: healthy for {len(evaluations)} "
         f"evaluations ({t_healthy:.1f}s, backlog on {manager.name}: {backlog}), nothing pending "
-        f"or firing; {lost}'s plane lost: {LOST_ALERT} pending {pending_at:.1f}s, firing "
-        f"{firing_at:.1f}s after the stop (for {hold:.0f}s), no other alert; cleared "
-        f"{t_clear:.1f}s after the restore; work done {t_work:.1f}s after the twin ran"
+        f"or firing; {LOST_ALERT}, no other alert meanwhile: {lost}'s plane lost: {lost_at} "
+        f"(restore); {killed}'s Kueue killed: {killed_at} (restart, "
+        f"Kueue ready {ready:.1f}s); work done {t_work:.1f}s after the twin ran"
     )
     report(line)
     with capsys.disabled():
