@@ -28,6 +28,7 @@ LONGEST_FIRST: Final = (
     "realtier/test_azure_twin.py",  # 141
     "realtier/test_twin_jobs.py",  # 138
     "realtier/test_worker_add.py",  # 117
+    "realtier/test_alerts_prometheus.py",  # not in that run: 109-127 alone, load 6-9
     "realtier/test_karmada.py",  # 113
     "realtier/test_worker_maintenance.py",  # not in that run: 95-105 alone (2026-12-06)
     "realtier/test_worker_drain.py",  # 89
