@@ -295,6 +295,18 @@ def test_manager_maintenance_upgrade_keeps_queued_reserved_and_dispatched_work_w
 
         until(pending, 60.0, "every small Job pending on the manager for quota", seen=seen)
 
+        def nominated() -> dict[str, list[str]]:
+            return {
+                owner(w): sorted((w.get("status") or {}).get("nominatedClusterNames") or [])
+                for w in mine(reserved)
+            }
+
+        # AllAtOnce nominates every connected worker; Incremental (stepSize 1) one per 5-minute
+        # round (Kueue v0.19.2 workloaddispatcher/incrementaldispatcher.go), so the first.
+        nominated_before = nominated()
+        first = [sorted(WORKERS)] if dispatcher == "AllAtOnce" else [[w] for w in WORKERS]
+        assert all(n in first for n in nominated_before.values()), nominated_before
+
         # Before: the page's checks, as written.
         assert clusters_active(twin) == dict.fromkeys(WORKERS, "True"), clusters_active(twin)
         assert reserved_listed(twin) == {(ns, w["metadata"]["name"]) for w in mine(reserved)}
@@ -324,6 +336,16 @@ def test_manager_maintenance_upgrade_keeps_queued_reserved_and_dispatched_work_w
         assert all_running(), f"a running Job ended before the restart; raise RUN_FOR: {seen()}"
         assert held(), f"a reserved Job changed through the upgrade: {seen()}"
         assert pending(), f"a queued Job changed through the upgrade: {seen()}"
+
+        # Incremental keeps its round start times in memory: the restarted Kueue starts a new
+        # round at once, nominating the next worker too. AllAtOnce nominates all again.
+        until(
+            lambda: all(n == sorted(WORKERS) for n in nominated().values()),
+            30.0,
+            "every reserved Workload nominated to every worker after the restart",
+            seen=lambda: f"{nominated()}\n{seen()}",
+        )
+        t_nominated = time.monotonic()
 
         # After: the operations page's listing + annotate, as written, then the gates open.
         time.sleep(SETTLE)
@@ -372,7 +394,9 @@ def test_manager_maintenance_upgrade_keeps_queued_reserved_and_dispatched_work_w
         + f"): {RUNNING} Jobs running, {RESERVED} reserved at the gates, {QUEUED} queued; "
         f"control plane {before_version} -> {after_version} in {swap:.1f}s, Kueue away "
         f"{DRAIN_GAP:.0f}s and ready {t_ready - t_kueue:.1f}s after its start; every "
-        f"MultiKueueCluster Active {t_active - t_ready:.1f}s after; listed by the operator step: "
+        f"MultiKueueCluster Active {t_active - t_ready:.1f}s after; reserved nominated "
+        f"{sorted({tuple(n) for n in nominated_before.values()})} before, every worker "
+        f"{t_nominated - t_ready:.1f}s after Kueue was ready; listed by the operator step: "
         f"{[n for _, n in listed] or 'none'}; all {len(everything)} complete once "
         f"{t_done - t_swapped:.1f}s after the swap "
         f"({ {w: len(v) for w, v in per_worker.items()} }), "
