@@ -104,7 +104,13 @@ KILL_UPDATE_AFTER: Final = 2
 NEW_TEAM: Final = "team-b"
 # What the program makes lives in these API groups (asserted against the state's types); every
 # listable resource of them is compared, so an object no state knows is seen too.
-GROUPS: Final = ("kueue.x-k8s.io", "rbac.authorization.k8s.io", "apiextensions.k8s.io")
+# The API groups of what the program makes on the planes (PodDisruptionBudgets: policy).
+GROUPS: Final = (
+    "kueue.x-k8s.io",
+    "rbac.authorization.k8s.io",
+    "apiextensions.k8s.io",
+    "policy",
+)
 CORE: Final = ("namespaces", "serviceaccounts", "secrets", "configmaps")
 TOKEN_TYPE: Final = "kubernetes.io/service-account-token"
 # After a SIGKILL of the CLI, how long its plugins (the provider) get to notice and exit.
