@@ -81,13 +81,7 @@ def _unreachable(fleet: FleetConfig, cluster: str, role: str) -> AlertRule:
 
 def _starved() -> AlertRule:
     by = f"{CLUSTER_LABEL}, cluster_queue"
-    # Both of Kueue's pending lists: `inadmissible` holds what failed to fit (quota no pool can
-    # give, a full quota), `active` what waits its turn (v0.19.2 pkg/metrics PendingStatus*;
-    # pkg/cache/queue/cluster_queue.go moves a workload that does not fit to the inadmissible
-    # list). Counting only `active` missed the backlog this rule is for (the alerts twin saw it).
-    pending = (
-        f'sum by ({by}) (kueue_pending_workloads{{status=~"active|inadmissible", {LEADER}}}) > 0'
-    )
+    pending = f'sum by ({by}) (kueue_pending_workloads{{status="active", {LEADER}}}) > 0'
     admitted = (
         f"sum by ({by}) (increase(kueue_admitted_workloads_total{{{LEADER}}}[{STARVED_WINDOW}])) "
         "> 0"
@@ -99,7 +93,7 @@ def _starved() -> AlertRule:
         severity="warning",
         summary="a ClusterQueue has pending work and admitted none for " + STARVED_WINDOW,
         description=f"ClusterQueue {{{{ $labels.cluster_queue }}}} on "
-        f"{{{{ $labels.{CLUSTER_LABEL} }}}} has pending Workloads and admitted none in "
+        f"{{{{ $labels.{CLUSTER_LABEL} }}}} has active pending Workloads and admitted none in "
         f"{STARVED_WINDOW}: a stopped queue, quota no pool can give, or every job longer than "
         "that on a full quota. `fleetview why <namespace>/<job>` says which.",
     )
