@@ -19,6 +19,7 @@ import atexit
 import base64
 import contextlib
 import ctypes
+import fcntl
 import json
 import os
 import secrets
@@ -267,23 +268,44 @@ class _Process:
         return "\n".join(text.splitlines()[-lines:])
 
 
-# Ports are handed out from a block of their own per pytest process (xdist worker gw<N>), below
-# the kernel's ephemeral range (net.ipv4.ip_local_port_range starts at 32768): a port bound to 0
-# comes from that range, where every outgoing connection also takes its source port, so another
-# process could connect from it between our check and the server's listen. Here only this process
-# hands out ports of its block, and nothing else takes them.
+# Ports are handed out from a block of their own per pytest process, below the kernel's
+# ephemeral range (net.ipv4.ip_local_port_range starts at 32768): a port bound to 0 comes from that
+# range, where every outgoing connection also takes its source port, so another process could
+# connect from it between our check and the server's listen. A process claims its block with an
+# exclusive lock on a file (held until it exits, released by the kernel if it is killed): xdist
+# worker gw<N> tries block N first, a run without xdist block 0, and a block another process holds
+# is passed over, so two pytest runs side by side (two engineers' solo runs, a solo run beside
+# `scripts/check`) never hand out the same port. Only the holder hands out ports of its block.
 PORT_BLOCK_START: Final = 12000
-PORT_BLOCK_SIZE: Final = 5000
-PORT_BLOCKS: Final = 4  # gw0..gw3: up to 31999, under the ephemeral range
+PORT_BLOCK_SIZE: Final = 2500
+PORT_BLOCKS: Final = 8  # up to 31999, under the ephemeral range
+PORT_LOCKS: Final = Path(tempfile.gettempdir()) / "aks-batch-fleet-ports"
+
+_PORT_CLAIM: list[tuple[range, IO[bytes]]] = []
 
 
 def _port_block() -> range:
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
-    index = int(worker.removeprefix("gw") or 0) if worker.startswith("gw") else 0
-    if index >= PORT_BLOCKS:
-        raise RuntimeError(f"real tier: at most {PORT_BLOCKS} pytest workers ({worker})")
-    start = PORT_BLOCK_START + index * PORT_BLOCK_SIZE
-    return range(start, start + PORT_BLOCK_SIZE)
+    """This process's block, claimed on first use."""
+    if _PORT_CLAIM:
+        return _PORT_CLAIM[0][0]
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    first = int(worker.removeprefix("gw")) if worker.removeprefix("gw").isdigit() else 0
+    PORT_LOCKS.mkdir(parents=True, exist_ok=True)
+    for step in range(PORT_BLOCKS):
+        index = (first + step) % PORT_BLOCKS
+        lock = (PORT_LOCKS / f"block-{index}.lock").open("ab")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            lock.close()
+            continue  # another pytest process holds it
+        start = PORT_BLOCK_START + index * PORT_BLOCK_SIZE
+        _PORT_CLAIM.append((range(start, start + PORT_BLOCK_SIZE), lock))
+        return _PORT_CLAIM[0][0]
+    raise RuntimeError(
+        f"real tier: all {PORT_BLOCKS} loopback port blocks are held by other pytest processes "
+        f"(locks in {PORT_LOCKS})"
+    )
 
 
 _PORT_CURSOR: list[int] = []
@@ -291,7 +313,7 @@ _PORT_CURSOR: list[int] = []
 
 def free_port() -> int:
     """A loopback port nobody listens on now, from this process's block, never handed out twice
-    (until the block's 5000 ports wrap around, far more than a run uses)."""
+    (until the block's 2500 ports wrap around, more than a whole run uses)."""
     block = _port_block()
     if not _PORT_CURSOR:
         _PORT_CURSOR.append(block.start)
