@@ -47,6 +47,19 @@ def errors_in(tmp_path: Path, text: str) -> tuple[ConfigError, list[str]]:
     return failed.value, failed.value.render().splitlines()[1:]
 
 
+def preflight(tmp_path: Path, text: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m preflight mine ARGS` in a copy of the preflight sources, `text` as the stack."""
+    copy_preflight_sources(tmp_path)
+    (tmp_path / "Pulumi.mine.yaml").write_text(text)
+    return subprocess.run(
+        [sys.executable, "-m", "preflight", "mine", *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
 # The newcomer's mistakes (docs/checks.md "How a message reads"), each one edit of dev.
 MISTAKES = {
     "vm size typo": (DEV, "vmSize: Standard_D4s_v5", "vmSize: Standard_D4sv5"),
@@ -108,16 +121,8 @@ def test_every_config_error_names_its_line(tmp_path: Path, mistake: str) -> None
 
 
 def test_every_config_error_names_its_line_in_json(tmp_path: Path) -> None:
-    copy_preflight_sources(tmp_path)
     text = edited(DEV, "vmSize: Standard_D4s_v5", "vmSize: Standard_D4sv5")
-    (tmp_path / "Pulumi.mine.yaml").write_text(text)
-    result = subprocess.run(
-        [sys.executable, "-m", "preflight", "mine", "--json"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = preflight(tmp_path, text, "--json")
     assert result.returncode == 1, result.stderr
     (error,) = json.loads(result.stdout)["errors"]
     assert error["at"] == "clusters[worker-1].pools[batch].vmSize"
@@ -141,16 +146,8 @@ def test_a_mistake_in_anchored_text_is_reported_once_at_the_anchor(tmp_path: Pat
 
 
 def test_a_warning_in_anchored_text_is_printed_once_with_its_line(tmp_path: Path) -> None:
-    copy_preflight_sources(tmp_path)
     text = edited(DEV, "managedResources: [cpu]", "managedResources: [cpux]")
-    (tmp_path / "Pulumi.mine.yaml").write_text(text)
-    result = subprocess.run(
-        [sys.executable, "-m", "preflight", "mine"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = preflight(tmp_path, text)
     assert result.returncode == 0, result.stderr
     (line,) = [x for x in result.stdout.splitlines() if x.startswith("warning ")]
     gate = next(i for i, x in enumerate(text.splitlines(), 1) if "provisioningGate:" in x)
@@ -388,16 +385,8 @@ def test_a_file_that_is_not_yaml_names_the_line_where_it_stops(
 
 
 def test_a_file_that_is_not_yaml_names_its_line_in_json(tmp_path: Path) -> None:
-    copy_preflight_sources(tmp_path)
     text = edited(DEV, "    clusters:", "    resourceGroup: again\n    clusters:")
-    (tmp_path / "Pulumi.mine.yaml").write_text(text)
-    result = subprocess.run(
-        [sys.executable, "-m", "preflight", "mine", "--json"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = preflight(tmp_path, text, "--json")
     assert result.returncode == 1, result.stderr
     (error,) = json.loads(result.stdout)["errors"]
     assert text.splitlines()[error["line"] - 1] == "    resourceGroup: again"
