@@ -18,19 +18,21 @@ CLI that dies mid-operation leaves a state that knows what it made (the file bac
 dev twin's 8 MB state a few hundred times per `up`: 40 s of a 94-resource `up`, 14 s without). Only
 a test that kills the engine reads such an intermediate state; every other test reads the state
 the operation ends with, which the engine saves either way (`PULUMI_SKIP_CHECKPOINTS`: only the
-final save, after a failed operation too). So `workspace` skips them unless asked
-(`checkpoints=True`, the killed-`up` tests of test_faults_deploy.py).
+final save, after a failed operation too). So `workspace` skips them except
+within `EngineRun.checkpoints()`: around the operations test_faults_deploy.py kills, and only those
+(the recovery, the no-op `up` and the `destroy` after a kill read only their own final state).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import runpy
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -87,6 +89,18 @@ class EngineRun:
     def errors(self, lines: int = 30) -> str:
         """The engine's error lines (its output is long; a CI log shows only the start)."""
         return "\n".join([line for line in self.log if "error" in line.lower()][-lines:])
+
+    @contextlib.contextmanager
+    def checkpoints(self) -> Iterator[None]:
+        """Within: the engine saves a checkpoint after every step, for an operation a test kills
+        (the state a killed CLI leaves is what the recovery reads). The workspace and `cli` read
+        `env` on every command."""
+        assert self.stack.workspace.env_vars is self.env, "the workspace has its own environment"
+        self.env["PULUMI_SKIP_CHECKPOINTS"] = "false"
+        try:
+            yield
+        finally:
+            self.env["PULUMI_SKIP_CHECKPOINTS"] = "true"
 
     def up(self) -> auto.UpResult:
         """`pulumi up`; a failure raises AssertionError with the engine's error lines first."""
@@ -168,9 +182,10 @@ def settle_inline_runs(timeout: float = INLINE_RUN_TIMEOUT) -> float:
     return time.monotonic() - t0
 
 
-def workspace(name: str, work: Path, engine: Engine, *, checkpoints: bool = False) -> EngineRun:
+def workspace(name: str, work: Path, engine: Engine) -> EngineRun:
     """A new stack `name` of the project in `work` (state, home and work dir inside it); the
-    engine saves intermediate checkpoints only with `checkpoints` (the module's docstring)."""
+    engine saves intermediate checkpoints only within `EngineRun.checkpoints()` (the module's
+    docstring)."""
 
     def program() -> None:
         # The project's composition root, as `pulumi up` would run it from the project dir.
@@ -192,7 +207,7 @@ def workspace(name: str, work: Path, engine: Engine, *, checkpoints: bool = Fals
         "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
         "PULUMI_SKIP_UPDATE_CHECK": "1",
         "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-        "PULUMI_SKIP_CHECKPOINTS": "false" if checkpoints else "true",
+        "PULUMI_SKIP_CHECKPOINTS": "true",
         "PATH": os.pathsep.join(
             [str(engine.provider.parent), str(plugins), os.environ.get("PATH", "")]
         ),

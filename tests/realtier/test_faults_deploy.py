@@ -163,13 +163,12 @@ def fleet(tools: Tools, tmp_path: Path) -> Iterator[Fleet]:
                 stop_all(planes.values())
 
 
-def _deploy(work: Path, *, killed: bool = False) -> EngineRun:
-    """The dev twin's stack; `killed`: one whose engine a test kills, so it saves checkpoints
-    (the state a killed CLI leaves is what the recovery reads; tests/realtier/engine.py)."""
+def _deploy(work: Path) -> EngineRun:
+    """The dev twin's stack in a state of its own."""
     engine, why = find_engine()
     if engine is None:
         pytest.skip(f"real tier: {why}")
-    return workspace(STACK, work, engine, checkpoints=killed)
+    return workspace(STACK, work, engine)
 
 
 def _configure(deploy: EngineRun, planes: Mapping[str, ControlPlane], raw: dict[str, Any]) -> None:
@@ -244,7 +243,10 @@ def _killed_up(deploy: EngineRun, kill: Kill, provider: Path) -> tuple[float, in
 
     def up() -> None:
         try:
-            deploy.stack.up(on_output=deploy.add, on_event=kill.on_event, color="never")
+            # Checkpoints for this `up` only: the state it leaves when killed is what the
+            # recovery reads (tests/realtier/engine.py).
+            with deploy.checkpoints():
+                deploy.stack.up(on_output=deploy.add, on_event=kill.on_event, color="never")
         except BaseException as exc:  # judged in the test's thread
             outcome["error"] = exc
 
@@ -347,7 +349,7 @@ def test_a_killed_up_recovers_by_the_readme_to_an_uninterrupted_runs_objects(
 ) -> None:
     planes = fleet.planes
     before = _snapshot(planes)
-    cut = _deploy(tmp_path / "cut", killed=True)
+    cut = _deploy(tmp_path / "cut")
     _configure(cut, planes, stack_raw(STACK))
     cli, provider = cut.engine.cli, cut.engine.provider
 
@@ -489,7 +491,7 @@ def test_an_object_a_killed_up_made_can_still_be_changed(
     fail with a server-side apply conflict against the dead run's manager (it did, when the
     program applied without force; seen as a flaky recovery in the test above)."""
     planes = fleet.planes
-    cut = _deploy(tmp_path / "cut", killed=True)
+    cut = _deploy(tmp_path / "cut")
     _configure(cut, planes, stack_raw(STACK))
     worker = "worker-1"
     [queue] = [
