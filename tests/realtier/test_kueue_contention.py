@@ -54,6 +54,7 @@ SATURATED_TIMEOUT: Final = 120.0
 WATCH: Final = 10.0
 SETTLE_SAMPLES: Final = 3
 POLL: Final = 0.5
+_OWN_CPU: Final = {"team-a": 8000, "team-b": 8000}  # each team's nominalQuota (the fixture)
 
 
 @pytest.fixture
@@ -76,25 +77,40 @@ def _millis(quantity: str | None) -> int:
     return int(float(quantity) * 1000)
 
 
+def _reserved_cpu(plane: ControlPlane) -> dict[str, int]:
+    """Per team ClusterQueue: the CPU (millicores) of its Workloads holding quota, from one list
+    of every Workload (one consistent snapshot: two ClusterQueues' statuses read one after the
+    other can straddle a preemption and add up to more than the cohort has)."""
+    status, body = plane.get(f"{KUEUE_API}/workloads")
+    assert status == 200, f"workloads: HTTP {status}"
+    reserved = dict.fromkeys(JOBS, 0)
+    for wl in json.loads(body).get("items") or []:
+        st = wl.get("status") or {}
+        holds = any(
+            c.get("type") == "QuotaReserved" and c.get("status") == "True"
+            for c in st.get("conditions") or []
+        )
+        admission = st.get("admission") or {}
+        team = admission.get("clusterQueue")
+        if not holds or team not in reserved:
+            continue
+        for podset in admission.get("podSetAssignments") or []:
+            reserved[team] += _millis((podset.get("resourceUsage") or {}).get("cpu"))
+    return reserved
+
+
 def _usage(plane: ControlPlane) -> dict[str, dict[str, int]]:
-    """Per team ClusterQueue: cpu `total` and `borrowed` (millicores) and `pending` Workloads."""
+    """Per team ClusterQueue: cpu `total` and `borrowed` (millicores) of the Workloads holding
+    quota (`_reserved_cpu`), and `pending` Workloads and `weightedShare` from its status."""
+    reserved = _reserved_cpu(plane)
+    own = dict(_OWN_CPU)
     out: dict[str, dict[str, int]] = {}
     for team in JOBS:
         status, body = plane.get(f"{KUEUE_API}/clusterqueues/{team}")
         cq: dict[str, Any] = (json.loads(body).get("status") or {}) if status == 200 else {}
-        cpu = next(
-            (
-                r
-                for f in cq.get("flavorsUsage") or []
-                if f.get("name") == FLAVOR
-                for r in f.get("resources") or []
-                if r.get("name") == "cpu"
-            ),
-            {},
-        )
         out[team] = {
-            "total": _millis(cpu.get("total")),
-            "borrowed": _millis(cpu.get("borrowed")),
+            "total": reserved[team],
+            "borrowed": max(0, reserved[team] - own[team]),
             "pending": int(cq.get("pendingWorkloads") or 0),
             "weightedShare": int((cq.get("fairSharing") or {}).get("weightedShare") or 0),
         }
@@ -167,6 +183,17 @@ def test_unowned_quota_is_borrowed_three_to_one_when_both_teams_saturate(
         if r.name == "cpu"
     )
     assert capacity == 2 * 8000 + UNOWNED_CPU, f"the fixture's CPU quota changed: {capacity}m"
+    own = {
+        cq.name: sum(
+            _millis(str(r.nominal_quota))
+            for g in cq.resource_groups
+            for f in g.flavors
+            for r in f.resources
+            if r.name == "cpu"
+        )
+        for cq in cluster.queues.cluster_queues
+    }
+    assert own == _OWN_CPU, f"the fixture's team quotas changed: {own}"
     # Phase 1: the root cohort's CPU withheld (nominalQuota 0), every Job submitted: each team
     # fills its own 8 CPU and keeps Jobs pending. Admission order then no longer depends on
     # which team's Workloads Kueue happened to create first (on a loaded machine, a team whose
@@ -206,11 +233,11 @@ def test_unowned_quota_is_borrowed_three_to_one_when_both_teams_saturate(
         )
 
     # The cohort fills before fair sharing has converged: Kueue admits whoever's head comes
-    # first, then preempts toward the weights, and while it does the two ClusterQueues'
-    # statuses (read one after the other) can add up to more than the cohort has (gate run
-    # of 2026-12-04: 8500m borrowed of 8000m). Settled means the weights' split seen on
+    # first, then preempts toward the weights. Settled means the weights' split seen on
     # SETTLE_SAMPLES polls in a row; only then does the watch start, and from there on every
-    # sample must hold it.
+    # sample must hold it. Usage is read from one list of the Workloads holding quota, not
+    # from the two ClusterQueues' statuses: read one after the other, those straddled a
+    # preemption and added up to 8500m of 8000m (under load, after settling, twice).
     settled_run = 0
 
     def settled(u: dict[str, dict[str, int]]) -> bool:
