@@ -38,7 +38,6 @@ import copy
 import json
 import re
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -48,12 +47,10 @@ import yaml
 
 from builders.alerts import GROUP, alert_rules, rule_file
 from builders.monitoring import CLUSTER_LABEL, SCRAPE_JOB, monitoring_objects
-from tests.realtier.autoscaler import nodes_at_min, start_autoscalers
-from tests.realtier.conftest import kueue_crd_paths
+from tests.realtier.autoscaler import start_autoscalers
 from tests.realtier.faults import kill_kueue, lose_plane, restart_kueue, restore_plane, thaw_all
 from tests.realtier.harness import Report, Tools, apply
 from tests.realtier.jobs import workload_of_job
-from tests.realtier.kueue import kueue_binary
 from tests.realtier.test_dashboard_prometheus import (
     SCRAPE_INTERVAL,
     STACK,
@@ -69,13 +66,13 @@ from tests.realtier.test_dashboard_prometheus import (
     _shipped_job,
     _state,
     _until,
-    dashboard_fleet,
     loopback_job,
     start_prometheus,
 )
 from tests.realtier.test_dashboard_prometheus import binaries as binaries  # noqa: PLC0414
 from tests.realtier.test_dashboard_prometheus import simulation as simulation  # noqa: PLC0414
-from tests.realtier.twin_run import SimulationTools, Twin, running_twin
+from tests.realtier.test_dashboard_prometheus import twin as twin  # noqa: PLC0414
+from tests.realtier.twin_run import Twin
 
 pytestmark = [pytest.mark.real]
 
@@ -208,26 +205,6 @@ def until_cleared(prom: Prometheus, cluster: str, t_repair: float) -> float:
         lambda: _show(_alerts(prom)),
     )
     return time.monotonic() - t_repair
-
-
-@pytest.fixture
-def twin(tools: Tools, simulation: SimulationTools, tmp_path: Path) -> Iterator[Twin]:
-    binary = kueue_binary()
-    if binary is None:
-        pytest.skip("real tier: kueue not built")
-    fleet = dashboard_fleet()
-    with running_twin(
-        STACK,
-        tools,
-        simulation,
-        kueue_binary=binary,
-        kueue_crds=kueue_crd_paths(fleet),
-        workdir=tmp_path,
-        nodes=nodes_at_min,
-        fleet_value=fleet,
-        kueue_metrics=True,
-    ) as started:
-        yield started
 
 
 def test_alert_rules_quiet_on_the_healthy_twin_and_worker_lost_alert_fires_within_its_bound(  # noqa: PLR0917 - pytest fixtures

@@ -24,11 +24,8 @@ One twin per module; each test leaves the budgets as rendered and its jobs finis
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
-import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -43,7 +40,7 @@ from tests.realtier.autoscaler import TOOL as AUTOSCALER_TOOL
 from tests.realtier.autoscaler import find_autoscaler, nodes_at_min
 from tests.realtier.conftest import kueue_crd_paths
 from tests.realtier.faults import condition, get_json, thaw_all, timed_simulation
-from tests.realtier.harness import ControlPlane, Report, Tools, apply, spawn_args
+from tests.realtier.harness import ControlPlane, Report, Tools, apply
 from tests.realtier.jobs import IMAGE
 from tests.realtier.kueue import kueue_binary
 from tests.realtier.reimage import (
@@ -71,7 +68,7 @@ from tests.realtier.test_faults_runtime import (
 )
 from tests.realtier.test_twin_jobs import PODS, job_for
 from tests.realtier.twin import Submission, fleet_nodes, load_stack, submissions
-from tests.realtier.twin_run import SimulationTools, Twin, running_twin
+from tests.realtier.twin_run import KubectlWatch, SimulationTools, Twin, running_twin
 from tests.realtier.wait import until
 from upstream.kueue import POD_SET_LABEL
 from upstream.podsecurity import (
@@ -205,9 +202,8 @@ class PodSeen:
     job: str
 
 
-class PodWatch:
-    """`kubectl get pods --watch` on one plane: every state a pod was seen in (a MultiKueue
-    copy's pods go with their Job moments after it completes, faster than a poll may look)."""
+class PodWatch(KubectlWatch):
+    """Every state a pod of one namespace was seen in, on one plane."""
 
     _FORMAT: Final = (
         r"jsonpath={.metadata.namespace}/{.metadata.name}|{.spec.nodeName}|"
@@ -217,41 +213,13 @@ class PodWatch:
     )
 
     def __init__(self, plane: ControlPlane, namespace: str) -> None:
-        kubectl = plane.tools.kubectl if plane.tools is not None else "kubectl"
         self.seen: list[PodSeen] = []
-        args, preexec = spawn_args(
-            [
-                str(kubectl),
-                f"--kubeconfig={plane.kubeconfig}",
-                f"--cache-dir={plane.workdir / 'kubectl-cache-podwatch'}",
-                "get",
-                "pods",
-                f"--namespace={namespace}",
-                "--watch",
-                "-o",
-                self._FORMAT,
-            ]
-        )
-        self._popen = subprocess.Popen(
-            args,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            start_new_session=True,
-            preexec_fn=preexec,  # noqa: PLW1509 - only without setpriv; one prctl call
-        )
-        self._thread = threading.Thread(target=self._read, daemon=True)
-        self._thread.start()
+        super().__init__(plane, "pods", self._FORMAT, namespace)
 
-    def _read(self) -> None:
-        stdout = self._popen.stdout
-        if stdout is None:
-            return
-        for line in stdout:
-            fields = line.rstrip("\n").split("|")
-            if len(fields) == 6:
-                self.seen.append(PodSeen(time.monotonic(), *fields))
+    def _line(self, line: str) -> None:
+        fields = line.split("|")
+        if len(fields) == 6:
+            self.seen.append(PodSeen(time.monotonic(), *fields))
 
     def pods(self) -> dict[str, list[PodSeen]]:
         out: dict[str, list[PodSeen]] = {}
@@ -266,12 +234,6 @@ class PodWatch:
             if s.job == job_name and s.phase == "Running":
                 first.setdefault(s.pod, s.at)
         return max(first.values()) if len(first) >= PODS else None
-
-    def stop(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self._popen.pid, signal.SIGKILL)
-        self._popen.wait(timeout=10)
-        self._thread.join(timeout=10)
 
 
 # ---- helpers -----------------------------------------------------------------------------------

@@ -232,35 +232,31 @@ def await_nodes_ready(planes: Sequence[ControlPlane], expected: Mapping[str, set
 # ---- what happened to Jobs --------------------------------------------------------------------
 
 
-class JobWatch:
-    """`kubectl get jobs --watch` on one plane, in the background: every state a Job was seen in.
+class KubectlWatch:
+    """`kubectl get RESOURCE --watch -o FORMAT` on one plane, in the background, every line handed
+    to `_line` as it is read (all namespaces unless one is given).
 
-    A MultiKueue copy is deleted from its worker moments after it completes, faster than a poll
-    may look; a watch sees every update.
+    A MultiKueue copy (a Job, its pods) is deleted from its worker moments after it completes,
+    faster than a poll may look; a watch sees every update.
     """
 
-    _FORMAT: Final = (
-        'jsonpath={.metadata.namespace}/{.metadata.name}{" "}{.status.succeeded}{" "}'
-        '{.status.conditions[?(@.type=="Complete")].status}{"\\n"}'
-    )
-
-    def __init__(self, plane: ControlPlane) -> None:
+    def __init__(
+        self, plane: ControlPlane, resource: str, output: str, namespace: str | None = None
+    ) -> None:
         kubectl = plane.tools.kubectl if plane.tools is not None else "kubectl"
         self.plane = plane
-        self.lines: list[str] = []
-        # `namespace/name` -> when a line of that Job was first read (time.monotonic)
-        self.first_seen: dict[str, float] = {}
+        scope = f"--namespace={namespace}" if namespace else "--all-namespaces"
         args, preexec = spawn_args(
             [
                 str(kubectl),
                 f"--kubeconfig={plane.kubeconfig}",
-                f"--cache-dir={plane.workdir / 'kubectl-cache-watch'}",
+                f"--cache-dir={plane.workdir / f'kubectl-cache-watch-{resource}'}",
                 "get",
-                "jobs",
-                "--all-namespaces",
+                resource,
+                scope,
                 "--watch",
                 "-o",
-                self._FORMAT,
+                output,
             ]
         )
         self._popen = subprocess.Popen(
@@ -280,9 +276,36 @@ class JobWatch:
         if stdout is None:
             return
         for line in stdout:
-            self.lines.append(line.strip())
-            if line.split():
-                self.first_seen.setdefault(line.split()[0], time.monotonic())
+            self._line(line.rstrip("\n"))
+
+    def _line(self, line: str) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self._popen.pid, signal.SIGKILL)
+        self._popen.wait(timeout=10)
+        self._thread.join(timeout=10)
+
+
+class JobWatch(KubectlWatch):
+    """Every state a Job was seen in, on one plane."""
+
+    _FORMAT: Final = (
+        'jsonpath={.metadata.namespace}/{.metadata.name}{" "}{.status.succeeded}{" "}'
+        '{.status.conditions[?(@.type=="Complete")].status}{"\\n"}'
+    )
+
+    def __init__(self, plane: ControlPlane) -> None:
+        self.lines: list[str] = []
+        # `namespace/name` -> when a line of that Job was first read (time.monotonic)
+        self.first_seen: dict[str, float] = {}
+        super().__init__(plane, "jobs", self._FORMAT)
+
+    def _line(self, line: str) -> None:
+        self.lines.append(line.strip())
+        if line.split():
+            self.first_seen.setdefault(line.split(maxsplit=1)[0], time.monotonic())
 
     def completed(self, namespace: str, name: str) -> bool:
         """The Job was seen with condition Complete=True."""
@@ -291,12 +314,6 @@ class JobWatch:
             for line in list(self.lines)
             if line
         )
-
-    def stop(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self._popen.pid, signal.SIGKILL)
-        self._popen.wait(timeout=10)
-        self._thread.join(timeout=10)
 
 
 # ---- the whole twin ---------------------------------------------------------------------------
