@@ -193,7 +193,7 @@ def manager_configuration(  # noqa: PLR0917 - one per Configuration part
         # MultiKueueClusters); short GC/loss timeouts keep a broken test from lingering.
         "multiKueue": {
             **multi,
-            "gcInterval": "30s",
+            "gcInterval": "10s",
             "origin": "multikueue",
             "workerLostTimeout": worker_lost_timeout,
         },

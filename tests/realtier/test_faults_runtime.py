@@ -77,7 +77,7 @@ MANAGER: Final = "manager"
 WORKER_LOST_TIMEOUT: Final = 20.0  # seconds; Kueue's default is 15m (kueue.multiKueue)
 RUN_FOR: Final = "30s"  # how long each pod stays Running (kwok): well past the loss
 JOBS: Final = 3
-GC_INTERVAL: Final = 30.0  # the tier's multiKueue.gcInterval (tests/realtier/kueue.py)
+GC_INTERVAL: Final = 10.0  # the tier's multiKueue.gcInterval (tests/realtier/kueue.py)
 JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
 
 
