@@ -32,12 +32,12 @@ LONGEST_FIRST: Final = (
     "realtier/test_alerts_prometheus.py",  # not in that run: 109-127 alone, load 6-9
     "realtier/test_karmada.py",  # 113
     "realtier/test_worker_maintenance.py",  # not in that run: 95-105 alone (2026-12-06)
+    "realtier/test_fleetview_states.py",  # not in that run: 92 alone (2026-12-06)
     "realtier/test_worker_drain.py",  # 89
     "realtier/test_karmada_failover.py",  # 80
     "realtier/test_provisioning_gate.py",  # 80
     "realtier/test_kruise.py",  # 67
     "realtier/test_first_up.py",  # 64
-    "realtier/test_fleetview_states.py",  # not in that run: 56 alone (2026-12-06)
     "realtier/test_dashboard_prometheus.py",  # 39
     "realtier/test_api_servers.py",  # 38
     "realtier/test_kueue_manager_config.py",  # 33

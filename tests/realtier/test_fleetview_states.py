@@ -29,6 +29,11 @@ Driven, one after the other (the jobs stay for the later steps):
 4. `fv-backlog`'s Workload `spec.active=false`: `deactivated`; no warning.
 5. `fv-urgent` (urgent, 16 CPU) preempts `fv-waiting` (the lowest priority): `preempted`, naming
    the urgent Workload; `fv-urgent` is `nominated` (worker-1's quota is taken); no warning.
+6. worker-1 lost (its API server killed, the rest of it frozen: faults.lose_plane): `fv-running`
+   is `worker-lost`, and `status` warns only Unreachable and MultiKueueClusterNotActive. After the
+   twin's workerLostTimeout (20 s) the manager evicts it, and as its manager Job keeps the lost
+   worker's pod count it keeps its quota: past the grace `evicted-holding-quota`, and the
+   EvictedHoldingQuota warning.
 
 Proven only offline (tests/test_fleetview_why.py), because on this twin they need minutes or a
 fault another module already drives:
@@ -36,16 +41,16 @@ fault another module already drives:
   Provisioned (a constant of the autoscaler, no flag);
 - `starting`, `evicted-pods-ready` and `backoff`: kwok makes a scheduled pod ready at once, and
   the workers' waitForPodsReady timeout is Kueue's 30 minutes;
-- `worker-lost`, `evicted-worker-lost`, `evicted-holding-quota`: a lost worker is
-  test_fleetview_real.py (the worker named within the bound) and test_faults_runtime.py (the
-  eviction past workerLostTimeout and the stale counts); `stranded` and `copy-missing` need the
-  manager's Kueue killed mid-dispatch (test_faults_runtime.py);
+- `evicted-worker-lost` lasts only the grace after the eviction (5 s here), and step 6 asks after
+  it; `stranded` and `copy-missing` need the manager's Kueue killed mid-dispatch
+  (test_faults_runtime.py drives that);
 - `gate-retry`: a ProvisioningRequest the autoscaler fails and Kueue retries after its backoff
   (test_provisioning_gate.py drives the failure, not the retry's minute).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -63,7 +68,7 @@ from checks.stack import parse_fleet
 from config.models import FleetConfig
 from tests.realtier import test_faults_runtime as runtime
 from tests.realtier.autoscaler import TOOL
-from tests.realtier.faults import KUEUE_API, cluster_active, condition, get_json
+from tests.realtier.faults import KUEUE_API, cluster_active, condition, get_json, lose_plane
 from tests.realtier.harness import ControlPlane, Report, Tools, apply
 from tests.realtier.jobs import suspended_job, workload_of_job
 from tests.realtier.test_faults_runtime import (
@@ -92,6 +97,7 @@ AUTOSCALED: Final = "worker-1"  # the only worker whose autoscaler runs (until i
 UNSCALED: Final = "worker-2"  # no autoscaler: its ProvisioningRequests stay unanswered
 WORKERS: Final = (AUTOSCALED, UNSCALED)
 GRACE: Final = "5"  # --stranded-after: shorter than every wait below (see the docstring)
+LOST_BOUND: Final = "5"  # --timeout per cluster while worker-1 is lost
 WAIT: Final = 90.0  # every wait below; a scale-up on worker-1 is the longest (2 shared cores)
 
 RUNNING, FINISHED, WAITING, GATED, BACKLOG, URGENT, LOCAL = (
@@ -215,13 +221,24 @@ class Fleetview:
     """fleetview as users run it against the twin's planes (JSON), with the stack's timings."""
 
     planes: dict[str, ControlPlane]
+    options: tuple[str, ...] = ()
+    exit_code: int = 0  # 2 while a cluster cannot be read
 
     def run(self, *args: str) -> dict[str, Any]:
         done, _ = fleetview(
-            self.planes, *args, "--json", "--timings-from", "prod", "--stranded-after", GRACE
+            self.planes,
+            *args,
+            *self.options,
+            "--json",
+            "--timings-from",
+            "prod",
+            "--stranded-after",
+            GRACE,
         )
         assert "Traceback" not in done.stderr, done.stderr
-        assert done.returncode == 0, f"fleetview {args}: exit {done.returncode}: {done.stderr}"
+        assert done.returncode == self.exit_code, (
+            f"fleetview {args}: exit {done.returncode}: {done.stderr}"
+        )
         return json.loads(done.stdout)
 
     def why(self, ns: str, *jobs: str) -> dict[str, dict[str, Any]]:
@@ -581,3 +598,64 @@ def test_fleetview_names_the_workload_that_preempted_a_job_without_a_warning(
     assert rows[names[GATED]] == "at-gate", rows
     # worker-1's quota is taken (fv-running, fv-gated): the urgent job waits there, in its round.
     assert rows[names[URGENT]] == "nominated", rows
+
+
+def test_fleetview_follows_a_job_on_a_lost_worker_to_its_eviction_still_holding_quota(
+    driven: Driven, report: Report
+) -> None:
+    """Last: worker-1 stays lost (the twin's teardown stops it as it is)."""
+    twin, manager, ns, names = driven.twin, driven.manager, driven.sub.namespace, driven.names
+    fv = dataclasses.replace(driven.fv, options=("--timeout", LOST_BOUND), exit_code=2)
+    t0 = time.monotonic()
+    lose_plane(twin.planes[AUTOSCALED], twin.kueues[AUTOSCALED])
+    until(
+        lambda: cluster_active(manager, AUTOSCALED) == "False",
+        WAIT,
+        f"[manager] MultiKueueCluster {AUTOSCALED} Active=False",
+        seen=lambda: str(cluster_active(manager, AUTOSCALED)),
+    )
+    inactive = time.monotonic() - t0
+    [lost] = fv.why(ns, RUNNING).values()
+    status = fv.status()
+    _says(
+        lost,
+        "worker-lost",
+        f"It was dispatched to {AUTOSCALED}, and {AUTOSCALED} is lost: MultiKueueCluster "
+        f"{AUTOSCALED} is not Active",
+    )
+    gone = {("Unreachable", AUTOSCALED, "-"), ("MultiKueueClusterNotActive", MANAGER, AUTOSCALED)}
+    assert set(_warnings(status)) == gone, status["warnings"]
+
+    # After the twin's workerLostTimeout the manager evicts it; its manager Job keeps the lost
+    # worker's pod count, so Kueue 0.19.2 does not release its quota.
+    def evicted() -> bool:
+        wl = driven.wl(RUNNING)
+        return condition(wl, "Evicted") == "True" and condition(wl, "QuotaReserved") == "True"
+
+    until(
+        evicted,
+        runtime.WORKER_LOST_TIMEOUT + WAIT,
+        f"[manager] {RUNNING} evicted after workerLostTimeout, still holding quota",
+        seen=driven.seen,
+    )
+    seen_evicted = time.monotonic()
+    time.sleep(float(GRACE) + 1.0)  # past the grace: a warning now, not a wait
+    [held] = fv.why(ns, RUNNING).values()
+    status = fv.status()
+    _says(
+        held,
+        "evicted-holding-quota",
+        f"evicted on {MANAGER} ",
+        "because the worker it ran on was lost for longer than workerLostTimeout",
+        "It still holds quota",
+        "zero the Job's stale pod counts",
+    )
+    assert set(_warnings(status)) == {
+        *gone,
+        ("EvictedHoldingQuota", MANAGER, f"{ns}/{names[RUNNING]}"),
+    }, status["warnings"]
+    report(
+        f"fleetview on a lost worker: {AUTOSCALED} inactive on the manager after {inactive:.1f}s, "
+        f"{RUNNING} evicted {seen_evicted - t0:.1f}s after the loss (workerLostTimeout "
+        f"{runtime.WORKER_LOST_TIMEOUT:.0f}s), named evicted-holding-quota with its warning"
+    )
