@@ -81,19 +81,31 @@ def _unreachable(fleet: FleetConfig, cluster: str, role: str) -> AlertRule:
 
 def _starved() -> AlertRule:
     by = f"{CLUSTER_LABEL}, cluster_queue"
-    pending = f'sum by ({by}) (kueue_pending_workloads{{status="active", {LEADER}}}) > 0'
-    admitted = (
-        f"sum by ({by}) (increase(kueue_admitted_workloads_total{{{LEADER}}}[{STARVED_WINDOW}])) "
-        "> 0"
+    # Both of Kueue's pending lists: a Workload whose admission failed waits in `inadmissible`
+    # until something changes (Kueue v0.19.2 pkg/metrics/metrics.go, kueue_pending_workloads'
+    # help), the backlog of quota no pool can give that this rule is for.
+    pending = (
+        f'sum by ({by}) (kueue_pending_workloads{{status=~"active|inadmissible", {LEADER}}}) > 0'
+    )
+    admitted = f"kueue_admitted_workloads_total{{{LEADER}}}"
+    # Admitted some in the window: the counter grew, or its series is younger than the window.
+    # Kueue creates a ClusterQueue's series at its first admission, with 1 (metrics.go
+    # AdmittedWorkload: WithLabelValues(...).Inc()), and increase() reads a series' first
+    # sample as no increase, so a queue's first admission since its Kueue started would read as
+    # none (a healthy queue with a backlog then looked starved on the twin).
+    recent = (
+        f"(sum by ({by}) (increase({admitted}[{STARVED_WINDOW}])) > 0)"
+        f" or (sum by ({by}) ({admitted})"
+        f" unless sum by ({by}) ({admitted} offset {STARVED_WINDOW}))"
     )
     return AlertRule(
         name="FleetQueueStarved",
-        expr=f"({pending}) unless on ({by}) ({admitted})",
+        expr=f"({pending}) unless on ({by}) ({recent})",
         hold="15m",
         severity="warning",
         summary="a ClusterQueue has pending work and admitted none for " + STARVED_WINDOW,
         description=f"ClusterQueue {{{{ $labels.cluster_queue }}}} on "
-        f"{{{{ $labels.{CLUSTER_LABEL} }}}} has active pending Workloads and admitted none in "
+        f"{{{{ $labels.{CLUSTER_LABEL} }}}} has pending Workloads and admitted none in "
         f"{STARVED_WINDOW}: a stopped queue, quota no pool can give, or every job longer than "
         "that on a full quota. `fleetview why <namespace>/<job>` says which.",
     )
