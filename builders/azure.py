@@ -1,42 +1,61 @@
 """Every Azure resource and invoke a stack sends, as azure-native inputs: what preflight checks.
 
-The components register the same inputs (components/aks.py, fleet.py, karmada.py); the test
-tests/test_azure_api.py holds the two equal for every committed stack. Values Azure computes at
-deploy time (ids, principal ids) are `KNOWN_AFTER_DEPLOY` here; the check reads no rule on them.
-Each request says which config key sets which of its properties, so a finding names the key.
+A cluster's resources are the list components/aks.py registers (builders/azure_cluster.py), read
+here with each deploy-time value as planned. The resource group, the egress and Karmada Public
+IPs and Managed Prometheus are still spelled here beside their components (fleet.py, karmada.py,
+monitoring.py); tests/test_azure_api.py holds every request equal to what is registered. Values
+Azure computes at deploy time (ids, principal ids) are `KNOWN_AFTER_DEPLOY` here; the check reads
+no rule on them. Each request says which config key sets which of its properties, so a finding
+names the key.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from builders import aks as shapes
 from builders import azure_monitor as amw
 from builders import karmada as kb
+from builders.azure_cluster import (
+    AGENT_POOL,
+    IDENTITY,
+    KNOWN_AFTER_DEPLOY,
+    MAINTENANCE,
+    MANAGED_CLUSTER,
+    ROLE_ASSIGNMENT,
+    SUBNET,
+    SUBSCRIPTION,
+    USER_CREDENTIALS,
+    VNET,
+    AzureResource,
+    cluster_resources,
+    planned,
+)
 from builders.egress import admitted_callers, egress_clusters, egress_ip_name
-from builders.monitoring import azure_monitor_profile
 from config.errors import key_path
 from config.models import ClusterConfig, FleetConfig
-from config.resolve import access_of
-from constants import PROJECT, TAG_CLUSTER, TAG_MANAGED_BY, TAG_STACK, resource_group_of
-from upstream.aks import ROLE_CONTRIBUTOR, ROLE_NETWORK_CONTRIBUTOR
+from constants import PROJECT, TAG_MANAGED_BY, TAG_STACK, resource_group_of
 
-KNOWN_AFTER_DEPLOY = "(known after deploy)"
-# The subscription of role definition ids: the mocks' `getClientConfig` answers this one.
-SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
+# Re-exported: checks and tests name the cluster's tokens and the placeholder from here.
+__all__ = [
+    "AGENT_POOL",
+    "IDENTITY",
+    "KNOWN_AFTER_DEPLOY",
+    "MAINTENANCE",
+    "MANAGED_CLUSTER",
+    "ROLE_ASSIGNMENT",
+    "SUBNET",
+    "SUBSCRIPTION",
+    "USER_CREDENTIALS",
+    "VNET",
+    "AzureRequest",
+    "azure_requests",
+    "egress_at",
+]
 
 RG = "azure-native:resources:ResourceGroup"
-MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
-AGENT_POOL = "azure-native:containerservice:AgentPool"
-MAINTENANCE = "azure-native:containerservice:MaintenanceConfiguration"
-USER_CREDENTIALS = "azure-native:containerservice:listManagedClusterUserCredentials"
-VNET = "azure-native:network:VirtualNetwork"
-SUBNET = "azure-native:network:Subnet"
 PUBLIC_IP = "azure-native:network:PublicIPAddress"
-IDENTITY = "azure-native:managedidentity:UserAssignedIdentity"
-ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
 MONITOR_WORKSPACE = "azure-native:monitor:AzureMonitorWorkspace"
 DATA_COLLECTION_ENDPOINT = "azure-native:monitor:DataCollectionEndpoint"
 DATA_COLLECTION_RULE = "azure-native:monitor:DataCollectionRule"
@@ -87,236 +106,79 @@ def _pool_keys(prefix: str, at: str) -> dict[str, str]:
     return {f"{prefix}{wire}": f"{at}.{key}" for wire, key in POOL_KEYS.items()}
 
 
-def role_definition_id(definition: str) -> str:
-    return (
-        f"/subscriptions/{SUBSCRIPTION}/providers/Microsoft.Authorization/roleDefinitions/"
-        f"{definition}"
-    )
-
-
 def _cluster_requests(
-    fleet: FleetConfig,
-    i: int,
-    cfg: ClusterConfig,
-    group: str,
-    tags: dict[str, str],
-    *,
-    deployer_type: str,
+    fleet: FleetConfig, i: int, cfg: ClusterConfig, stack: str, *, deployer_type: str
 ) -> list[AzureRequest]:
-    at = key_path("clusters", i)
-    name = f"{PROJECT}-{cfg.name}"
-    location = cfg.location or fleet.location or ""
-    tags = {**tags, **cfg.tags, TAG_CLUSTER: cfg.name}
-    tags_at = {"tags": key_path("clusters", i, "tags"), "location": key_path("clusters", i)}
-    access = access_of(fleet, cfg)
-    access_at = key_path("clusters", i, "access") if cfg.access else "access"
-    out: list[AzureRequest] = []
-    node_subnet: str | None = None
-    identity: dict[str, Any] = {"type": "SystemAssigned"}
-    if cfg.network_mode == "nodeSubnet":
-        net_at = key_path("clusters", i, "network")
-        vnet_name = f"{name}-vnet"
-        out.append(
-            AzureRequest(
-                VNET,
-                vnet_name,
-                {
-                    "resource_group_name": group,
-                    "location": location,
-                    "address_space": {"address_prefixes": [str(cfg.network.vnet_cidr)]},
-                    "tags": tags,
-                },
-                {"": net_at, **tags_at},
-            )
-        )
-        for spec in shapes.subnets(cfg):
-            out.append(
-                AzureRequest(
-                    SUBNET,
-                    f"{name}-{spec['name']}-subnet",
-                    {
-                        "resource_group_name": group,
-                        "virtual_network_name": KNOWN_AFTER_DEPLOY,
-                        "subnet_name": spec["name"],
-                        "address_prefix": spec["address_prefix"],
-                        **({"delegations": spec["delegations"]} if "delegations" in spec else {}),
-                    },
-                    {"": net_at},
-                )
-            )
-        node_subnet = KNOWN_AFTER_DEPLOY
-    egress = cfg.name in egress_clusters(fleet)
-    if shapes.needs_own_identity(cfg, egress=egress):
-        out.append(
-            AzureRequest(
-                IDENTITY,
-                f"{name}-identity",
-                {
-                    "resource_name": f"{cfg.name}-control-plane",
-                    "resource_group_name": group,
-                    "location": location,
-                    "tags": tags,
-                },
-                {"": at, **tags_at},
-            )
-        )
-        identity = {"type": "UserAssigned", "user_assigned_identities": [KNOWN_AFTER_DEPLOY]}
-    if cfg.network_mode == "nodeSubnet":
-        out.append(
-            AzureRequest(
-                ROLE_ASSIGNMENT,
-                f"{name}-vnet-network",
-                {
-                    "principal_id": KNOWN_AFTER_DEPLOY,
-                    "principal_type": "ServicePrincipal",
-                    "role_definition_id": role_definition_id(ROLE_NETWORK_CONTRIBUTOR),
-                    "scope": KNOWN_AFTER_DEPLOY,
-                },
-                {"": key_path("clusters", i, "network")},
-            )
-        )
-    if egress:
-        # Join rights on its egress Public IP for the control-plane identity, before the cluster
-        # (components/aks.py; upstream.aks_rules `outbound-ip-identity`).
-        out.append(
-            AzureRequest(
-                ROLE_ASSIGNMENT,
-                f"{name}-egress-network",
-                {
-                    "principal_id": KNOWN_AFTER_DEPLOY,
-                    "principal_type": "ServicePrincipal",
-                    "role_definition_id": role_definition_id(ROLE_NETWORK_CONTRIBUTOR),
-                    "scope": KNOWN_AFTER_DEPLOY,
-                },
-                {"": egress_at(fleet, cfg)},
-            )
-        )
-    upgrades = fleet.upgrades_of(cfg)
-    upgrades_at = key_path("clusters", i, "upgrades") if cfg.upgrades else "upgrades"
-    system = shapes.system_pool_profile(
-        cfg.system_pool, fleet.version_of(cfg), node_subnet, upgrades
-    )
-    cluster: dict[str, Any] = {
-        "resource_name": cfg.name,
-        "resource_group_name": group,
-        "location": location,
-        "dns_prefix": cfg.dns_prefix or cfg.name,
-        "kubernetes_version": fleet.version_of(cfg),
-        "identity": identity,
-        "sku": {"name": "Base", "tier": cfg.sku_tier},
-        "enable_rbac": True,
-        "support_plan": cfg.support_plan,
-        "auto_upgrade_profile": shapes.auto_upgrade_profile(upgrades),
-        "aad_profile": shapes.aad_profile(access),
-        "disable_local_accounts": not access.local_accounts,
-        "api_server_access_profile": shapes.api_server_access_profile(
-            access, [KNOWN_AFTER_DEPLOY for _ in admitted_callers(fleet, cfg)]
-        ),
-        "agent_pool_profiles": [system],
-        "network_profile": shapes.network_profile(
-            cfg, KNOWN_AFTER_DEPLOY if cfg.name in egress_clusters(fleet) else None
-        ),
-        "auto_scaler_profile": shapes.autoscaler_profile(cfg.autoscaler_profile) or None,
-        "addon_profiles": shapes.addon_profiles(cfg) or None,
-        "oidc_issuer_profile": {"enabled": True},
-        "security_profile": {"workload_identity": {"enabled": True}},
-        "azure_monitor_profile": azure_monitor_profile(fleet),
-        "tags": tags,
-    }
-    out.append(
+    """One cluster's resources (builders/azure_cluster.py), each with the config keys it reads."""
+    keys = _cluster_keys(fleet, i, cfg)
+    return [
         AzureRequest(
-            MANAGED_CLUSTER,
-            f"{name}-aks",
-            {k: v for k, v in cluster.items() if v is not None},
-            {
-                "": at,
-                **tags_at,
-                "resourceName (URL)": key_path("clusters", i, "name"),
-                "properties.dnsPrefix": key_path("clusters", i, "dnsPrefix"),
-                "properties.kubernetesVersion": key_path("clusters", i, "kubernetesVersion"),
-                "sku": key_path("clusters", i, "skuTier"),
-                "properties.agentPoolProfiles": key_path("clusters", i, "systemPool"),
-                **_pool_keys(
-                    "properties.agentPoolProfiles[0].", key_path("clusters", i, "systemPool")
-                ),
-                "properties.networkProfile": key_path("clusters", i, "network"),
-                "properties.autoScalerProfile": key_path("clusters", i, "autoscalerProfile"),
-                "properties.addonProfiles": key_path("clusters", i, "virtualNodes"),
-                "properties.aadProfile": access_at,
-                "properties.autoUpgradeProfile": upgrades_at,
-                "properties.supportPlan": key_path("clusters", i, "supportPlan"),
-                "properties.apiServerAccessProfile": access_at,
-                "properties.azureMonitorProfile": "monitoring.azureMonitor",
-                # The static egress others admit (builders.egress): their ranges ask for it.
-                "properties.networkProfile.loadBalancerProfile": egress_at(fleet, cfg),
-            },
+            r.token,
+            f"{PROJECT}-{cfg.name}-{r.name}",
+            planned(r.args),
+            keys(r),
         )
-    )
-    for j, pool in enumerate(cfg.pools):
-        pool_at = key_path("clusters", i, "pools", j)
-        inputs = {
-            "resource_group_name": group,
-            "resource_name": cfg.name,
-            **({"vnet_subnet_id": node_subnet} if node_subnet else {}),
-            "tags": tags,
-            **shapes.user_pool_args(pool, fleet.pool_version_of(cfg, pool), upgrades),
-        }
-        out.append(
-            AzureRequest(
-                AGENT_POOL,
-                f"{name}-{pool.name}",
-                inputs,
-                {
-                    "": pool_at,
-                    "tags": tags_at["tags"],
-                    "agentPoolName (URL)": f"{pool_at}.name",
-                    **_pool_keys("properties.", pool_at),
-                },
-            )
-        )
-    for config_name, window in shapes.maintenance_configurations(upgrades).items():
-        out.append(
-            AzureRequest(
-                MAINTENANCE,
-                f"{name}-{config_name}",
-                {
-                    "config_name": config_name,
-                    "resource_group_name": group,
-                    "resource_name": cfg.name,
-                    "maintenance_window": window,
-                },
-                {"": upgrades_at},
-            )
-        )
-    if cfg.network_mode == "nodeSubnet" and cfg.virtual_nodes.enabled:
-        out.append(
-            AzureRequest(
-                ROLE_ASSIGNMENT,
-                f"{name}-aci-network",
-                {
-                    "principal_id": KNOWN_AFTER_DEPLOY,
-                    "principal_type": "ServicePrincipal",
-                    "role_definition_id": role_definition_id(ROLE_CONTRIBUTOR),
-                    "scope": KNOWN_AFTER_DEPLOY,
-                },
-                {"": key_path("clusters", i, "virtualNodes")},
-            )
-        )
-    for grant in shapes.access_grants(access, deployer_type):
-        inputs = {
-            "principal_id": grant.principal_id or KNOWN_AFTER_DEPLOY,
-            "role_definition_id": role_definition_id(grant.role_definition),
-            "scope": KNOWN_AFTER_DEPLOY,
-            "principal_type": grant.principal_type,
-        }
-        out.append(
-            AzureRequest(ROLE_ASSIGNMENT, f"{name}-{grant.key}-rbac", inputs, {"": access_at})
-        )
-    credentials = {"resource_group_name": group, "resource_name": cfg.name}
-    if access.entra_id:
-        credentials["format"] = "exec"
-    out.append(AzureRequest(USER_CREDENTIALS, f"{name}-credentials", credentials, {"": at}))
-    return out
+        for r in cluster_resources(fleet, cfg, stack, deployer_type=deployer_type)
+    ]
+
+
+def _cluster_keys(
+    fleet: FleetConfig, i: int, cfg: ClusterConfig
+) -> Callable[[AzureResource], dict[str, str]]:
+    """Which config key sets which property of each of a cluster's resources."""
+    at = key_path("clusters", i)
+    tags_at = {"tags": key_path("clusters", i, "tags"), "location": key_path("clusters", i)}
+    access_at = key_path("clusters", i, "access") if cfg.access else "access"
+    upgrades_at = key_path("clusters", i, "upgrades") if cfg.upgrades else "upgrades"
+    net_at = key_path("clusters", i, "network")
+    pools = {p.name: key_path("clusters", i, "pools", j) for j, p in enumerate(cfg.pools)}
+    cluster = {
+        "": at,
+        **tags_at,
+        "resourceName (URL)": key_path("clusters", i, "name"),
+        "properties.dnsPrefix": key_path("clusters", i, "dnsPrefix"),
+        "properties.kubernetesVersion": key_path("clusters", i, "kubernetesVersion"),
+        "sku": key_path("clusters", i, "skuTier"),
+        "properties.agentPoolProfiles": key_path("clusters", i, "systemPool"),
+        **_pool_keys("properties.agentPoolProfiles[0].", key_path("clusters", i, "systemPool")),
+        "properties.networkProfile": net_at,
+        "properties.autoScalerProfile": key_path("clusters", i, "autoscalerProfile"),
+        "properties.addonProfiles": key_path("clusters", i, "virtualNodes"),
+        "properties.aadProfile": access_at,
+        "properties.autoUpgradeProfile": upgrades_at,
+        "properties.supportPlan": key_path("clusters", i, "supportPlan"),
+        "properties.apiServerAccessProfile": access_at,
+        "properties.azureMonitorProfile": "monitoring.azureMonitor",
+        # The static egress others admit (builders.egress): their ranges ask for it.
+        "properties.networkProfile.loadBalancerProfile": egress_at(fleet, cfg),
+    }
+
+    def keys(r: AzureResource) -> dict[str, str]:
+        if r.token == MANAGED_CLUSTER:
+            return cluster
+        if r.token == AGENT_POOL:
+            pool_at = pools[r.name]
+            return {
+                "": pool_at,
+                "tags": tags_at["tags"],
+                "agentPoolName (URL)": f"{pool_at}.name",
+                **_pool_keys("properties.", pool_at),
+            }
+        if r.token in (VNET, IDENTITY):
+            return {"": net_at if r.token == VNET else at, **tags_at}
+        if r.token == SUBNET or r.name == "vnet-network":
+            return {"": net_at}
+        if r.token == MAINTENANCE:
+            return {"": upgrades_at}
+        if r.name == "egress-network":
+            return {"": egress_at(fleet, cfg)}
+        if r.name == "aci-network":
+            return {"": key_path("clusters", i, "virtualNodes")}
+        if r.token == ROLE_ASSIGNMENT:  # the access grants
+            return {"": access_at}
+        return {"": at}
+
+    return keys
 
 
 def _monitor_requests(
@@ -405,7 +267,7 @@ def azure_requests(
             )
         )
     for i, cluster in aks:
-        out += _cluster_requests(fleet, i, cluster, group, tags, deployer_type=deployer_type)
+        out += _cluster_requests(fleet, i, cluster, stack, deployer_type=deployer_type)
     out += _monitor_requests(fleet, stack, group, tags)
     settings = fleet.karmada
     if settings is not None and settings.source != "existing":

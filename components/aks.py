@@ -1,11 +1,16 @@
-"""AksCluster: one AKS cluster, its user pools, optional virtual nodes, and a provider for it."""
+"""AksCluster: one AKS cluster, its user pools, optional virtual nodes, and a provider for it.
+
+Its Azure resources are builders.azure_cluster.cluster_resources' list (the one preflight checks),
+registered here in order; this module adds only the wiring: each `Ref` resolved to the Output it
+names, the credentials invoke, the Kubernetes provider and the device plugin.
+"""
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -13,75 +18,94 @@ from pulumi_azure_native import authorization, containerservice, managedidentity
 
 from builders import aks as shapes
 from builders.authorization import AuthorizationWait
+from builders.azure_cluster import (
+    AGENT_POOL,
+    DEPLOYER_OBJECT_ID,
+    EGRESS_IP_ID,
+    IDENTITY,
+    MAINTENANCE,
+    MANAGED_CLUSTER,
+    RESOURCE_GROUP_NAME,
+    ROLE_ASSIGNMENT,
+    SUBNET,
+    SUBSCRIPTION_ID,
+    USER_CREDENTIALS,
+    VALUE,
+    VNET,
+    AzureResource,
+    Ref,
+    admitted_range,
+)
 from builders.kubeconfig import kubelogin_noninteractive
 from builders.manifest import HelmRelease
 from components.authorization import authorized
 from config.models import AccessConfig, ClusterConfig
-from config.upgrades import UpgradeSettings
-from constants import KUBERNETES_PROVIDER_VERSION, TAG_CLUSTER, TYPE_PREFIX
-from upstream.aks import ROLE_CONTRIBUTOR, ROLE_NETWORK_CONTRIBUTOR
+from constants import KUBERNETES_PROVIDER_VERSION, TYPE_PREFIX
 
 
 @dataclass(frozen=True, kw_only=True)
 class AksClusterArgs:
-    """What one cluster needs from the fleet: its config, access, and where it goes."""
+    """One cluster's config and Azure resources (builders.azure_cluster), and what they name."""
 
     cluster: ClusterConfig
+    # builders.azure_cluster.cluster_resources: every Azure resource of the cluster, in order.
+    resources: Sequence[AzureResource]
     resource_group_name: pulumi.Input[str]
-    location: str
-    kubernetes_version: str
-    # Each user pool's orchestratorVersion by name (FleetConfig.pool_version_of).
-    pool_versions: Mapping[str, str]
     access: AccessConfig = field(default_factory=AccessConfig)
-    tags: dict[str, str] = field(default_factory=dict[str, str])
     # The NVIDIA device plugin (builders.gpu), when the cluster has GPU pools.
     device_plugin: HelmRelease | None = None
-    # Channels, maintenance windows and pool upgrade settings (FleetConfig.upgrades_of).
-    upgrades: UpgradeSettings = field(default_factory=UpgradeSettings)
-    # ManagedCluster `azureMonitorProfile` (builders.monitoring); None: not sent.
-    azure_monitor_profile: Mapping[str, Any] | None = None
     # Before the first object: wait until the API server authorizes the deploying identity
     # (builders.authorization.authorization_wait; None: no wait).
     authorization: AuthorizationWait | None = None
     # The static Public IP this cluster's egress leaves from, when others admit it (Fleet makes
-    # it first; builders.egress), and the callers' egress ranges this API server admits.
+    # it first; builders.egress), and the callers' egress ranges this API server admits, by
+    # caller.
     egress_ip_id: pulumi.Input[str] | None = None
-    admitted_ranges: Sequence[pulumi.Input[str]] = ()
-    # The deploying identity's principal type, sent on its grants (config.login).
-    deployer_principal_type: str = "User"
+    admitted_ranges: Mapping[str, pulumi.Input[str]] = field(
+        default_factory=dict[str, pulumi.Input[str]]
+    )
 
 
 def _decode_first(kubeconfigs: Any) -> str:
     return base64.b64decode(kubeconfigs[0].value).decode()
 
 
-def _role(definition: str) -> pulumi.Output[str]:
-    """A built-in role's id in the deploying subscription."""
-    subscription = authorization.get_client_config_output().subscription_id
-    return pulumi.Output.concat(
-        "/subscriptions/",
-        subscription,
-        "/providers/Microsoft.Authorization/roleDefinitions/",
-        definition,
-    )
+# The azure-native class of each resource token a cluster's list holds.
+_CLASSES: dict[str, Callable[..., pulumi.CustomResource]] = {
+    VNET: network.VirtualNetwork,
+    SUBNET: network.Subnet,
+    IDENTITY: managedidentity.UserAssignedIdentity,
+    ROLE_ASSIGNMENT: authorization.RoleAssignment,
+    MANAGED_CLUSTER: containerservice.ManagedCluster,
+    AGENT_POOL: containerservice.AgentPool,
+    MAINTENANCE: containerservice.MaintenanceConfiguration,
+}
 
 
-def _identity_grant(
-    resource_name: str,
-    principal_id: pulumi.Input[str],
-    role: str,
-    scope: pulumi.Input[str],
-    opts: pulumi.ResourceOptions,
-) -> authorization.RoleAssignment:
-    """A built-in role for a managed identity (a service principal to Azure RBAC) on one scope."""
-    return authorization.RoleAssignment(
-        resource_name,
-        principal_id=principal_id,
-        principal_type="ServicePrincipal",
-        role_definition_id=_role(role),
-        scope=scope,
-        opts=opts,
-    )
+def _named(resources: Sequence[AzureResource], token: str) -> list[str]:
+    return [r.name for r in resources if r.token == token]
+
+
+def _output(resource: Any, ref: Ref) -> pulumi.Output[Any]:
+    if ref.output == "aci_object_id":
+        return resource.addon_profiles.apply(_aci_identity)
+    return getattr(resource, ref.output)
+
+
+def _resolved(
+    value: Any, made: Mapping[str, pulumi.Resource], outside: Mapping[str, pulumi.Input[str]]
+) -> Any:
+    """`value` with each Ref as the Output it names (builders.azure_cluster.Ref)."""
+    if isinstance(value, Ref):
+        found = outside[value.of] if value.output == VALUE else _output(made[value.of], value)
+        if not (value.prefix or value.suffix):
+            return found
+        return pulumi.Output.concat(value.prefix, found, value.suffix)
+    if isinstance(value, dict):
+        return {k: _resolved(v, made, outside) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, list):
+        return [_resolved(v, made, outside) for v in value]  # pyright: ignore[reportUnknownVariableType]
+    return value
 
 
 class AksCluster(pulumi.ComponentResource):
@@ -96,203 +120,82 @@ class AksCluster(pulumi.ComponentResource):
     provider: k8s.Provider
     managed_cluster: containerservice.ManagedCluster
     pools: dict[str, containerservice.AgentPool]
+    maintenance: dict[str, containerservice.MaintenanceConfiguration]
+    # Role assignments of the list, by their part: the control-plane identity's on its VNet and
+    # on its egress IP, the virtual-node connector's, and the access grants by key.
+    identity_grant: authorization.RoleAssignment | None
+    egress_grant: authorization.RoleAssignment | None
+    virtual_node_grant: authorization.RoleAssignment | None
+    access_grants: dict[str, authorization.RoleAssignment]
 
     def __init__(
         self, name: str, args: AksClusterArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__(f"{TYPE_PREFIX}:AksCluster", name, None, opts)
-        cfg = args.cluster
-        child = pulumi.ResourceOptions(parent=self)
-        tags = {**args.tags, **cfg.tags, TAG_CLUSTER: cfg.name}
-
-        node_subnet: network.Subnet | None = None
-        aci_subnet: network.Subnet | None = None
-        vnet: network.VirtualNetwork | None = None
-        identity: Any = {"type": containerservice.ResourceIdentityType.SYSTEM_ASSIGNED}
-        cluster_after: list[pulumi.Resource] = []
-        control_plane: managedidentity.UserAssignedIdentity | None = None
-        self.identity_grant: authorization.RoleAssignment | None = None
-        self.virtual_node_grant: authorization.RoleAssignment | None = None
-        access = args.access
-        if cfg.network_mode == "nodeSubnet":
-            vnet = network.VirtualNetwork(
-                f"{name}-vnet",
-                resource_group_name=args.resource_group_name,
-                location=args.location,
-                address_space={"address_prefixes": [str(cfg.network.vnet_cidr)]},
-                tags=tags,
-                opts=pulumi.ResourceOptions(parent=self, ignore_changes=["subnets"]),
-            )
-            made: dict[str, network.Subnet] = {}
-            for spec in shapes.subnets(cfg):
-                # One at a time: parallel subnet PUTs in one VNet fail with
-                # AnotherOperationInProgress (azure-native#699).
-                made[spec["name"]] = network.Subnet(
-                    f"{name}-{spec['name']}-subnet",
-                    resource_group_name=args.resource_group_name,
-                    virtual_network_name=vnet.name,
-                    subnet_name=spec["name"],
-                    address_prefix=spec["address_prefix"],
-                    delegations=spec.get("delegations"),
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=list(made.values())[-1:]),
-                )
-            node_subnet = made[shapes.NODE_SUBNET]
-            aci_subnet = made.get(shapes.ACI_SUBNET)
-        if shapes.needs_own_identity(cfg, egress=args.egress_ip_id is not None):
-            # In a VNet it did not make, or with an outbound IP outside its node resource group,
-            # the control plane needs rights on them from its first minute: a user-assigned
-            # identity, granted first (a system-assigned one exists only after the create).
-            control_plane = managedidentity.UserAssignedIdentity(
-                f"{name}-identity",
-                resource_name_=f"{cfg.name}-control-plane",
-                resource_group_name=args.resource_group_name,
-                location=args.location,
-                tags=tags,
-                opts=child,
-            )
-            identity = {
-                "type": containerservice.ResourceIdentityType.USER_ASSIGNED,
-                "user_assigned_identities": [control_plane.id],
-            }
-        if vnet is not None and control_plane is not None:
-            self.identity_grant = _identity_grant(
-                f"{name}-vnet-network",
-                control_plane.principal_id,
-                ROLE_NETWORK_CONTRIBUTOR,
-                vnet.id,
-                child,
-            )
-            cluster_after.append(self.identity_grant)
-        # The cloud provider joins the outbound Public IP to the load balancer at create and
-        # whenever it reconciles it: outside the node resource group, the cluster identity needs
-        # join rights on that IP first (Azure/AKS#1945, LinkedAuthorizationFailed).
-        self.egress_grant: authorization.RoleAssignment | None = None
-        if args.egress_ip_id is not None and control_plane is not None:
-            self.egress_grant = _identity_grant(
-                f"{name}-egress-network",
-                control_plane.principal_id,
-                ROLE_NETWORK_CONTRIBUTOR,
-                args.egress_ip_id,
-                child,
-            )
-            cluster_after.append(self.egress_grant)
-
-        # Builders return plain dicts in the SDK's TypedDict shapes; typed Any at this boundary.
-        system: Any = shapes.system_pool_profile(
-            cfg.system_pool,
-            args.kubernetes_version,
-            node_subnet.id if node_subnet is not None else None,
-            args.upgrades,
-        )
-        auto_upgrade: Any = shapes.auto_upgrade_profile(args.upgrades)
-        network_profile: Any = shapes.network_profile(cfg, args.egress_ip_id)
-        scaler: Any = shapes.autoscaler_profile(cfg.autoscaler_profile) or None
-        addons: Any = shapes.addon_profiles(cfg) or None
-        aad: Any = shapes.aad_profile(access)
-        api_access: Any = shapes.api_server_access_profile(access, args.admitted_ranges)
-        monitor: Any = dict(args.azure_monitor_profile) if args.azure_monitor_profile else None
-        cluster_ignore = ["agentPoolProfiles[0].count"] if cfg.system_pool.autoscaling else []
-        self.managed_cluster = containerservice.ManagedCluster(
-            f"{name}-aks",
-            resource_name_=cfg.name,
-            resource_group_name=args.resource_group_name,
-            location=args.location,
-            dns_prefix=cfg.dns_prefix or cfg.name,
-            kubernetes_version=args.kubernetes_version,
-            identity=identity,
-            sku={"name": "Base", "tier": cfg.sku_tier},
-            support_plan=cfg.support_plan,
-            auto_upgrade_profile=auto_upgrade,
-            enable_rbac=True,
-            aad_profile=aad,
-            disable_local_accounts=not access.local_accounts,
-            api_server_access_profile=api_access,
-            agent_pool_profiles=[system],
-            network_profile=network_profile,
-            auto_scaler_profile=scaler,
-            addon_profiles=addons,
-            oidc_issuer_profile={"enabled": True},
-            security_profile={"workload_identity": {"enabled": True}},
-            azure_monitor_profile=monitor,
-            tags=tags,
-            opts=pulumi.ResourceOptions(
-                parent=self, ignore_changes=cluster_ignore, depends_on=cluster_after
-            ),
-        )
-        mc = self.managed_cluster
-
-        self.pools = {}
-        for pool in cfg.pools:
-            self.pools[pool.name] = containerservice.AgentPool(
-                f"{name}-{pool.name}",
-                resource_group_name=args.resource_group_name,
-                resource_name_=mc.name,
-                vnet_subnet_id=node_subnet.id if node_subnet is not None else None,
-                tags=tags,
-                **shapes.user_pool_args(pool, args.pool_versions[pool.name], args.upgrades),
-                # The autoscaler owns the node count once the pool exists.
-                opts=pulumi.ResourceOptions(parent=self, ignore_changes=["count"]),
-            )
-
-        # Planned maintenance: when the channels may act (AKS's fixed configuration names).
-        self.maintenance: dict[str, containerservice.MaintenanceConfiguration] = {}
-        windows: dict[str, Any] = shapes.maintenance_configurations(args.upgrades)
-        for config_name, window in windows.items():
-            self.maintenance[config_name] = containerservice.MaintenanceConfiguration(
-                f"{name}-{config_name}",
-                config_name=config_name,
-                resource_group_name=args.resource_group_name,
-                resource_name_=mc.name,
-                maintenance_window=window,
-                opts=child,
-            )
-
-        if vnet is not None and aci_subnet is not None:
-            # As `az aks enable-addons --addons virtual-node` does: Contributor on the VNet for
-            # the connector's identity (it creates container groups and joins the ACI subnet).
-            self.virtual_node_grant = _identity_grant(
-                f"{name}-aci-network",
-                mc.addon_profiles.apply(_aci_identity),
-                ROLE_CONTRIBUTOR,
-                vnet.id,
-                child,
-            )
-
-        # Azure RBAC: the deploying identity and the configured groups (builders.aks).
-        self.access_grants: dict[str, authorization.RoleAssignment] = {}
+        cfg, access = args.cluster, args.access
         client = authorization.get_client_config_output()
-        for grant in shapes.access_grants(access, args.deployer_principal_type):
-            scope = (
-                mc.id
-                if grant.namespace is None
-                else pulumi.Output.concat(mc.id, "/namespaces/", grant.namespace)
+        outside: dict[str, pulumi.Input[str]] = {
+            RESOURCE_GROUP_NAME: args.resource_group_name,
+            SUBSCRIPTION_ID: client.subscription_id,
+            DEPLOYER_OBJECT_ID: client.object_id,
+            **{admitted_range(c): ip for c, ip in args.admitted_ranges.items()},
+        }
+        if args.egress_ip_id is not None:
+            outside[EGRESS_IP_ID] = args.egress_ip_id
+        # The list's resources in its order, each after the ones it names (builders.azure_cluster).
+        made: dict[str, pulumi.Resource] = {}
+        credentials: Mapping[str, Any] = {}
+        for r in args.resources:
+            inputs = _resolved(dict(r.args), made, outside)
+            if r.token == USER_CREDENTIALS:
+                credentials = inputs
+                continue
+            # azure-native names the ARM resource name `resource_name_`: `resource_name` is
+            # Pulumi's own (the logical name).
+            kwargs = {
+                ("resource_name_" if k == "resource_name" else k): v for k, v in inputs.items()
+            }
+            made[r.name] = _CLASSES[r.token](
+                f"{name}-{r.name}",
+                **kwargs,
+                opts=pulumi.ResourceOptions(
+                    parent=self,
+                    depends_on=[made[d] for d in r.depends_on],
+                    ignore_changes=list(r.ignore_changes),
+                ),
             )
-            self.access_grants[grant.key] = authorization.RoleAssignment(
-                f"{name}-{grant.key}-rbac",
-                principal_id=grant.principal_id or client.object_id,
-                principal_type=grant.principal_type,
-                role_definition_id=_role(grant.role_definition),
-                scope=scope,
-                opts=child,
-            )
+        self.managed_cluster = mc = cast(containerservice.ManagedCluster, made["aks"])
+        of = {r.name: r for r in args.resources}
+        self.pools = {
+            str(of[n].args["agent_pool_name"]): cast(containerservice.AgentPool, made[n])
+            for n in _named(args.resources, AGENT_POOL)
+        }
+        self.maintenance = {
+            str(of[n].args["config_name"]): cast(containerservice.MaintenanceConfiguration, made[n])
+            for n in _named(args.resources, MAINTENANCE)
+        }
+        grants = {
+            n: cast(authorization.RoleAssignment, made[n])
+            for n in _named(args.resources, ROLE_ASSIGNMENT)
+        }
+        self.identity_grant = grants.get("vnet-network")
+        self.egress_grant = grants.get("egress-network")
+        self.virtual_node_grant = grants.get("aci-network")
+        self.access_grants = {
+            n.removesuffix("-rbac"): g for n, g in grants.items() if n.endswith("-rbac")
+        }
 
+        creds = containerservice.list_managed_cluster_user_credentials_output(**credentials)
+        self.kubeconfig = pulumi.Output.secret(creds.kubeconfigs.apply(_decode_first))
         if access.entra_id:
             # People get AKS's exec kubeconfig (no credential in it; `kubelogin
             # convert-kubeconfig` completes it); the provider gets it non-interactive.
-            creds = containerservice.list_managed_cluster_user_credentials_output(
-                resource_group_name=args.resource_group_name, resource_name=mc.name, format="exec"
-            )
-            self.kubeconfig = pulumi.Output.secret(creds.kubeconfigs.apply(_decode_first))
             login = access.provider_login
             self.provider_kubeconfig = self.kubeconfig.apply(
                 lambda doc: kubelogin_noninteractive(doc, login)
             )
         else:
             # Local accounts: the user credential is a client certificate (cluster-admin).
-            creds = containerservice.list_managed_cluster_user_credentials_output(
-                resource_group_name=args.resource_group_name, resource_name=mc.name
-            )
-            self.kubeconfig = pulumi.Output.secret(creds.kubeconfigs.apply(_decode_first))
             self.provider_kubeconfig = self.kubeconfig
         deployer = self.access_grants.get("deployer")
         # A grant that exists is not yet one the API server knows (Azure: minutes): during `up`

@@ -9,12 +9,12 @@ import pulumi
 from pulumi_azure_native import network, resources
 
 from builders.authorization import authorization_wait
+from builders.azure_cluster import cluster_resources
 from builders.azure_monitor import ingested
 from builders.egress import admitted_callers, egress_clusters, egress_ip_name
 from builders.fleet import kueue_objects
 from builders.frameworks import kuberay_releases, training_operator_installs
 from builders.gpu import device_plugin_release
-from builders.monitoring import azure_monitor_profile
 from components.aks import AksCluster, AksClusterArgs
 from components.existing import ExistingCluster, ExistingClusterArgs
 from components.frameworks import JobOperators, JobOperatorsArgs
@@ -102,22 +102,18 @@ class Fleet(pulumi.ComponentResource):
                     f"{name}-{c.name}",
                     AksClusterArgs(
                         cluster=c,
+                        resources=cluster_resources(
+                            cfg, c, args.stack, deployer_type=args.deployer_principal_type
+                        ),
                         resource_group_name=group.name,
-                        location=c.location or location or "",
-                        kubernetes_version=cfg.version_of(c),
-                        pool_versions={p.name: cfg.pool_version_of(c, p) for p in c.pools},
                         access=access_of(cfg, c),
-                        tags=tags,
                         device_plugin=device_plugin_release(cfg, c),
-                        upgrades=cfg.upgrades_of(c),
-                        azure_monitor_profile=azure_monitor_profile(cfg),
                         authorization=authorization_wait(cfg, c),
                         egress_ip_id=egress_ip.id if egress_ip is not None else None,
-                        deployer_principal_type=args.deployer_principal_type,
-                        admitted_ranges=[
-                            self.egress_ips[caller].ip_address.apply(_slash32)
+                        admitted_ranges={
+                            caller: self.egress_ips[caller].ip_address.apply(_slash32)
                             for caller in admitted_callers(cfg, c)
-                        ],
+                        },
                     ),
                     pulumi.ResourceOptions(parent=self),
                 )

@@ -3,8 +3,10 @@
 Under mocks any property is accepted; here every Azure resource and invoke the program registers
 for dev, prod and a generated 1 + 20 fleet is rebuilt as its ARM body and checked against the
 azure-mgmt models of the API version pulumi-azure-native 3.29.0 sends. The bodies preflight
-checks (builders/azure.py) are held equal to the registered ones, and a deliberately wrong body
-of each kind fails with the resource, the property path and the API version.
+checks (builders/azure.py; a cluster's are the list components/aks.py registers,
+builders/azure_cluster.py) are held equal to the registered ones, each list names only what the
+component can resolve, and a deliberately wrong body of each kind fails with the resource, the
+property path and the API version.
 """
 
 from __future__ import annotations
@@ -16,6 +18,18 @@ from typing import Any
 import pytest
 
 from builders.azure import KNOWN_AFTER_DEPLOY, azure_requests
+from builders.azure_cluster import (
+    DEPLOYER_OBJECT_ID,
+    EGRESS_IP_ID,
+    RESOURCE_GROUP_NAME,
+    SUBSCRIPTION_ID,
+    USER_CREDENTIALS,
+    VALUE,
+    Ref,
+    admitted_range,
+    cluster_resources,
+)
+from builders.egress import admitted_callers, egress_clusters
 from checks.azure_api import arm_body, azure_issues, check_request, url_params
 from checks.azure_types import TYPES
 from checks.stack import load_from_file, parse_fleet
@@ -134,6 +148,39 @@ def test_preflight_checks_the_bodies_the_program_sends(stack: str) -> None:
             built_body = json.loads(json.dumps(arm_body(token, request.inputs)))
             differences += _same(built_body, arm_body(token, registered), name)
     assert differences == [], "\n".join(differences)
+
+
+def _refs(value: Any) -> list[Ref]:
+    if isinstance(value, Ref):
+        return [value]
+    if isinstance(value, dict):
+        return [r for v in value.values() for r in _refs(v)]
+    if isinstance(value, list):
+        return [r for v in value for r in _refs(v)]
+    return []
+
+
+@pytest.mark.parametrize("stack", [*STACKS, GENERATED])
+def test_a_clusters_list_names_only_what_the_component_resolves(stack: str) -> None:
+    """Each request of a cluster's list waits for and reads only requests before it (the
+    component registers them in order) or the values made outside it that it maps."""
+    from components.aks import _CLASSES  # noqa: PLC0415 - the component's token table
+
+    config = parse_fleet(generated_fleet(20))[0] if stack == GENERATED else load_from_file(stack)[0]
+    for cluster in (c for c in config.clusters if c.source == "aks"):
+        outside = {RESOURCE_GROUP_NAME, SUBSCRIPTION_ID, DEPLOYER_OBJECT_ID}
+        outside |= {admitted_range(c) for c in admitted_callers(config, cluster)}
+        if cluster.name in egress_clusters(config):
+            outside.add(EGRESS_IP_ID)
+        before: set[str] = set()
+        for r in cluster_resources(config, cluster, stack):
+            where = f"{cluster.name}-{r.name}"
+            assert r.token in _CLASSES or r.token == USER_CREDENTIALS, where
+            assert r.name not in before, where
+            assert set(r.depends_on) <= before, where
+            for ref in _refs(r.args):
+                assert ref.of in (outside if ref.output == VALUE else before), (where, ref)
+            before.add(r.name)
 
 
 def test_preflight_finds_nothing_in_the_committed_stacks() -> None:
