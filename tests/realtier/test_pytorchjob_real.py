@@ -411,6 +411,7 @@ def test_a_pytorchjob_runs_once_on_one_worker_with_the_real_training_operator(
     apply_ok(manager, [pytorchjob(name, ns, sub.local_queue, RUN_FOR)])
 
     # The job's three pods Running together on the worker MultiKueue chose.
+    # worker -> the most of the job's pods seen there at once (every worker, every poll)
     seen: dict[str, int] = {}
     gates: dict[str, dict[str, int]] = {}
 
@@ -423,12 +424,15 @@ def test_a_pytorchjob_runs_once_on_one_worker_with_the_real_training_operator(
                 got = _provisioned_podsets(twin.planes[worker], ns, wl)
                 if sum(got.values()) == sum(REPLICAS.values()):
                     gates[worker] = got
+        running: dict[str, int] = {}
+        for worker in WORKERS:
+            pods = _pods(twin.planes[worker], ns, name)
+            if pods:
+                seen[worker] = max(seen.get(worker, 0), len(pods))
+            running[worker] = sum(p["status"].get("phase") == "Running" for p in pods)
         if chosen is None:
             return None
-        pods = _pods(twin.planes[chosen], ns, name)
-        running = [p for p in pods if p["status"].get("phase") == "Running"]
-        seen[chosen] = max(seen.get(chosen, 0), len(running))
-        return chosen if len(running) == sum(REPLICAS.values()) else None
+        return chosen if running[chosen] == sum(REPLICAS.values()) else None
 
     chosen = until(
         running_together,
@@ -477,7 +481,7 @@ def test_a_pytorchjob_runs_once_on_one_worker_with_the_real_training_operator(
         seen=lambda: _state(twin, ns),
     )
     assert not _pods(twin.planes[other], ns, name)
-    assert seen.get(other) is None
+    assert other not in seen, f"pods of {name} seen on {other}: {seen}"
     print(
         f"\npytorchjob: on {chosen}, 3 pods Running {running_at:.1f}s after submission, "
         f"Succeeded on the manager at {done_at:.1f}s; gate {gates[chosen]}"
