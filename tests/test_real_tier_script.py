@@ -44,6 +44,7 @@ TOOLS = (
     "prometheus",
     "kube-apiserver-next",
     "kube-controller-manager-next",
+    "training-operator",
 )
 
 
