@@ -155,6 +155,36 @@ def check_operators_are_used(fleet: FleetConfig) -> Iterator[Issue]:
             )
 
 
+PYTORCH: str = "kubeflow.org/pytorchjob"
+
+
+def check_pytorch_master_under_restricted(fleet: FleetConfig) -> Iterator[Issue]:
+    """The training operator v1.9.3 gives a PyTorchJob's Worker pods an `init-pytorch` container
+    (when the job has a Master) with no securityContext (pkg/controller.v1/pytorch/
+    initcontainer.go), which Pod Security `restricted` refuses: such jobs never start in a
+    restricted namespace of a cluster running the operator (found on the twin)."""
+    settings = fleet.operators.training_operator
+    if settings is None or PYTORCH not in fleet.kueue.frameworks:
+        return
+    runs = set(operator_workers(fleet, settings))
+    for i, c in enumerate(fleet.clusters):
+        # The manager's namespaces are mirrored to the workers it dispatches to.
+        if c.name not in runs and c.role != "manager":
+            continue
+        for j, ns in enumerate(c.queues.namespaces):
+            if ns.pod_security != "restricted":
+                continue
+            yield Issue(
+                key_path("clusters", i, "queues", "namespaces", j, "podSecurity"),
+                f"namespace {ns.name!r} on {c.name} enforces Pod Security restricted, and the "
+                f"training operator {version_of(settings)} adds an init-pytorch container "
+                "without a securityContext to the Worker pods of a PyTorchJob with a Master, which "
+                "restricted refuses: such jobs never start there. Set podSecurity: baseline "
+                "for this namespace, or submit PyTorchJobs without a Master (docs/ai-jobs.md)",
+                "warning",
+            )
+
+
 def _multi_pod_set_frameworks(fleet: FleetConfig) -> list[str]:
     own = {fw for op, _ in configured(fleet) for fw in op.frameworks}
     return [
@@ -256,6 +286,7 @@ FRAMEWORK_CHECKS: tuple[Check, ...] = (
     check_installed_elsewhere,
     check_operators_are_used,
     check_gang_gates_one_pool,
+    check_pytorch_master_under_restricted,
 )
 
 

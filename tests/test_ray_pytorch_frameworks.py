@@ -372,3 +372,27 @@ def test_a_pod_set_no_pool_can_hold_is_found() -> None:
     assert worker is not None
     assert pools_fitting(fleet, worker, "ml", {"nvidia.com/gpu": "2"}) == []  # 1 A100 a node
     assert pools_fitting(fleet, worker, "ml", {"cpu": "30"}) == []
+
+
+def test_a_restricted_namespace_where_the_training_operator_runs_warns_of_init_pytorch() -> None:
+    """The example's `ml` is baseline on purpose; restricted there (the default) is warned about
+    once per declaration, on the manager (mirrored to the workers) and on each worker."""
+    raw = example_raw()
+    for cluster in raw["clusters"]:
+        for ns in cluster.get("queues", {}).get("namespaces", []):
+            ns.pop("podSecurity", None)
+    warnings = warnings_for(raw)
+    names = [c["name"] for c in raw["clusters"]]
+    assert [w.split(":", 1)[0] for w in warnings] == [
+        f"clusters[{names.index(name)}].queues.namespaces[0].podSecurity"
+        for name in ("manager", *WORKERS)
+    ], warnings
+    assert [w.split(" on ", 1)[1].split()[0] for w in warnings] == ["manager", *WORKERS]
+    assert all(
+        "init-pytorch container without a securityContext" in w and "Set podSecurity: baseline" in w
+        for w in warnings
+    ), warnings
+    # Without the training operator there is nothing to warn about.
+    del raw["operators"]["trainingOperator"]
+    raw["kueue"]["frameworks"].remove("kubeflow.org/pytorchjob")
+    assert not [w for w in warnings_for(raw) if "init-pytorch" in w]
