@@ -1,6 +1,6 @@
 """How the stack's costs grow with fleet size: 1 manager + N workers, as ratios to N = 1.
 
-For each N the fleet comes from tests/fleetgen.py (MultiKueue to every worker, in dispatch sets
+For each N the fleet comes from testkit/fleetgen.py (MultiKueue to every worker, in dispatch sets
 of 20). Every measurement runs in a fresh process, interleaved with the same measurement at N = 1
 (N, 1, N, 1, ...), and each ratio is best-of-pairs: the least N took over the least N = 1 took in
 the same pairs. Load from other processes only ever adds CPU time to a run (shared caches and

@@ -22,6 +22,7 @@ from config.loader import kueue_crd_files
 from config.models import FleetConfig
 from tests.conftest_report import REPORT_KEY
 from tests.realtier import phases
+from tests.realtier.autoscaler import find_autoscaler
 from tests.realtier.e2e import KUEUE_VERSION
 from tests.realtier.harness import (
     AGGREGATED_KINDS,
@@ -107,6 +108,16 @@ def simulation() -> SimulationTools:
     found, missing = find_simulation_tools()
     if found is None:
         pytest.skip("real tier (twin): " + "; ".join(missing))
+    return found
+
+
+@pytest.fixture(scope="session")
+def autoscaler() -> Path:
+    """The cluster-autoscaler built with its kwok cloud provider (tests/realtier/autoscaler.py);
+    the tests that ask for it skip, naming how to build it, without it."""
+    found, why = find_autoscaler()
+    if found is None:
+        pytest.skip("real tier (autoscaler): " + why)
     return found
 
 

@@ -37,7 +37,7 @@ import pytest
 
 from config.models import FleetConfig
 from config.resolve import with_mirrored_queues
-from tests.realtier.autoscaler import find_autoscaler, nodes_at_min, start_autoscalers
+from tests.realtier.autoscaler import nodes_at_min, start_autoscalers
 from tests.realtier.conftest import kueue_crd_paths
 from tests.realtier.e2e import run_documented
 from tests.realtier.faults import (
@@ -79,14 +79,6 @@ RUN_FOR: Final = "30s"  # how long each pod stays Running (kwok): well past the 
 JOBS: Final = 3
 GC_INTERVAL: Final = 10.0  # the tier's multiKueue.gcInterval (tests/realtier/kueue.py)
 JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
-
-
-@pytest.fixture(scope="module")
-def autoscaler() -> Path:
-    found, why = find_autoscaler()
-    if found is None:
-        pytest.skip("real tier (autoscaler): " + why)
-    return found
 
 
 def _dev_twin(

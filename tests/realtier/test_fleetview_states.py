@@ -130,10 +130,6 @@ def states_fleet() -> FleetConfig:
     return fleet
 
 
-# The built cluster-autoscaler (module-scoped; skips without it), as test_faults_runtime finds it.
-autoscaler = runtime.autoscaler
-
-
 @pytest.fixture(scope="module")
 def twin(
     tools: Tools, simulation: SimulationTools, tmp_path_factory: pytest.TempPathFactory

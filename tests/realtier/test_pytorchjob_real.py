@@ -59,7 +59,7 @@ import yaml
 from config.frameworks import TrainingOperatorSettings
 from config.loader import PINNED_CRDS
 from config.models import FleetConfig
-from tests.realtier.autoscaler import find_autoscaler, nodes_at_min, start_autoscalers
+from tests.realtier.autoscaler import nodes_at_min, start_autoscalers
 from tests.realtier.conftest import kueue_crd_paths
 from tests.realtier.faults import (
     COMPLETE_DELAY,
@@ -267,14 +267,6 @@ def operator() -> Path:
     found, why = find_operator()
     if found is None:
         pytest.skip("real tier (training operator): " + why)
-    return found
-
-
-@pytest.fixture(scope="module")
-def autoscaler() -> Path:
-    found, why = find_autoscaler()
-    if found is None:
-        pytest.skip("real tier (autoscaler): " + why)
     return found
 
 

@@ -47,7 +47,7 @@ from checks.capacity import manager_quotas
 from constants import MULTIKUEUE_CONFIG
 from tests.realtier.add_worker import NEW_WORKER, added_stack, command
 from tests.realtier.autoscaler import TOOL as AUTOSCALER
-from tests.realtier.autoscaler import find_autoscaler, nodes_at_min, start_autoscalers
+from tests.realtier.autoscaler import nodes_at_min, start_autoscalers
 from tests.realtier.conftest import kueue_crd_paths
 from tests.realtier.e2e import run_documented
 from tests.realtier.engine import configure, find_engine, kubeconfig_key
@@ -91,14 +91,6 @@ QUEUED: Final = 6  # then waiting: the manager reserved them, no worker admits t
 RUN_FOR: Final = "60s"  # how long the first jobs' pods stay Running (kwok)
 QUEUED_RUN_FOR: Final = "5s"
 FIRST_JOB_TIMEOUT: Final = 120.0  # from the end of `up` to worker-3's first job
-
-
-@pytest.fixture(scope="module")
-def autoscaler() -> Path:
-    found, why = find_autoscaler()
-    if found is None:
-        pytest.skip("real tier (autoscaler): " + why)
-    return found
 
 
 @dataclass(frozen=True, slots=True)

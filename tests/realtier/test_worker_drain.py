@@ -32,7 +32,7 @@ from checks.stack import parse_fleet
 from components.retire import blocking, read_workloads
 from config.models import FleetConfig
 from config.resolve import dispatch_sets
-from tests.realtier.autoscaler import find_autoscaler, nodes_at_min
+from tests.realtier.autoscaler import nodes_at_min
 from tests.realtier.conftest import kueue_crd_paths
 from tests.realtier.e2e import run_documented
 from tests.realtier.faults import KUEUE_API, condition, get_json, thaw_all, timed_simulation
@@ -69,14 +69,6 @@ RUNNING: Final = 2  # jobs running on worker-2 when it is drained
 QUEUED: Final = 3  # jobs submitted to the manager after the drain
 RUN_FOR: Final = "25s"  # how long the running jobs' pods stay Running (kwok): past the drain
 EMPTY_SECTION: Final = "**Is it empty yet?**"
-
-
-@pytest.fixture(scope="module")
-def autoscaler() -> Path:
-    found, why = find_autoscaler()
-    if found is None:
-        pytest.skip("real tier (autoscaler): " + why)
-    return found
 
 
 @pytest.fixture

@@ -37,7 +37,7 @@ import pytest
 from builders.aks import user_pool_args
 from builders.fleet import kueue_objects
 from tests.realtier.autoscaler import TOOL as AUTOSCALER_TOOL
-from tests.realtier.autoscaler import find_autoscaler, nodes_at_min
+from tests.realtier.autoscaler import nodes_at_min
 from tests.realtier.conftest import kueue_crd_paths
 from tests.realtier.faults import condition, get_json, thaw_all, timed_simulation
 from tests.realtier.harness import ControlPlane, Report, Tools, apply
@@ -103,14 +103,6 @@ PLAIN_POD: Final = "not-admitted"
 
 
 # ---- the twin ----------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def autoscaler() -> Path:
-    found, why = find_autoscaler()
-    if found is None:
-        pytest.skip("real tier (autoscaler): " + why)
-    return found
 
 
 @pytest.fixture(scope="module")

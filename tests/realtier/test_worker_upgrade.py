@@ -38,7 +38,7 @@ from typing import Any, Final
 
 import pytest
 
-from tests.realtier.autoscaler import find_autoscaler, nodes_at_min
+from tests.realtier.autoscaler import nodes_at_min
 from tests.realtier.conftest import kueue_crd_paths
 from tests.realtier.engine import find_engine
 from tests.realtier.faults import cluster_active, condition, thaw_all, timed_simulation
@@ -85,14 +85,6 @@ def simulation() -> SimulationTools:
     found, missing = find_simulation_tools()
     if found is None:
         pytest.skip("real tier (twin): " + "; ".join(missing))
-    return found
-
-
-@pytest.fixture(scope="module")
-def autoscaler() -> Path:
-    found, why = find_autoscaler()
-    if found is None:
-        pytest.skip("real tier (autoscaler): " + why)
     return found
 
 
