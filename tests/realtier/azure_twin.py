@@ -13,9 +13,11 @@ process (tests/realtier/azure_provider.py forwards each provider call here as JS
 - A ManagedCluster becomes a loopback control plane (tests/realtier/harness.py) with the
   pinned Kueue CRDs and a real Kueue manager beside it (what the Kueue chart's pods would be),
   reached at its FQDN, which here is a loopback address whose port 443 relays to the plane.
-  Its API server accepts one token, the one the stand-in `kubelogin` prints, as an Entra ID
-  user in `system:masters` (every grant authorized at once: RBAC from role assignments is a
-  later slice, docs/testing.md).
+  Its API server accepts one token, the one the stand-in `kubelogin` prints, as the deploying
+  Entra ID user (its object id as the uid, in no group), and authorizes it as AKS with Azure
+  RBAC does: a webhook the twin serves answers from the role assignments it holds on that
+  cluster, each only once `propagation_seconds` have passed since its creation, never on a
+  cluster in `unpropagated` (tests/realtier/azure_rbac.py).
 - `listManagedClusterUserCredentials` returns AKS's exec kubeconfig for an Entra ID cluster
   (kubelogin, `--server-id`, devicecode), `getClientConfig` the twin's tenant, subscription and
   deploying user.
@@ -36,6 +38,7 @@ import socket
 import sys
 import threading
 import time
+import urllib.parse
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -47,6 +50,15 @@ from typing import Any, Final, TypeVar
 import yaml
 
 from checks import azure_api
+from tests.realtier.azure_rbac import (
+    Request,
+    azure_rbac_enabled,
+    decide,
+    grant_of,
+    request_of,
+    review_answer,
+    webhook_kubeconfig,
+)
 from tests.realtier.conftest import install_crds
 from tests.realtier.harness import (  # the private steps of `start_all`, one plane at a time
     APISERVER_TIMEOUT,
@@ -126,6 +138,17 @@ class Resource:
     id: str
     inputs: dict[str, Any]
     outputs: dict[str, Any]
+    created: float = field(default_factory=time.monotonic)  # when ARM answered its PUT
+
+
+@dataclass(frozen=True, slots=True)
+class Review:
+    """One question a plane's API server asked the twin's authorization webhook."""
+
+    at: float  # time.monotonic()
+    cluster: str
+    request: Request
+    allowed: bool
 
 
 @dataclass
@@ -201,6 +224,11 @@ class AzureTwin:
     directory: dict[str, str] = field(default_factory=lambda: {DEPLOYER_OBJECT_ID: "User"})
     resources: dict[str, Resource] = field(default_factory=dict[str, Resource])
     clusters: dict[str, Cluster] = field(default_factory=dict[str, Cluster])
+    # Azure RBAC: seconds from a role assignment's creation until the planes' authorization
+    # webhook counts it, and clusters whose grants never reach their API server.
+    propagation_seconds: float = 0.0
+    unpropagated: set[str] = field(default_factory=set[str])
+    reviews: list[Review] = field(default_factory=list[Review])
     # (monotonic time, path, type, id or urn) of every call the plugin made
     calls: list[tuple[float, str, str, str]] = field(
         default_factory=list[tuple[float, str, str, str]]
@@ -225,12 +253,16 @@ class AzureTwin:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 try:
-                    status, answer = 200, twin.handle(self.path, body)
+                    path = urllib.parse.urlsplit(self.path).path  # the webhook adds ?timeout=
+                    if path.startswith("/authorize/"):  # a plane's webhook authorizer
+                        status, said = 200, twin.authorize(path.removeprefix("/authorize/"), body)
+                    else:
+                        status, said = 200, twin.handle(self.path, body)
                 except ArmError as exc:
-                    status, answer = exc.status, {"error": str(exc)}
+                    status, said = exc.status, {"error": str(exc)}
                 except Exception as exc:
-                    status, answer = 500, {"error": f"twin: {type(exc).__name__}: {exc}"}
-                data = json.dumps(answer).encode()
+                    status, said = 500, {"error": f"twin: {type(exc).__name__}: {exc}"}
+                data = json.dumps(said).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -243,9 +275,8 @@ class AzureTwin:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        (self.workdir / "tokens.csv").write_text(
-            f'{TOKEN},{ENTRA_USER},{DEPLOYER_OBJECT_ID},"system:masters"\n'
-        )
+        # The Entra ID user kubelogin signs in as: its object id is what role assignments name.
+        (self.workdir / "tokens.csv").write_text(f"{TOKEN},{ENTRA_USER},{DEPLOYER_OBJECT_ID}\n")
 
     def write_plugins(self, plugins: Path, bin_dir: Path) -> None:
         """`pulumi-resource-azure-native` into the engine's plugin directory (on its PATH) and
@@ -270,6 +301,37 @@ class AzureTwin:
             f"echo '{json.dumps(credential)}'\n"
         )
         kubelogin.chmod(0o755)
+
+    def authorize(self, cluster: str, review: dict[str, Any]) -> dict[str, Any]:
+        """A plane's SubjectAccessReview, answered from the role assignments on its cluster
+        that have propagated (AKS's guard, tests/realtier/azure_rbac.py)."""
+        request, now = request_of(review), time.monotonic()
+        with self._lock:
+            resources = list(self.resources.values())
+        managed = next(
+            (
+                r
+                for r in resources
+                if r.rtype == "azure-native:containerservice:ManagedCluster"
+                and r.inputs.get("resourceName") == cluster
+            ),
+            None,
+        )
+        if managed is None or not azure_rbac_enabled(managed.inputs):
+            allowed, reason = False, "Azure RBAC is not enabled on this cluster"
+        else:
+            grants = [
+                grant
+                for r in resources
+                if r.rtype == "azure-native:authorization:RoleAssignment"
+                and cluster not in self.unpropagated
+                and now >= r.created + self.propagation_seconds
+                and (grant := grant_of(managed.id, r.inputs)) is not None
+            ]
+            allowed = decide(grants, request)
+            reason = "allowed by an Azure role assignment" if allowed else "no role assignment"
+        self.reviews.append(Review(now, cluster, request, allowed))
+        return review_answer(allowed, reason)
 
     def stop(self) -> None:
         if self._server is not None:
@@ -491,11 +553,23 @@ class AzureTwin:
         run on the caller's (an HTTP handler's), so the engine's parallel ManagedCluster creates
         start their planes in parallel, as `start_all` starts several."""
         relay = Relay(("127.0.0.1", 0))  # bound now: its address goes into the certificate
+        webhook = self.workdir / f"authorization-{name}.kubeconfig"
+        webhook.write_text(webhook_kubeconfig(f"{self.url}/authorize/{name}"))
         plane = ControlPlane(
             name,
             self.workdir / "clusters" / name,
             self.tools,
-            apiserver_args=(f"--token-auth-file={self.workdir / 'tokens.csv'}",),
+            apiserver_args=(
+                f"--token-auth-file={self.workdir / 'tokens.csv'}",
+                # Appended to the plane's Node,RBAC (a repeated list flag adds to it): AKS's
+                # guard after Kubernetes RBAC. Its answers are cached as kube-apiserver caches
+                # any webhook's, a "no" for 5 s (default 30 s) so that `up`'s wait sees a grant
+                # within seconds of its propagation.
+                "--authorization-mode=Webhook",
+                f"--authorization-webhook-config-file={webhook}",
+                "--authorization-webhook-version=v1",
+                "--authorization-webhook-cache-unauthorized-ttl=5s",
+            ),
             # A DaemonSet's status (what Helm's wait for a release's DaemonSet reads: prod's
             # NVIDIA device plugin) comes from its controller; no node runs its pods.
             controllers=(*CONTROLLERS, "daemonset-controller"),
