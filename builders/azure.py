@@ -17,7 +17,8 @@ from typing import Any
 
 from builders import azure_monitor as amw
 from builders import karmada as kb
-from builders.azure_cluster import (
+from builders.azure_cluster import SUBSCRIPTION, cluster_resources
+from builders.azure_resource import (
     AGENT_POOL,
     IDENTITY,
     KNOWN_AFTER_DEPLOY,
@@ -25,11 +26,9 @@ from builders.azure_cluster import (
     MANAGED_CLUSTER,
     ROLE_ASSIGNMENT,
     SUBNET,
-    SUBSCRIPTION,
     USER_CREDENTIALS,
     VNET,
     AzureResource,
-    cluster_resources,
     planned,
 )
 from builders.egress import admitted_callers, egress_clusters, egress_ip_name

@@ -21,14 +21,11 @@ from builders.azure import KNOWN_AFTER_DEPLOY, azure_requests
 from builders.azure_cluster import (
     DEPLOYER_OBJECT_ID,
     EGRESS_IP_ID,
-    RESOURCE_GROUP_NAME,
     SUBSCRIPTION_ID,
-    USER_CREDENTIALS,
-    VALUE,
-    Ref,
     admitted_range,
     cluster_resources,
 )
+from builders.azure_resource import RESOURCE_GROUP_NAME, USER_CREDENTIALS, VALUE, Ref
 from builders.egress import admitted_callers, egress_clusters
 from checks.azure_api import arm_body, azure_issues, check_request, url_params
 from checks.azure_types import TYPES
@@ -164,7 +161,7 @@ def _refs(value: Any) -> list[Ref]:
 def test_a_clusters_list_names_only_what_the_component_resolves(stack: str) -> None:
     """Each request of a cluster's list waits for and reads only requests before it (the
     component registers them in order) or the values made outside it that it maps."""
-    from components.aks import _CLASSES  # noqa: PLC0415 - the component's token table
+    from components.azure import CLASSES  # noqa: PLC0415 - the one token table
 
     config = parse_fleet(generated_fleet(20))[0] if stack == GENERATED else load_from_file(stack)[0]
     for cluster in (c for c in config.clusters if c.source == "aks"):
@@ -175,7 +172,7 @@ def test_a_clusters_list_names_only_what_the_component_resolves(stack: str) -> N
         before: set[str] = set()
         for r in cluster_resources(config, cluster, stack):
             where = f"{cluster.name}-{r.name}"
-            assert r.token in _CLASSES or r.token == USER_CREDENTIALS, where
+            assert r.token in CLASSES or r.token == USER_CREDENTIALS, where
             assert r.name not in before, where
             assert set(r.depends_on) <= before, where
             for ref in _refs(r.args):
