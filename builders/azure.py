@@ -20,14 +20,10 @@ from builders.azure_cluster import SUBSCRIPTION, cluster_resources
 from builders.azure_fleet import EGRESS_SUFFIX, fleet_resources, karmada_resources
 from builders.azure_resource import (
     AGENT_POOL,
-    DATA_COLLECTION_ASSOCIATION,
-    DATA_COLLECTION_ENDPOINT,
-    DATA_COLLECTION_RULE,
     IDENTITY,
     KNOWN_AFTER_DEPLOY,
     MAINTENANCE,
     MANAGED_CLUSTER,
-    MONITOR_WORKSPACE,
     PROMETHEUS_RULE_GROUP,
     PUBLIC_IP,
     ROLE_ASSIGNMENT,
@@ -35,13 +31,12 @@ from builders.azure_resource import (
     USER_CREDENTIALS,
     VNET,
     AzureResource,
-    fleet_tags,
     planned,
 )
 from builders.egress import admitted_callers
 from config.errors import key_path
 from config.models import ClusterConfig, FleetConfig
-from constants import PROJECT, resource_group_of
+from constants import PROJECT
 
 # Re-exported: checks and tests name the cluster's tokens and the placeholder from here.
 __all__ = [
@@ -186,38 +181,10 @@ def _fleet_keys(fleet: FleetConfig) -> Keys:
     return keys
 
 
-def _monitor_requests(
-    fleet: FleetConfig, stack: str, group: str, tags: dict[str, str]
-) -> list[AzureRequest]:
-    """Managed Prometheus ingestion and alerts (builders/azure_monitor.py), in program order."""
-    clusters = amw.ingested(fleet)
-    if not clusters:
-        return []
+def _monitor_keys(r: AzureResource) -> dict[str, str]:
+    """Managed Prometheus comes from `monitoring.azureMonitor`, its rule group from `alerts`."""
     at = key_path("monitoring", "azureMonitor")
-    settings = fleet.monitoring.azure_monitor
-    out: list[AzureRequest] = []
-    workspace_id: str = KNOWN_AFTER_DEPLOY
-    if settings.workspace is None:
-        inputs = amw.workspace_inputs(fleet, stack, group, tags)
-        out.append(AzureRequest(MONITOR_WORKSPACE, f"{PROJECT}-amw", inputs, {"": at}))
-    else:
-        workspace_id = settings.workspace.resource_id
-    for cluster in clusters:
-        name = f"{PROJECT}-{cluster.name}"
-        endpoint = amw.endpoint_inputs(fleet, cluster, group, tags)
-        rule = amw.rule_inputs(fleet, cluster, group, tags, KNOWN_AFTER_DEPLOY, workspace_id)
-        link = amw.association_inputs(fleet, cluster, KNOWN_AFTER_DEPLOY, KNOWN_AFTER_DEPLOY)
-        out += [
-            AzureRequest(DATA_COLLECTION_ENDPOINT, f"{name}-prom-dce", endpoint, {"": at}),
-            AzureRequest(DATA_COLLECTION_RULE, f"{name}-prom-dcr", rule, {"": at}),
-            AzureRequest(DATA_COLLECTION_ASSOCIATION, f"{name}-prom-dcra", link, {"": at}),
-        ]
-    rules = amw.rule_group_inputs(fleet, stack, group, tags, workspace_id)
-    if rules is not None:
-        out.append(
-            AzureRequest(PROMETHEUS_RULE_GROUP, f"{PROJECT}-alerts", rules, {"": f"{at}.alerts"})
-        )
-    return out
+    return {"": f"{at}.alerts" if r.token == PROMETHEUS_RULE_GROUP else at}
 
 
 def egress_at(fleet: FleetConfig, caller: ClusterConfig) -> str:
@@ -243,8 +210,7 @@ def azure_requests(
     for i, cfg in aks:
         resources = cluster_resources(fleet, cfg, stack, deployer_type=deployer_type)
         out += _requests(f"{PROJECT}-{cfg.name}", resources, _cluster_keys(fleet, i, cfg))
-    group = resource_group_of(fleet.resource_group, stack)
-    out += _monitor_requests(fleet, stack, group, fleet_tags(fleet, stack))
+    out += _requests(PROJECT, amw.monitor_resources(fleet, stack), _monitor_keys)
     karmada_ip = karmada_resources(fleet, stack)
     out += _requests(f"{PROJECT}-karmada", karmada_ip, lambda _: {"": "karmada.apiServer"})
     return out

@@ -12,8 +12,8 @@ from pulumi_azure_native import network, resources
 from builders.authorization import authorization_wait
 from builders.azure_cluster import cluster_resources
 from builders.azure_fleet import EGRESS_SUFFIX, GROUP, fleet_resources, karmada_resources
-from builders.azure_monitor import ingested
-from builders.azure_resource import PUBLIC_IP, fleet_tags
+from builders.azure_monitor import cluster_id, monitor_resources
+from builders.azure_resource import PUBLIC_IP, RESOURCE_GROUP_NAME
 from builders.egress import admitted_callers
 from builders.fleet import kueue_objects
 from builders.frameworks import kuberay_releases, training_operator_installs
@@ -109,19 +109,21 @@ class Fleet(pulumi.ComponentResource):
                 )
             # Where each cluster's metrics add-on sends (beside the clusters' Kubernetes half).
             self.azure_monitor: AzureMonitor | None = None
-            if ingested(cfg):
+            monitor = monitor_resources(cfg, args.stack)
+            if monitor:
                 self.azure_monitor = AzureMonitor(
                     f"{name}-azure-monitor",
                     AzureMonitorArgs(
                         config=cfg,
-                        stack=args.stack,
                         prefix=name,
-                        resource_group_name=self.resource_group_name,
-                        tags=fleet_tags(cfg, args.stack),
-                        cluster_ids={
-                            n: c.managed_cluster.id
-                            for n, c in self.clusters.items()
-                            if isinstance(c, AksCluster)
+                        resources=monitor,
+                        outside={
+                            RESOURCE_GROUP_NAME: self.resource_group_name,
+                            **{
+                                cluster_id(n): c.managed_cluster.id
+                                for n, c in self.clusters.items()
+                                if isinstance(c, AksCluster)
+                            },
                         },
                     ),
                     pulumi.ResourceOptions(parent=self),
