@@ -1,41 +1,42 @@
 """Every Azure resource and invoke a stack sends, as azure-native inputs: what preflight checks.
 
-A cluster's resources are the list components/aks.py registers (builders/azure_cluster.py), read
-here with each deploy-time value as planned. The resource group, the egress and Karmada Public
-IPs and Managed Prometheus are still spelled here beside their components (fleet.py, karmada.py,
-monitoring.py); tests/test_azure_api.py holds every request equal to what is registered. Values
-Azure computes at deploy time (ids, principal ids) are `KNOWN_AFTER_DEPLOY` here; the check reads
-no rule on them. Each request says which config key sets which of its properties, so a finding
-names the key.
+The requests are the lists the components register (builders/azure_resource.py): the resource
+group and egress IPs (builders/azure_fleet.py, components/fleet.py), each cluster's
+(builders/azure_cluster.py, components/aks.py), Managed Prometheus (builders/azure_monitor.py,
+components/monitoring.py) and the Karmada address (builders/azure_fleet.py,
+components/karmada.py), read here with each deploy-time value as planned: a value Azure computes
+(an id, a principal id) is `KNOWN_AFTER_DEPLOY`, on which the check reads no rule. What this
+module adds is which config key sets which property of each request, so a finding names the key.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from builders import azure_monitor as amw
-from builders import karmada as kb
-from builders.azure_cluster import (
+from builders.azure_cluster import SUBSCRIPTION, cluster_resources
+from builders.azure_fleet import EGRESS_SUFFIX, fleet_resources, karmada_resources
+from builders.azure_resource import (
     AGENT_POOL,
     IDENTITY,
     KNOWN_AFTER_DEPLOY,
     MAINTENANCE,
     MANAGED_CLUSTER,
+    PROMETHEUS_RULE_GROUP,
+    PUBLIC_IP,
     ROLE_ASSIGNMENT,
     SUBNET,
-    SUBSCRIPTION,
     USER_CREDENTIALS,
     VNET,
     AzureResource,
-    cluster_resources,
     planned,
 )
-from builders.egress import admitted_callers, egress_clusters, egress_ip_name
+from builders.egress import admitted_callers
 from config.errors import key_path
 from config.models import ClusterConfig, FleetConfig
-from constants import PROJECT, TAG_MANAGED_BY, TAG_STACK, resource_group_of
+from constants import PROJECT
 
 # Re-exported: checks and tests name the cluster's tokens and the placeholder from here.
 __all__ = [
@@ -54,13 +55,8 @@ __all__ = [
     "egress_at",
 ]
 
-RG = "azure-native:resources:ResourceGroup"
-PUBLIC_IP = "azure-native:network:PublicIPAddress"
-MONITOR_WORKSPACE = "azure-native:monitor:AzureMonitorWorkspace"
-DATA_COLLECTION_ENDPOINT = "azure-native:monitor:DataCollectionEndpoint"
-DATA_COLLECTION_RULE = "azure-native:monitor:DataCollectionRule"
-DATA_COLLECTION_ASSOCIATION = "azure-native:monitor:DataCollectionRuleAssociation"
-PROMETHEUS_RULE_GROUP = "azure-native:alertsmanagement:PrometheusRuleGroup"
+# Which config keys set a list's request's properties (AzureRequest.at).
+Keys = Callable[[AzureResource], Mapping[str, str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,19 +102,10 @@ def _pool_keys(prefix: str, at: str) -> dict[str, str]:
     return {f"{prefix}{wire}": f"{at}.{key}" for wire, key in POOL_KEYS.items()}
 
 
-def _cluster_requests(
-    fleet: FleetConfig, i: int, cfg: ClusterConfig, stack: str, *, deployer_type: str
-) -> list[AzureRequest]:
-    """One cluster's resources (builders/azure_cluster.py), each with the config keys it reads."""
-    keys = _cluster_keys(fleet, i, cfg)
+def _requests(prefix: str, resources: Sequence[AzureResource], keys: Keys) -> list[AzureRequest]:
+    """A component's list as preflight reads it: `<prefix>-<name>`, each Ref as planned."""
     return [
-        AzureRequest(
-            r.token,
-            f"{PROJECT}-{cfg.name}-{r.name}",
-            planned(r.args),
-            keys(r),
-        )
-        for r in cluster_resources(fleet, cfg, stack, deployer_type=deployer_type)
+        AzureRequest(r.token, f"{prefix}-{r.name}", planned(r.args), keys(r)) for r in resources
     ]
 
 
@@ -181,38 +168,23 @@ def _cluster_keys(
     return keys
 
 
-def _monitor_requests(
-    fleet: FleetConfig, stack: str, group: str, tags: dict[str, str]
-) -> list[AzureRequest]:
-    """Managed Prometheus ingestion and alerts (builders/azure_monitor.py), in program order."""
-    clusters = amw.ingested(fleet)
-    if not clusters:
-        return []
+def _fleet_keys(fleet: FleetConfig) -> Keys:
+    """The resource group's keys, and each static egress IP's (builders.azure_fleet)."""
+    by_ip = {f"{c.name}{EGRESS_SUFFIX}": (i, c) for i, c in enumerate(fleet.clusters)}
+
+    def keys(r: AzureResource) -> dict[str, str]:
+        if r.token == PUBLIC_IP:
+            i, cfg = by_ip[r.name]
+            return {"": egress_at(fleet, cfg), "location": key_path("clusters", i)}
+        return {"": "location", "tags": "tags", "resourceGroupName (URL)": "resourceGroup"}
+
+    return keys
+
+
+def _monitor_keys(r: AzureResource) -> dict[str, str]:
+    """Managed Prometheus comes from `monitoring.azureMonitor`, its rule group from `alerts`."""
     at = key_path("monitoring", "azureMonitor")
-    settings = fleet.monitoring.azure_monitor
-    out: list[AzureRequest] = []
-    workspace_id: str = KNOWN_AFTER_DEPLOY
-    if settings.workspace is None:
-        inputs = amw.workspace_inputs(fleet, stack, group, tags)
-        out.append(AzureRequest(MONITOR_WORKSPACE, f"{PROJECT}-amw", inputs, {"": at}))
-    else:
-        workspace_id = settings.workspace.resource_id
-    for cluster in clusters:
-        name = f"{PROJECT}-{cluster.name}"
-        endpoint = amw.endpoint_inputs(fleet, cluster, group, tags)
-        rule = amw.rule_inputs(fleet, cluster, group, tags, KNOWN_AFTER_DEPLOY, workspace_id)
-        link = amw.association_inputs(fleet, cluster, KNOWN_AFTER_DEPLOY, KNOWN_AFTER_DEPLOY)
-        out += [
-            AzureRequest(DATA_COLLECTION_ENDPOINT, f"{name}-prom-dce", endpoint, {"": at}),
-            AzureRequest(DATA_COLLECTION_RULE, f"{name}-prom-dcr", rule, {"": at}),
-            AzureRequest(DATA_COLLECTION_ASSOCIATION, f"{name}-prom-dcra", link, {"": at}),
-        ]
-    rules = amw.rule_group_inputs(fleet, stack, group, tags, workspace_id)
-    if rules is not None:
-        out.append(
-            AzureRequest(PROMETHEUS_RULE_GROUP, f"{PROJECT}-alerts", rules, {"": f"{at}.alerts"})
-        )
-    return out
+    return {"": f"{at}.alerts" if r.token == PROMETHEUS_RULE_GROUP else at}
 
 
 def egress_at(fleet: FleetConfig, caller: ClusterConfig) -> str:
@@ -234,58 +206,11 @@ def azure_requests(
     aks = [(i, c) for i, c in enumerate(fleet.clusters) if c.source == "aks"]
     if not aks:
         return []
-    tags = {TAG_MANAGED_BY: PROJECT, TAG_STACK: stack, **fleet.tags}
-    group = resource_group_of(fleet.resource_group, stack)
-    out = [
-        AzureRequest(
-            RG,
-            f"{PROJECT}-rg",
-            {
-                "resource_group_name": group,
-                **({"location": fleet.location} if fleet.location else {}),
-                "tags": tags,
-            },
-            {"": "location", "tags": "tags", "resourceGroupName (URL)": "resourceGroup"},
-        )
-    ]
-    for caller in egress_clusters(fleet):
-        i, cfg = next((i, c) for i, c in aks if c.name == caller)
-        out.append(
-            AzureRequest(
-                PUBLIC_IP,
-                f"{PROJECT}-{caller}-egress",
-                {
-                    "public_ip_address_name": egress_ip_name(caller),
-                    "resource_group_name": group,
-                    "location": cfg.location or fleet.location or "",
-                    "sku": {"name": "Standard", "tier": "Regional"},
-                    "public_ip_allocation_method": "Static",
-                    "public_ip_address_version": "IPv4",
-                    "tags": tags,
-                },
-                {"": egress_at(fleet, cfg), "location": key_path("clusters", i)},
-            )
-        )
-    for i, cluster in aks:
-        out += _cluster_requests(fleet, i, cluster, stack, deployer_type=deployer_type)
-    out += _monitor_requests(fleet, stack, group, tags)
-    settings = fleet.karmada
-    if settings is not None and settings.source != "existing":
-        host = kb.host_cluster(fleet)
-        if kb.internal_address(settings) is None and host.source == "aks":
-            label = settings.api_server.dns_label
-            inputs: dict[str, Any] = {
-                "public_ip_address_name": kb.public_ip_name(host.name),
-                "resource_group_name": KNOWN_AFTER_DEPLOY,
-                "location": kb.location_of(fleet, host),
-                "sku": {"name": "Standard", "tier": "Regional"},
-                "public_ip_allocation_method": "Static",
-                "public_ip_address_version": "IPv4",
-                "tags": tags,
-            }
-            if label:
-                inputs["dns_settings"] = {"domain_name_label": label}
-            out.append(
-                AzureRequest(PUBLIC_IP, f"{PROJECT}-karmada-ip", inputs, {"": "karmada.apiServer"})
-            )
+    out = _requests(PROJECT, fleet_resources(fleet, stack), _fleet_keys(fleet))
+    for i, cfg in aks:
+        resources = cluster_resources(fleet, cfg, stack, deployer_type=deployer_type)
+        out += _requests(f"{PROJECT}-{cfg.name}", resources, _cluster_keys(fleet, i, cfg))
+    out += _requests(PROJECT, amw.monitor_resources(fleet, stack), _monitor_keys)
+    karmada_ip = karmada_resources(fleet, stack)
+    out += _requests(f"{PROJECT}-karmada", karmada_ip, lambda _: {"": "karmada.apiServer"})
     return out

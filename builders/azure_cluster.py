@@ -1,44 +1,42 @@
 """One AKS cluster's Azure resources, in the order the program registers them: the one list.
 
-components/aks.py registers this list as it is (a loop, no second spelling of any property), and
-preflight (builders/azure.py, checks/azure_api.py) checks the same list against Azure's models.
-Arguments are the azure-native SDK's snake_case keyword arguments; what only the deploy knows (an
-id, a principal id, the resource group's name as created) is a `Ref` the component resolves to
-an Output and preflight to the value the program planned, or `KNOWN_AFTER_DEPLOY`.
+components/aks.py registers this list as it is (a loop, components/azure.py: no second spelling
+of any property), and preflight (builders/azure.py, checks/azure_api.py) checks the same list
+against Azure's models. Its requests and references are builders/azure_resource.py's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from builders import aks as shapes
+from builders.azure_resource import (
+    AGENT_POOL,
+    IDENTITY,
+    MAINTENANCE,
+    MANAGED_CLUSTER,
+    ROLE_ASSIGNMENT,
+    SUBNET,
+    USER_CREDENTIALS,
+    VALUE,
+    VNET,
+    AzureResource,
+    Ref,
+    fleet_tags,
+    resource_group,
+)
 from builders.egress import admitted_callers, egress_clusters
 from builders.monitoring import azure_monitor_profile
 from config.models import ClusterConfig, FleetConfig
 from config.resolve import access_of
-from constants import PROJECT, TAG_CLUSTER, TAG_MANAGED_BY, TAG_STACK, resource_group_of
+from constants import TAG_CLUSTER
 from upstream.aks import ROLE_CONTRIBUTOR, ROLE_NETWORK_CONTRIBUTOR
 
-KNOWN_AFTER_DEPLOY = "(known after deploy)"
 # The subscription of role definition ids: the mocks' `getClientConfig` answers this one.
 SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
 
-MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
-AGENT_POOL = "azure-native:containerservice:AgentPool"
-MAINTENANCE = "azure-native:containerservice:MaintenanceConfiguration"
-USER_CREDENTIALS = "azure-native:containerservice:listManagedClusterUserCredentials"
-VNET = "azure-native:network:VirtualNetwork"
-SUBNET = "azure-native:network:Subnet"
-IDENTITY = "azure-native:managedidentity:UserAssignedIdentity"
-ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
-
-# What a Ref reads: an output of a request in the same list, or (`VALUE`) a value made outside it.
-Output = Literal["id", "name", "principal_id", "aci_object_id", "value"]
-VALUE: Output = "value"
-# Values made outside one cluster's list, by `Ref.of` (the component maps each to its Output).
-RESOURCE_GROUP_NAME = "@resource-group-name"
+# Values made outside one cluster's list, by `Ref.of` (the component maps each to its Output;
+# the resource group's name is builders.azure_resource.RESOURCE_GROUP_NAME).
 EGRESS_IP_ID = "@egress-ip-id"  # the cluster's own static egress Public IP (builders.egress)
 SUBSCRIPTION_ID = "@subscription-id"  # of the deploying identity (getClientConfig)
 DEPLOYER_OBJECT_ID = "@deployer-object-id"  # the deploying identity (getClientConfig)
@@ -47,48 +45,6 @@ DEPLOYER_OBJECT_ID = "@deployer-object-id"  # the deploying identity (getClientC
 def admitted_range(caller: str) -> str:
     """The `Ref.of` of a fleet caller's egress /32 that this cluster's API server admits."""
     return f"@admitted-range/{caller}"
-
-
-@dataclass(frozen=True, slots=True)
-class Ref:
-    """A value known at deploy time: output `output` of the request named `of` in the same list,
-    or (`output` VALUE) of the value made outside it that `of` names; `prefix` + it + `suffix`.
-
-    `planned` is what preflight checks in its place: a value the program chose (a name), None
-    when only Azure knows it (KNOWN_AFTER_DEPLOY).
-    """
-
-    of: str
-    output: Output = "id"
-    prefix: str = ""
-    suffix: str = ""
-    planned: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AzureResource:
-    """One Azure resource (or the credential invoke) of a cluster, and what it needs.
-
-    `name` is the suffix of its Pulumi name (`<cluster component>-<name>`) and how other requests
-    of the list name it in `Ref.of` and `depends_on`; `args` may hold `Ref`s at any depth.
-    """
-
-    token: str
-    name: str
-    args: Mapping[str, Any]
-    depends_on: tuple[str, ...] = ()
-    ignore_changes: tuple[str, ...] = ()
-
-
-def planned(value: Any) -> Any:
-    """`value` with each Ref as preflight sees it: its planned value, else KNOWN_AFTER_DEPLOY."""
-    if isinstance(value, Ref):
-        return value.planned if value.planned is not None else KNOWN_AFTER_DEPLOY
-    if isinstance(value, Mapping):
-        return {k: planned(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
-    if isinstance(value, list):
-        return [planned(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
-    return value
 
 
 def role_definition(definition: str) -> Ref:
@@ -111,8 +67,7 @@ def _identity_grant(name: str, principal: Ref, role: str, scope: Ref) -> AzureRe
 
 def cluster_tags(fleet: FleetConfig, cfg: ClusterConfig, stack: str) -> dict[str, str]:
     """The tags of a cluster's resources: the fleet's, the cluster's, and its name."""
-    fleet_tags = {TAG_MANAGED_BY: PROJECT, TAG_STACK: stack, **fleet.tags}
-    return {**fleet_tags, **cfg.tags, TAG_CLUSTER: cfg.name}
+    return {**fleet_tags(fleet, stack), **cfg.tags, TAG_CLUSTER: cfg.name}
 
 
 def cluster_resources(
@@ -122,7 +77,7 @@ def cluster_resources(
 
     `deployer_type`: the deploying identity's principal type (config.login.resolve).
     """
-    group = Ref(RESOURCE_GROUP_NAME, VALUE, planned=resource_group_of(fleet.resource_group, stack))
+    group = resource_group(fleet, stack)
     location = cfg.location or fleet.location or ""
     tags = cluster_tags(fleet, cfg, stack)
     access = access_of(fleet, cfg)

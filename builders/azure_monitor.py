@@ -1,8 +1,8 @@
 """Where Azure Monitor managed Prometheus sends the fleet's metrics, and the alerts it evaluates.
 
-Pure: inputs for azure-native resources. builders/azure.py turns them into the requests preflight
-checks; components/monitoring.py registers the same inputs with deploy-time ids in place of
-`KNOWN_AFTER_DEPLOY`.
+Pure: `monitor_resources` is the one list of these Azure resources (builders/azure_resource.py):
+components/monitoring.py registers it in a loop, ids known only at deploy time resolved, and
+preflight checks the same list (builders/azure.py).
 
 `azureMonitorProfile.metrics.enabled` only starts the AKS metrics add-on's collectors
 (ama-metrics); they send nothing until the cluster is associated with a data collection rule
@@ -26,6 +26,18 @@ import re
 from typing import Any, Final
 
 from builders.alerts import AlertRule, alert_rules
+from builders.azure_resource import (
+    DATA_COLLECTION_ASSOCIATION,
+    DATA_COLLECTION_ENDPOINT,
+    DATA_COLLECTION_RULE,
+    MONITOR_WORKSPACE,
+    PROMETHEUS_RULE_GROUP,
+    VALUE,
+    AzureResource,
+    Ref,
+    fleet_tags,
+    resource_group,
+)
 from config.models import ClusterConfig, FleetConfig
 from constants import PROJECT
 
@@ -42,6 +54,15 @@ DESCRIPTION: Final = (
     "Association of data collection rule. Deleting this association will break the data "
     "collection for this AKS Cluster."
 )
+# The names of `monitor_resources`' requests (each after its component's prefix).
+WORKSPACE: Final = "amw"
+ALERTS: Final = "alerts"
+ASSOCIATION_SUFFIX: Final = "-prom-dcra"
+
+
+def cluster_id(cluster: str) -> str:
+    """The `Ref.of` of an AKS cluster's ManagedCluster id, made outside the list (its scope)."""
+    return f"@cluster-id/{cluster}"
 
 
 def workspace_name(stack: str) -> str:
@@ -68,7 +89,13 @@ def ingested(fleet: FleetConfig) -> list[ClusterConfig]:
     return [c for c in fleet.clusters if c.source == "aks"]
 
 
-def workspace_inputs(
+def workspace(fleet: FleetConfig) -> str | Ref:
+    """The workspace's id: the given one's, else the one the stack creates (`WORKSPACE`)."""
+    given = fleet.monitoring.azure_monitor.workspace
+    return given.resource_id if given is not None else Ref(WORKSPACE)
+
+
+def _workspace_inputs(
     fleet: FleetConfig, stack: str, group: Any, tags: dict[str, str]
 ) -> dict[str, Any]:
     return {
@@ -83,7 +110,7 @@ def _name(region: str, cluster: str) -> str:
     return f"MSProm-{region}-{cluster}"[:NAME_MAX]
 
 
-def endpoint_inputs(
+def _endpoint_inputs(
     fleet: FleetConfig, cluster: ClusterConfig, group: Any, tags: dict[str, str]
 ) -> dict[str, Any]:
     return {
@@ -95,7 +122,7 @@ def endpoint_inputs(
     }
 
 
-def rule_inputs(  # noqa: PLR0917 - one rule: where it is and the two ids it joins
+def _rule_inputs(  # noqa: PLR0917 - one rule: where it is and the two ids it joins
     fleet: FleetConfig,
     cluster: ClusterConfig,
     group: Any,
@@ -123,7 +150,7 @@ def rule_inputs(  # noqa: PLR0917 - one rule: where it is and the two ids it joi
     }
 
 
-def association_inputs(
+def _association_inputs(
     fleet: FleetConfig, cluster: ClusterConfig, cluster_id: Any, rule_id: Any
 ) -> dict[str, Any]:
     return {
@@ -169,7 +196,7 @@ def rule_group_name(stack: str) -> str:
     return f"{PROJECT}-{stack}-alerts"
 
 
-def rule_group_inputs(
+def _rule_group_inputs(
     fleet: FleetConfig, stack: str, group: Any, tags: dict[str, str], workspace_id: Any
 ) -> dict[str, Any] | None:
     """The alert rules as a Prometheus rule group on the workspace; None when not shipped."""
@@ -188,3 +215,35 @@ def rule_group_inputs(
         "rules": [azure_rule(r, groups) for r in alert_rules(fleet)],
         "tags": tags,
     }
+
+
+def monitor_resources(fleet: FleetConfig, stack: str) -> list[AzureResource]:
+    """Managed Prometheus ingestion and alerts, in program order; none unless `ingested`.
+
+    The workspace unless given, per ingested cluster `<cluster>-prom-dce`, `-prom-dcr` and the
+    association on the cluster (`cluster_id`), then the alert rule group.
+    """
+    clusters = ingested(fleet)
+    if not clusters:
+        return []
+    group, tags = resource_group(fleet, stack), fleet_tags(fleet, stack)
+    out: list[AzureResource] = []
+    workspace_id = workspace(fleet)
+    if isinstance(workspace_id, Ref):
+        args = _workspace_inputs(fleet, stack, group, tags)
+        out.append(AzureResource(MONITOR_WORKSPACE, WORKSPACE, args))
+    for cluster in clusters:
+        dce, dcr = f"{cluster.name}-prom-dce", f"{cluster.name}-prom-dcr"
+        rule = _rule_inputs(fleet, cluster, group, tags, Ref(dce), workspace_id)
+        link = _association_inputs(fleet, cluster, Ref(cluster_id(cluster.name), VALUE), Ref(dcr))
+        out += [
+            AzureResource(
+                DATA_COLLECTION_ENDPOINT, dce, _endpoint_inputs(fleet, cluster, group, tags)
+            ),
+            AzureResource(DATA_COLLECTION_RULE, dcr, rule),
+            AzureResource(DATA_COLLECTION_ASSOCIATION, f"{cluster.name}{ASSOCIATION_SUFFIX}", link),
+        ]
+    rules = _rule_group_inputs(fleet, stack, group, tags, workspace_id)
+    if rules is not None:
+        out.append(AzureResource(PROMETHEUS_RULE_GROUP, ALERTS, rules))
+    return out

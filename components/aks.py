@@ -1,44 +1,40 @@
 """AksCluster: one AKS cluster, its user pools, optional virtual nodes, and a provider for it.
 
 Its Azure resources are builders.azure_cluster.cluster_resources' list (the one preflight checks),
-registered here in order; this module adds only the wiring: each `Ref` resolved to the Output it
-names, the credentials invoke, the Kubernetes provider and the device plugin.
+registered in order by components/azure.py; this module adds only the wiring: the values made
+outside the list, the credentials invoke, the Kubernetes provider and the device plugin.
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
-from pulumi_azure_native import authorization, containerservice, managedidentity, network
+from pulumi_azure_native import authorization, containerservice
 
-from builders import aks as shapes
 from builders.authorization import AuthorizationWait
 from builders.azure_cluster import (
-    AGENT_POOL,
     DEPLOYER_OBJECT_ID,
     EGRESS_IP_ID,
-    IDENTITY,
+    SUBSCRIPTION_ID,
+    admitted_range,
+)
+from builders.azure_resource import (
+    AGENT_POOL,
     MAINTENANCE,
-    MANAGED_CLUSTER,
     RESOURCE_GROUP_NAME,
     ROLE_ASSIGNMENT,
-    SUBNET,
-    SUBSCRIPTION_ID,
     USER_CREDENTIALS,
-    VALUE,
-    VNET,
     AzureResource,
-    Ref,
-    admitted_range,
 )
 from builders.kubeconfig import kubelogin_noninteractive
 from builders.manifest import HelmRelease
 from components.authorization import authorized
+from components.azure import register_azure, resolved
 from config.models import AccessConfig, ClusterConfig
 from constants import KUBERNETES_PROVIDER_VERSION, TYPE_PREFIX
 
@@ -70,42 +66,8 @@ def _decode_first(kubeconfigs: Any) -> str:
     return base64.b64decode(kubeconfigs[0].value).decode()
 
 
-# The azure-native class of each resource token a cluster's list holds.
-_CLASSES: dict[str, Callable[..., pulumi.CustomResource]] = {
-    VNET: network.VirtualNetwork,
-    SUBNET: network.Subnet,
-    IDENTITY: managedidentity.UserAssignedIdentity,
-    ROLE_ASSIGNMENT: authorization.RoleAssignment,
-    MANAGED_CLUSTER: containerservice.ManagedCluster,
-    AGENT_POOL: containerservice.AgentPool,
-    MAINTENANCE: containerservice.MaintenanceConfiguration,
-}
-
-
 def _named(resources: Sequence[AzureResource], token: str) -> list[str]:
     return [r.name for r in resources if r.token == token]
-
-
-def _output(resource: Any, ref: Ref) -> pulumi.Output[Any]:
-    if ref.output == "aci_object_id":
-        return resource.addon_profiles.apply(_aci_identity)
-    return getattr(resource, ref.output)
-
-
-def _resolved(
-    value: Any, made: Mapping[str, pulumi.Resource], outside: Mapping[str, pulumi.Input[str]]
-) -> Any:
-    """`value` with each Ref as the Output it names (builders.azure_cluster.Ref)."""
-    if isinstance(value, Ref):
-        found = outside[value.of] if value.output == VALUE else _output(made[value.of], value)
-        if not (value.prefix or value.suffix):
-            return found
-        return pulumi.Output.concat(value.prefix, found, value.suffix)
-    if isinstance(value, dict):
-        return {k: _resolved(v, made, outside) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
-    if isinstance(value, list):
-        return [_resolved(v, made, outside) for v in value]  # pyright: ignore[reportUnknownVariableType]
-    return value
 
 
 class AksCluster(pulumi.ComponentResource):
@@ -142,28 +104,12 @@ class AksCluster(pulumi.ComponentResource):
         }
         if args.egress_ip_id is not None:
             outside[EGRESS_IP_ID] = args.egress_ip_id
-        # The list's resources in its order, each after the ones it names (builders.azure_cluster).
-        made: dict[str, pulumi.Resource] = {}
-        credentials: Mapping[str, Any] = {}
-        for r in args.resources:
-            inputs = _resolved(dict(r.args), made, outside)
-            if r.token == USER_CREDENTIALS:
-                credentials = inputs
-                continue
-            # azure-native names the ARM resource name `resource_name_`: `resource_name` is
-            # Pulumi's own (the logical name).
-            kwargs = {
-                ("resource_name_" if k == "resource_name" else k): v for k, v in inputs.items()
-            }
-            made[r.name] = _CLASSES[r.token](
-                f"{name}-{r.name}",
-                **kwargs,
-                opts=pulumi.ResourceOptions(
-                    parent=self,
-                    depends_on=[made[d] for d in r.depends_on],
-                    ignore_changes=list(r.ignore_changes),
-                ),
-            )
+        # The list's resources in its order, each after the ones it names; then the credential
+        # invoke, which reads the cluster (builders.azure_cluster).
+        requests = [r for r in args.resources if r.token != USER_CREDENTIALS]
+        made = register_azure(name, requests, outside, parent=self)
+        (invoke,) = [r for r in args.resources if r.token == USER_CREDENTIALS]
+        credentials: Mapping[str, Any] = resolved(dict(invoke.args), made, outside)
         self.managed_cluster = mc = cast(containerservice.ManagedCluster, made["aks"])
         of = {r.name: r for r in args.resources}
         self.pools = {
@@ -255,9 +201,3 @@ class AksCluster(pulumi.ComponentResource):
                 "kubeconfig": self.kubeconfig,
             }
         )
-
-
-def _aci_identity(addons: Mapping[str, Any] | None) -> str:
-    profile: Any = (addons or {}).get(shapes.ACI_ADDON)
-    identity: Any = getattr(profile, "identity", None)
-    return getattr(identity, "object_id", None) or ""

@@ -4,18 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import pulumi
 from pulumi_azure_native import network, resources
 
 from builders.authorization import authorization_wait
 from builders.azure_cluster import cluster_resources
-from builders.azure_monitor import ingested
-from builders.egress import admitted_callers, egress_clusters, egress_ip_name
+from builders.azure_fleet import EGRESS_SUFFIX, GROUP, fleet_resources, karmada_resources
+from builders.azure_monitor import cluster_id, monitor_resources
+from builders.azure_resource import PUBLIC_IP, RESOURCE_GROUP_NAME
+from builders.egress import admitted_callers
 from builders.fleet import kueue_objects
 from builders.frameworks import kuberay_releases, training_operator_installs
 from builders.gpu import device_plugin_release
 from components.aks import AksCluster, AksClusterArgs
+from components.azure import register_azure
 from components.existing import ExistingCluster, ExistingClusterArgs
 from components.frameworks import JobOperators, JobOperatorsArgs
 from components.karmada import Karmada, KarmadaArgs
@@ -24,7 +28,7 @@ from components.monitoring import AzureMonitor, AzureMonitorArgs
 from components.multikueue import MultiKueue, MultiKueueArgs
 from config.models import FleetConfig
 from config.resolve import access_of, dispatch_sets, with_mirrored_queues
-from constants import PROJECT, TAG_MANAGED_BY, TAG_STACK, TYPE_PREFIX, resource_group_of
+from constants import TYPE_PREFIX
 
 Cluster = AksCluster | ExistingCluster
 
@@ -66,36 +70,22 @@ class Fleet(pulumi.ComponentResource):
     def __init__(self, name: str, args: FleetArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{TYPE_PREFIX}:Fleet", name, None, opts)
         cfg = args.config
-        location = cfg.location
-        tags = {TAG_MANAGED_BY: PROJECT, TAG_STACK: args.stack, **cfg.tags}
         self.clusters = {}
         self.egress_ips = {}
         aks = [c for c in cfg.clusters if c.source == "aks"]
         self.resource_group_name = pulumi.Output.from_input("")
         if aks:
-            group = resources.ResourceGroup(
-                f"{name}-rg",
-                resource_group_name=resource_group_of(cfg.resource_group, args.stack),
-                location=location,
-                tags=tags,
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-            self.resource_group_name = group.name
-            # Static egress first, for the clusters others admit: a worker's ranges name the
-            # manager's egress IP, and no cluster waits on another cluster (builders.egress).
-            for caller in egress_clusters(cfg):
-                at = cfg.cluster(caller)
-                self.egress_ips[caller] = network.PublicIPAddress(
-                    f"{name}-{caller}-egress",
-                    public_ip_address_name=egress_ip_name(caller),
-                    resource_group_name=group.name,
-                    location=(at.location if at is not None else None) or location or "",
-                    sku={"name": "Standard", "tier": "Regional"},
-                    public_ip_allocation_method="Static",
-                    public_ip_address_version="IPv4",
-                    tags=tags,
-                    opts=pulumi.ResourceOptions(parent=self),
-                )
+            # The resource group, then the static egress IPs of the clusters others admit: a
+            # worker's ranges name the manager's egress IP, and no cluster waits on another
+            # cluster (builders.azure_fleet, builders.egress).
+            azure = fleet_resources(cfg, args.stack)
+            made = register_azure(name, azure, {}, parent=self)
+            self.resource_group_name = cast(resources.ResourceGroup, made[GROUP]).name
+            self.egress_ips = {
+                r.name.removesuffix(EGRESS_SUFFIX): cast(network.PublicIPAddress, made[r.name])
+                for r in azure
+                if r.token == PUBLIC_IP
+            }
             for c in aks:
                 egress_ip = self.egress_ips.get(c.name)
                 self.clusters[c.name] = AksCluster(
@@ -105,7 +95,7 @@ class Fleet(pulumi.ComponentResource):
                         resources=cluster_resources(
                             cfg, c, args.stack, deployer_type=args.deployer_principal_type
                         ),
-                        resource_group_name=group.name,
+                        resource_group_name=self.resource_group_name,
                         access=access_of(cfg, c),
                         device_plugin=device_plugin_release(cfg, c),
                         authorization=authorization_wait(cfg, c),
@@ -119,19 +109,21 @@ class Fleet(pulumi.ComponentResource):
                 )
             # Where each cluster's metrics add-on sends (beside the clusters' Kubernetes half).
             self.azure_monitor: AzureMonitor | None = None
-            if ingested(cfg):
+            monitor = monitor_resources(cfg, args.stack)
+            if monitor:
                 self.azure_monitor = AzureMonitor(
                     f"{name}-azure-monitor",
                     AzureMonitorArgs(
                         config=cfg,
-                        stack=args.stack,
                         prefix=name,
-                        resource_group_name=group.name,
-                        tags=tags,
-                        cluster_ids={
-                            n: c.managed_cluster.id
-                            for n, c in self.clusters.items()
-                            if isinstance(c, AksCluster)
+                        resources=monitor,
+                        outside={
+                            RESOURCE_GROUP_NAME: self.resource_group_name,
+                            **{
+                                cluster_id(n): c.managed_cluster.id
+                                for n, c in self.clusters.items()
+                                if isinstance(c, AksCluster)
+                            },
                         },
                     ),
                     pulumi.ResourceOptions(parent=self),
@@ -223,7 +215,7 @@ class Fleet(pulumi.ComponentResource):
                 KarmadaArgs(
                     fleet=cfg,
                     clusters=self.clusters,
-                    tags=tags,
+                    resources=karmada_resources(cfg, args.stack),
                     existing_kubeconfig=args.karmada_kubeconfig,
                     kruise_crd_files=args.kruise_crd_files,
                 ),

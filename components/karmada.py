@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from dataclasses import dataclass, replace
+from typing import Any, Final, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -32,12 +32,15 @@ from pulumi_azure_native import network
 from builders import karmada as kb
 from builders import karmada_members as km
 from builders.applications import FAILOVER_TAINT_POLICY
+from builders.azure_fleet import KARMADA_IP, NODE_RESOURCE_GROUP
+from builders.azure_resource import AzureResource
 from builders.interpreter import DEFAULT_NAME as INTERPRETER_NAME
 from builders.interpreter import KIND as INTERPRETER_KIND
 from builders.kruise import kruise_release
 from builders.kubeconfig import host_of, server_of
 from builders.manifest import KARMADA_TARGET, Manifest, elsewhere
 from components.aks import AksCluster
+from components.azure import register_azure
 from components.existing import ExistingCluster
 from components.kruise import Kruise, KruiseArgs
 from components.kube import apply_manifests
@@ -54,7 +57,8 @@ class KarmadaArgs:
 
     fleet: FleetConfig
     clusters: Mapping[str, AksCluster | ExistingCluster]
-    tags: dict[str, str] = field(default_factory=dict[str, str])
+    # builders.azure_fleet.karmada_resources: the API server's static Public IP, when public.
+    resources: Sequence[AzureResource] = ()
     # `karmada.source: existing`: the Karmada API server's kubeconfig (file or secret config key).
     existing_kubeconfig: pulumi.Input[str] | None = None
     # The Kruise CRD files for the Karmada API server, found by the composition root; empty:
@@ -224,23 +228,10 @@ class Karmada(pulumi.ComponentResource):
             self.address = pulumi.Output.from_input(internal)
             group: pulumi.Output[str] = pulumi.Output.from_input("")
         else:
-            # In the node resource group: the cluster identity already manages that group, so no
-            # extra role assignment is needed (elsewhere it would need Network Contributor on the
-            # whole group, because the cloud provider lists the group's IPs).
+            # In the host's node resource group (builders.azure_fleet.karmada_resources).
             group = host.managed_cluster.node_resource_group.apply(lambda g: g or "")
-            label = settings.api_server.dns_label
-            self.public_ip = network.PublicIPAddress(
-                f"{name}-ip",
-                public_ip_address_name=kb.public_ip_name(host_cfg.name),
-                resource_group_name=group,
-                location=kb.location_of(fleet, host_cfg),
-                sku={"name": "Standard", "tier": "Regional"},
-                public_ip_allocation_method="Static",
-                public_ip_address_version="IPv4",
-                dns_settings={"domain_name_label": label} if label else None,
-                tags=args.tags,
-                opts=pulumi.ResourceOptions(parent=self),
-            )
+            made = register_azure(name, args.resources, {NODE_RESOURCE_GROUP: group}, parent=self)
+            self.public_ip = cast(network.PublicIPAddress, made[KARMADA_IP])
             self.address = self.public_ip.ip_address.apply(lambda a: a or "")
 
         # 2. The control plane: the release preflight renders, with the address and group.

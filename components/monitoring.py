@@ -1,21 +1,24 @@
 """AzureMonitor: where the AKS metrics add-on of each cluster sends, and the fleet's alerts.
 
-Registers builders/azure_monitor.py's inputs, ids known only at deploy time filled in: the
-workspace (created unless `monitoring.azureMonitor.workspace` names one), per AKS cluster a data
-collection endpoint, a rule to the workspace and the association on the cluster, and the alert
-rules as a Prometheus rule group on the workspace. Nothing here waits on Kubernetes: it runs
-beside the clusters' Kubernetes half.
+Registers builders.azure_monitor.monitor_resources' list (the one preflight checks) in a loop
+(components/azure.py): the workspace (created unless `monitoring.azureMonitor.workspace` names
+one), per AKS cluster a data collection endpoint, a rule to the workspace and the association on
+the cluster, and the alert rules as a Prometheus rule group on the workspace. Nothing here waits
+on Kubernetes: it runs beside the clusters' Kubernetes half.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import pulumi
 from pulumi_azure_native import alertsmanagement, monitor
 
 from builders import azure_monitor as amw
+from builders.azure_resource import DATA_COLLECTION_ASSOCIATION, AzureResource
+from components.azure import register_azure, resolved
 from config.models import FleetConfig
 from constants import TYPE_PREFIX
 
@@ -23,13 +26,13 @@ from constants import TYPE_PREFIX
 @dataclass(frozen=True, kw_only=True)
 class AzureMonitorArgs:
     config: FleetConfig
-    stack: str
     # The fleet's name: the prefix of every resource name (builders/azure.py's requests).
     prefix: str
-    resource_group_name: pulumi.Input[str]
-    tags: dict[str, str]
-    # Each AKS cluster's ManagedCluster id (the association's scope).
-    cluster_ids: Mapping[str, pulumi.Input[str]]
+    # builders.azure_monitor.monitor_resources: every resource, in order.
+    resources: Sequence[AzureResource]
+    # The values made outside the list: the resource group's name and each AKS cluster's
+    # ManagedCluster id (amw.cluster_id, the association's scope).
+    outside: Mapping[str, pulumi.Input[str]]
 
 
 class AzureMonitor(pulumi.ComponentResource):
@@ -41,36 +44,15 @@ class AzureMonitor(pulumi.ComponentResource):
         self, name: str, args: AzureMonitorArgs, opts: pulumi.ResourceOptions | None = None
     ):
         super().__init__(f"{TYPE_PREFIX}:AzureMonitor", name, None, opts)
-        cfg, group, tags, prefix = args.config, args.resource_group_name, args.tags, args.prefix
-        child = pulumi.ResourceOptions(parent=self)
-        given = cfg.monitoring.azure_monitor.workspace
-        if given is None:
-            workspace = monitor.AzureMonitorWorkspace(
-                f"{prefix}-amw", **amw.workspace_inputs(cfg, args.stack, group, tags), opts=child
+        made = register_azure(args.prefix, args.resources, args.outside, parent=self)
+        self.workspace_id = pulumi.Output.from_input(resolved(amw.workspace(args.config), made, {}))
+        self.associations = {
+            r.name.removesuffix(amw.ASSOCIATION_SUFFIX): cast(
+                monitor.DataCollectionRuleAssociation, made[r.name]
             )
-            self.workspace_id = workspace.id
-        else:
-            self.workspace_id = pulumi.Output.from_input(given.resource_id)
-        self.associations: dict[str, monitor.DataCollectionRuleAssociation] = {}
-        for cluster in amw.ingested(cfg):
-            base = f"{prefix}-{cluster.name}"
-            endpoint = monitor.DataCollectionEndpoint(
-                f"{base}-prom-dce", **amw.endpoint_inputs(cfg, cluster, group, tags), opts=child
-            )
-            rule = monitor.DataCollectionRule(
-                f"{base}-prom-dcr",
-                **amw.rule_inputs(cfg, cluster, group, tags, endpoint.id, self.workspace_id),
-                opts=child,
-            )
-            self.associations[cluster.name] = monitor.DataCollectionRuleAssociation(
-                f"{base}-prom-dcra",
-                **amw.association_inputs(cfg, cluster, args.cluster_ids[cluster.name], rule.id),
-                opts=child,
-            )
-        rules = amw.rule_group_inputs(cfg, args.stack, group, tags, self.workspace_id)
-        self.alerts: alertsmanagement.PrometheusRuleGroup | None = None
-        if rules is not None:
-            self.alerts = alertsmanagement.PrometheusRuleGroup(
-                f"{prefix}-alerts", **rules, opts=child
-            )
+            for r in args.resources
+            if r.token == DATA_COLLECTION_ASSOCIATION
+        }
+        alerts = made.get(amw.ALERTS)
+        self.alerts = None if alerts is None else cast(alertsmanagement.PrometheusRuleGroup, alerts)
         self.register_outputs({"workspaceId": self.workspace_id})

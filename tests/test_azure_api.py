@@ -2,11 +2,11 @@
 
 Under mocks any property is accepted; here every Azure resource and invoke the program registers
 for dev, prod and a generated 1 + 20 fleet is rebuilt as its ARM body and checked against the
-azure-mgmt models of the API version pulumi-azure-native 3.29.0 sends. The bodies preflight
-checks (builders/azure.py; a cluster's are the list components/aks.py registers,
-builders/azure_cluster.py) are held equal to the registered ones, each list names only what the
-component can resolve, and a deliberately wrong body of each kind fails with the resource, the
-property path and the API version.
+azure-mgmt models of the API version pulumi-azure-native 3.29.0 sends. Preflight
+(builders/azure.py) reads the lists the components register (builders/azure_resource.py): the
+bodies it checks are the registered ones once each reference is resolved, each list names only
+what its component can resolve, and a deliberately wrong body of each kind fails with the
+resource, the property path and the API version.
 """
 
 from __future__ import annotations
@@ -21,13 +21,18 @@ from builders.azure import KNOWN_AFTER_DEPLOY, azure_requests
 from builders.azure_cluster import (
     DEPLOYER_OBJECT_ID,
     EGRESS_IP_ID,
-    RESOURCE_GROUP_NAME,
     SUBSCRIPTION_ID,
-    USER_CREDENTIALS,
-    VALUE,
-    Ref,
     admitted_range,
     cluster_resources,
+)
+from builders.azure_fleet import NODE_RESOURCE_GROUP, fleet_resources, karmada_resources
+from builders.azure_monitor import cluster_id, monitor_resources
+from builders.azure_resource import (
+    RESOURCE_GROUP_NAME,
+    USER_CREDENTIALS,
+    VALUE,
+    AzureResource,
+    Ref,
 )
 from builders.egress import admitted_callers, egress_clusters
 from checks.azure_api import arm_body, azure_issues, check_request, url_params
@@ -131,6 +136,8 @@ def _same(built: Any, registered: Any, where: str) -> list[str]:
 
 @pytest.mark.parametrize("stack", [*STACKS, GENERATED])
 def test_preflight_checks_the_bodies_the_program_sends(stack: str) -> None:
+    """Each list read both ways: preflight's requests (references as planned) are the bodies the
+    components register (references resolved), request for request."""
     config, built = _stack(stack)
     sent = {(t, n): i for t, n, i in _registered(built)}
     made = {
@@ -160,22 +167,35 @@ def _refs(value: Any) -> list[Ref]:
     return []
 
 
-@pytest.mark.parametrize("stack", [*STACKS, GENERATED])
-def test_a_clusters_list_names_only_what_the_component_resolves(stack: str) -> None:
-    """Each request of a cluster's list waits for and reads only requests before it (the
-    component registers them in order) or the values made outside it that it maps."""
-    from components.aks import _CLASSES  # noqa: PLC0415 - the component's token table
-
-    config = parse_fleet(generated_fleet(20))[0] if stack == GENERATED else load_from_file(stack)[0]
-    for cluster in (c for c in config.clusters if c.source == "aks"):
+def _lists(config: FleetConfig, stack: str) -> list[tuple[str, list[AzureResource], set[str]]]:
+    """Each list a component registers: its prefix, its requests, the values made outside it
+    that the component maps (components/fleet.py, aks.py, monitoring.py, karmada.py)."""
+    aks = [c for c in config.clusters if c.source == "aks"]
+    out = [("fleet", fleet_resources(config, stack), set[str]())]
+    for cluster in aks:
         outside = {RESOURCE_GROUP_NAME, SUBSCRIPTION_ID, DEPLOYER_OBJECT_ID}
         outside |= {admitted_range(c) for c in admitted_callers(config, cluster)}
         if cluster.name in egress_clusters(config):
             outside.add(EGRESS_IP_ID)
+        out.append((f"fleet-{cluster.name}", cluster_resources(config, cluster, stack), outside))
+    monitored = {RESOURCE_GROUP_NAME, *(cluster_id(c.name) for c in aks)}
+    out.append(("fleet", monitor_resources(config, stack), monitored))
+    out.append(("fleet-karmada", karmada_resources(config, stack), {NODE_RESOURCE_GROUP}))
+    return out
+
+
+@pytest.mark.parametrize("stack", [*STACKS, GENERATED])
+def test_each_list_names_only_what_its_component_resolves(stack: str) -> None:
+    """Each request of a list waits for and reads only requests before it (the component
+    registers them in order) or the values made outside it that the component maps."""
+    from components.azure import CLASSES  # noqa: PLC0415 - the one token table
+
+    config = parse_fleet(generated_fleet(20))[0] if stack == GENERATED else load_from_file(stack)[0]
+    for prefix, requests, outside in _lists(config, stack):
         before: set[str] = set()
-        for r in cluster_resources(config, cluster, stack):
-            where = f"{cluster.name}-{r.name}"
-            assert r.token in _CLASSES or r.token == USER_CREDENTIALS, where
+        for r in requests:
+            where = f"{prefix}-{r.name}"
+            assert r.token in CLASSES or r.token == USER_CREDENTIALS, where
             assert r.name not in before, where
             assert set(r.depends_on) <= before, where
             for ref in _refs(r.args):
