@@ -26,6 +26,7 @@ import base64
 import json
 import time
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -544,64 +545,129 @@ def _member_token(member: Member) -> str:
     return base64.b64decode(secret["data"]["token"]).decode()
 
 
+# (verb, resource, subresource, namespace or None for cluster scope): what the scoped member
+# credential is for, and every escalation its rendered roles must deny
+# (builders/karmada_access.py: SCOPED_CLUSTER_RULES, SCOPED_NAMESPACE_RULES in the applications'
+# namespaces). "app" stands for the application's namespace.
+Probe = tuple[str, str, str, str | None]
+ALLOWED: Final[tuple[Probe, ...]] = (
+    ("get", "uniteddeployments.apps.kruise.io", "", "app"),
+    ("create", "uniteddeployments.apps.kruise.io", "", "app"),
+    ("create", "secrets", "", "app"),  # a dependency PropagateDeps adds
+    ("delete", "configmaps", "", "app"),
+    ("list", "pods", "", None),  # the cluster status controller's resource summary
+)
+DENIED: Final[tuple[Probe, ...]] = (
+    # kinds the stack does not propagate
+    ("create", "jobs.batch", "", "kube-system"),
+    ("create", "deployments.apps", "", "app"),
+    ("create", "pods", "", "app"),
+    ("create", "pods", "exec", "app"),
+    ("delete", "nodes", "", None),
+    # RBAC writes, in the application's namespace too
+    ("create", "roles.rbac.authorization.k8s.io", "", "app"),
+    ("update", "rolebindings.rbac.authorization.k8s.io", "", "app"),
+    ("delete", "rolebindings.rbac.authorization.k8s.io", "", "app"),
+    ("create", "rolebindings.rbac.authorization.k8s.io", "", "kube-system"),
+    ("create", "clusterroles.rbac.authorization.k8s.io", "", None),
+    ("patch", "clusterrolebindings.rbac.authorization.k8s.io", "", None),
+    # bind and escalate (RBAC's own escalation checks)
+    ("bind", "clusterroles.rbac.authorization.k8s.io", "", None),
+    ("bind", "roles.rbac.authorization.k8s.io", "", "app"),
+    ("escalate", "clusterroles.rbac.authorization.k8s.io", "", None),
+    ("escalate", "roles.rbac.authorization.k8s.io", "", "app"),
+    # impersonation
+    ("impersonate", "users", "", None),
+    ("impersonate", "groups", "", None),
+    ("impersonate", "serviceaccounts", "", "app"),
+    ("impersonate", "serviceaccounts", "", "kube-system"),
+    # minting a token for a ServiceAccount (its Role names serviceaccounts, not the subresource)
+    ("create", "serviceaccounts", "token", "app"),
+    ("create", "serviceaccounts", "token", "kube-system"),
+    # namespaces: made by the program, never by Karmada
+    ("create", "namespaces", "", None),
+    ("delete", "namespaces", "", None),
+    ("update", "namespaces", "", None),
+    # Secrets outside the applications' namespaces, and any Secret read beyond them
+    ("create", "secrets", "", "kube-system"),
+    ("update", "secrets", "", "kube-system"),
+    ("delete", "secrets", "", "default"),
+    ("get", "secrets", "", "kube-system"),
+    ("list", "secrets", "", None),
+    # admission and CRDs
+    ("create", "mutatingwebhookconfigurations.admissionregistration.k8s.io", "", None),
+    ("delete", "customresourcedefinitions.apiextensions.k8s.io", "", None),
+)
+
+
+def _member_kubeconfig(name: str, member: Member, path: Path) -> Path:
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": name,
+                "cluster": {
+                    "server": member.plane.url,
+                    "certificate-authority": str(member.plane.ca_cert),
+                },
+            }
+        ],
+        "users": [{"name": "karmada", "user": {"token": _member_token(member)}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": "karmada"}}],
+        "current-context": name,
+    }
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _can_i(member: Member, kubeconfig: Path, probe: Probe, app_namespace: str) -> str:
+    verb, resource, subresource, where = probe
+    args = ["auth", "can-i", verb, resource]
+    if subresource:
+        args.append(f"--subresource={subresource}")
+    if where is not None:
+        args += ["-n", app_namespace if where == "app" else where]
+    answer = member.plane.kubectl(*args, kubeconfig=kubeconfig, check=False)
+    said = answer.stdout.strip()
+    assert said in {"yes", "no"}, (probe, answer.stdout, answer.stderr)
+    return said
+
+
 def test_the_scoped_member_credential_cannot_touch_an_unrelated_kind(
-    layer: Layer, tmp_path: Path
+    layer: Layer, app: ApplicationConfig, tmp_path: Path, report: Report
 ) -> None:
     """The credential Karmada holds for a member works (the tests above: status, health, sync)
-    and is narrower than `karmadactl join`'s */*/*: no Jobs, Deployments, Node deletion or
-    role escalation, none of which the stack propagates (Secrets it may touch: dependencies)."""
-    for name, member in layer.members.items():
-        kubeconfig = tmp_path / f"{name}.kubeconfig"
-        doc = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {
-                    "name": name,
-                    "cluster": {
-                        "server": member.plane.url,
-                        "certificate-authority": str(member.plane.ca_cert),
-                    },
-                }
-            ],
-            "users": [{"name": "karmada", "user": {"token": _member_token(member)}}],
-            "contexts": [{"name": name, "context": {"cluster": name, "user": "karmada"}}],
-            "current-context": name,
-        }
-        kubeconfig.write_text(json.dumps(doc))
-        can = member.plane.kubectl(
-            "auth",
-            "can-i",
-            "get",
-            "uniteddeployments.apps.kruise.io",
-            "-n",
-            "sample",
-            kubeconfig=kubeconfig,
-            check=False,
-        )
-        assert can.stdout.strip() == "yes", (can.stdout, can.stderr)
-        for verb, resource in (
-            ("create", "jobs.batch"),
-            ("create", "deployments.apps"),
-            ("delete", "nodes"),
-            ("escalate", "clusterroles.rbac.authorization.k8s.io"),
-        ):
-            probe = member.plane.kubectl(
-                "auth",
-                "can-i",
-                verb,
-                resource,
-                "-n",
-                "kube-system",
-                kubeconfig=kubeconfig,
-                check=False,
+    and is narrower than `karmadactl join`'s */*/*: it may do what it is for, and every
+    escalation its rendered roles are meant to deny is denied by the member's API server: RBAC
+    writes, bind, escalate, impersonate, `serviceaccounts/token`, namespace writes, Secrets
+    outside the applications' namespaces, kinds the stack does not propagate."""
+    probes = [(p, "yes") for p in ALLOWED] + [(p, "no") for p in DENIED]
+    wrong: list[str] = []
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        for name, member in layer.members.items():
+            kubeconfig = _member_kubeconfig(name, member, tmp_path / f"{name}.kubeconfig")
+            said = list(
+                pool.map(
+                    lambda p, m=member, k=kubeconfig: _can_i(m, k, p[0], app.namespace),
+                    probes,
+                )
             )
-            assert probe.stdout.strip() == "no", (name, verb, resource, probe.stdout)
-        denied = member.plane.kubectl(
-            "get", "jobs.batch", "-n", "kube-system", kubeconfig=kubeconfig, check=False
-        )
-        assert denied.returncode != 0, denied.stdout
-        assert "forbidden" in denied.stderr.lower(), denied.stderr
+            wrong += [
+                f"{name}: can-i {probe} said {got}, want {want}"
+                for (probe, want), got in zip(probes, said, strict=True)
+                if got != want
+            ]
+            denied = member.plane.kubectl(
+                "get", "jobs.batch", "-n", "kube-system", kubeconfig=kubeconfig, check=False
+            )
+            assert denied.returncode != 0, denied.stdout
+            assert "forbidden" in denied.stderr.lower(), denied.stderr
+    assert not wrong, "\n".join(wrong)
+    report(
+        f"member credential: {len(ALLOWED)} allowed and {len(DENIED)} escalations denied on "
+        f"each of {len(layer.members)} members (kubectl auth can-i)"
+    )
 
 
 def test_deleting_the_layer_leaves_nothing_on_any_plane(
