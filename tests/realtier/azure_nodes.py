@@ -280,15 +280,17 @@ class AzureNodes:
         state = self.clusters[name]
         request = cluster_request(inputs)
         with state.lock:
-            first = state.request is None
+            had_virtual = state.request is not None and state.request.virtual_node
             state.request = request
             for pool in request.system_pools:
                 self._reshape(name, state, pool)
-            if first and request.virtual_node:
+            if request.virtual_node and not had_virtual:
                 register_nodes(
                     state.plane,
                     [PoolNodes(name, VIRTUAL_NODE_NAME, None, (_virtual_node(),))],
                 )
+            elif had_virtual and not request.virtual_node:
+                state.plane.kubectl("delete", "node", VIRTUAL_NODE_NAME, "--wait=false")
             self._reconfigure_autoscaler(state, on_main)
         self._await_ready(state)
 
@@ -344,7 +346,8 @@ class AzureNodes:
             shaped = template_node(state.request, pool, self.shapes)
             for name in kept:
                 self._relabel(state.plane, name, shaped, old)
-        taken = {int(n.rsplit("vmss", 1)[1]) for n in kept if "vmss" in n}
+        ours = node_name(pool.name, 0).removesuffix("000000")
+        taken = {int(n.removeprefix(ours)) for n in kept if n.startswith(ours)}
         free = (i for i in range(10_000) if i not in taken)
         indices = [next(free) for _ in range(target - len(kept))]
         if indices:

@@ -16,6 +16,8 @@ of the stack changes, and no `existing` cluster is involved. test_azure_twin_pro
 - README's quickstart ("Take the kubeconfigs", "Submit a job to the manager") runs as written:
   the job completes, its pods ran on the chosen worker's `batch` nodes, which that worker's
   cluster-autoscaler made from the program's AgentPool request; no pod ran on the manager.
+- An AgentPool update reshapes its nodes and restarts the autoscaler with the new node group; a
+  delete removes its nodes (the twin's own behaviour, through the calls the plugin makes).
 - A pool's vmSize change previews as a replace of that AgentPool and nothing else.
 - `destroy` removes everything, Azure resources and planes.
 """
@@ -35,8 +37,15 @@ import yaml
 from pulumi import automation as auto
 
 from constants import PROJECT
-from tests.realtier.autoscaler import GROUP_ANNOTATION, provider_id
-from tests.realtier.azure_twin import AKS_SERVER_ID
+from tests.realtier.autoscaler import (
+    GROUP_ANNOTATION,
+    MAX_ANNOTATION,
+    TEMPLATES_MAP,
+    provider_id,
+)
+from tests.realtier.autoscaler import NAMESPACE as AUTOSCALER_NAMESPACE
+from tests.realtier.autoscaler import TOOL as AUTOSCALER
+from tests.realtier.azure_twin import AGENT_POOL, AKS_SERVER_ID
 from tests.realtier.azure_twin_run import (
     TwinRun,
     destroy_all,
@@ -205,6 +214,75 @@ def test_readme_quickstart_runs_as_written_against_the_azure_twin(
         "the copy line printed "
         f"{sum('sleep-normal' in c for c in copies)} of {len(copies)} time(s) the job"
     )
+
+
+def test_an_agent_pool_update_reshapes_its_nodes_and_a_delete_removes_them(
+    twin_run: TwinRun,
+) -> None:
+    """What the twin does with an AgentPool update and delete, as the plugin hands them over
+    (`put`/`delete`, the calls behind its Update and Delete): an update relabels and retaints the
+    pool's nodes, clamps their count into the new range and restarts the cluster's autoscaler
+    with the new node group; a delete removes the nodes and the autoscaler (its only group).
+    The original request is put back, so the engine's state stays true."""
+    twin, run, _ = twin_run
+    if run.created is None:
+        pytest.skip("the first up did not pass")
+    cluster, pool = "worker-2", "batch"
+    (record,) = [
+        r
+        for r in twin.of_type("containerservice:AgentPool")
+        if (r.inputs["resourceName"], r.inputs["agentPoolName"]) == (cluster, pool)
+    ]
+    original = json.loads(json.dumps(record.inputs))
+    plane = twin.clusters[cluster].plane
+    assert twin.nodes is not None
+    starts = twin.nodes.autoscaler_starts(cluster)
+    selector = f"{AGENTPOOL_LABEL}={pool}"
+    taint = "dedicated=reshaped:NoSchedule"
+    changed = {
+        **original,
+        "minCount": 1,
+        "maxCount": 3,
+        "nodeLabels": {**original.get("nodeLabels", {}), "reshaped": "yes"},
+        "nodeTaints": [*original.get("nodeTaints", []), taint],
+    }
+    twin.put(AGENT_POOL, changed, preview=False, create=False)
+    nodes = _nodes(plane, selector)
+    assert len(nodes) >= 1, "minCount 1: at least one node"
+    for node in nodes:
+        assert node["metadata"]["labels"].get("reshaped") == "yes", node["metadata"]
+        assert {"key": "dedicated", "value": "reshaped", "effect": "NoSchedule"} in node[
+            "spec"
+        ].get("taints", []), node["spec"]
+    assert twin.nodes.autoscaler_starts(cluster) == starts + 1
+    (template,) = _templates(plane)
+    annotations = template["metadata"]["annotations"]
+    assert annotations[MAX_ANNOTATION] == "3", annotations
+    assert template["metadata"]["labels"].get("reshaped") == "yes"
+
+    twin.put(AGENT_POOL, original, preview=False, create=False)  # back: the label and taint go
+    for node in _nodes(plane, selector):
+        assert "reshaped" not in node["metadata"]["labels"], node["metadata"]
+        assert all(t["key"] != "dedicated" for t in node["spec"].get("taints", [])), node["spec"]
+    # Numbers come through the provider protocol as floats (a protobuf Struct).
+    assert _templates(plane)[0]["metadata"]["annotations"][MAX_ANNOTATION] == str(
+        int(original["maxCount"])
+    )
+
+    twin.delete(record.id)
+    assert _nodes(plane, selector) == []
+    assert not [p for p in plane._processes if p.name == AUTOSCALER]  # pyright: ignore[reportPrivateUsage]
+    twin.put(AGENT_POOL, original, preview=False, create=True)  # as the engine's state has it
+    assert len(_nodes(plane, selector)) == original.get("count", 0)
+    assert [p for p in plane._processes if p.name == AUTOSCALER]  # pyright: ignore[reportPrivateUsage]
+
+
+def _templates(plane: ControlPlane) -> list[dict[str, Any]]:
+    """The node group templates the plane's autoscaler was started with."""
+    found = plane.kubectl(
+        "get", "configmap", TEMPLATES_MAP, f"--namespace={AUTOSCALER_NAMESPACE}", "-o", "json"
+    )
+    return json.loads(json.loads(found.stdout)["data"]["templates"])["items"]
 
 
 def _state(planes: dict[str, ControlPlane]) -> str:
