@@ -19,6 +19,10 @@ process (tests/realtier/azure_provider.py forwards each provider call here as JS
 - `listManagedClusterUserCredentials` returns AKS's exec kubeconfig for an Entra ID cluster
   (kubelogin, `--server-id`, devicecode), `getClientConfig` the twin's tenant, subscription and
   deploying user.
+- Each plane also runs kube-scheduler, kwok and, once a pool is autoscaled, the real
+  cluster-autoscaler; its nodes are the System pool and the AgentPools as requested
+  (tests/realtier/azure_nodes.py), and the pinned Kueue's Job webhooks are registered on it
+  (tests/realtier/kueue_webhooks.py).
 
 Processes are started on the main thread only (the harness ties each child to the thread that
 started it): an HTTP handler that needs a plane hands the work to `serve`, which runs the
