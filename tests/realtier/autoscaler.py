@@ -143,6 +143,11 @@ def templates(fleet: FleetConfig, cluster: str) -> list[dict[str, Any]]:
 
 def provider_config_maps(fleet: FleetConfig, cluster: str) -> list[dict[str, Any]]:
     """The kwok provider's two ConfigMaps for one cluster (JSON inside)."""
+    return kwok_config_maps(templates(fleet, cluster))
+
+
+def kwok_config_maps(node_templates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The kwok provider's two ConfigMaps: its config, and one template Node per node group."""
     config = {
         "apiVersion": "v1alpha1",
         "readNodesFrom": "configmap",
@@ -150,7 +155,7 @@ def provider_config_maps(fleet: FleetConfig, cluster: str) -> list[dict[str, Any
         "nodes": {"skipTaint": True},
         "configmap": {"name": TEMPLATES_MAP},
     }
-    node_list = {"apiVersion": "v1", "kind": "List", "items": templates(fleet, cluster)}
+    node_list = {"apiVersion": "v1", "kind": "List", "items": node_templates}
 
     def config_map(name: str, key: str, value: Any) -> dict[str, Any]:
         return {

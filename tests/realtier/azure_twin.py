@@ -21,6 +21,10 @@ process (tests/realtier/azure_provider.py forwards each provider call here as JS
 - `listManagedClusterUserCredentials` returns AKS's exec kubeconfig for an Entra ID cluster
   (kubelogin, `--server-id`, devicecode), `getClientConfig` the twin's tenant, subscription and
   deploying user.
+- Each plane also runs kube-scheduler, kwok and, once a pool is autoscaled, the real
+  cluster-autoscaler; its nodes are the System pool and the AgentPools as requested
+  (tests/realtier/azure_nodes.py), and the pinned Kueue's Job webhooks are registered on it
+  (tests/realtier/kueue_webhooks.py).
 
 Processes are started on the main thread only (the harness ties each child to the thread that
 started it): an HTTP handler that needs a plane hands the work to `serve`, which runs the
@@ -50,6 +54,8 @@ from typing import Any, Final, TypeVar
 import yaml
 
 from checks import azure_api
+from tests.realtier import kueue_webhooks
+from tests.realtier.azure_nodes import PLANE_CONTROLLERS, AzureNodes
 from tests.realtier.azure_rbac import (
     Request,
     azure_rbac_enabled,
@@ -63,7 +69,6 @@ from tests.realtier.conftest import install_crds
 from tests.realtier.harness import (  # the private steps of `start_all`, one plane at a time
     APISERVER_TIMEOUT,
     CONTROLLER_MANAGER_TIMEOUT,
-    CONTROLLERS,
     ETCD_TIMEOUT,
     ROOT,
     ControlPlane,
@@ -107,6 +112,7 @@ NAME_KEY: Final[dict[str, str]] = {
     "azure-native:alertsmanagement:PrometheusRuleGroup": "ruleGroupName",
 }
 DCRA: Final = "azure-native:monitor:DataCollectionRuleAssociation"
+AGENT_POOL: Final = "azure-native:containerservice:AgentPool"
 _PROVIDER_PATH: Final[dict[str, str]] = {
     "azure-native:network:VirtualNetwork": "Microsoft.Network/virtualNetworks",
     "azure-native:network:PublicIPAddress": "Microsoft.Network/publicIPAddresses",
@@ -220,6 +226,12 @@ class AzureTwin:
     # The Kueue manager of a new cluster's plane (the stack's Kueue configuration), or None.
     kueue_for: Callable[[ControlPlane], KueueManager | None]
     kueue_crds: list[Path]
+    # Nodes, kube-scheduler, kwok and the cluster-autoscaler of each plane, from the ARM
+    # requests (tests/realtier/azure_nodes.py); None: planes without nodes.
+    nodes: AzureNodes | None = None
+    # The pinned Kueue's webhook manifests: its Job webhooks are registered on each plane as
+    # the chart registers them (tests/realtier/kueue_webhooks.py); None: no webhooks.
+    kueue_webhooks: Path | None = None
     # objectId -> principal type: the directory ARM checks role assignments against.
     directory: dict[str, str] = field(default_factory=lambda: {DEPLOYER_OBJECT_ID: "User"})
     resources: dict[str, Resource] = field(default_factory=dict[str, Resource])
@@ -294,10 +306,14 @@ class AzureTwin:
             "status": {"token": TOKEN},
         }
         kubelogin = bin_dir / "kubelogin"
-        # Any `get-token` (any --login) of the twin's tenant answers with the twin's token.
+        # Any `get-token` (any --login) of the twin's tenant answers with the twin's token;
+        # `convert-kubeconfig` rewrites a kubeconfig as kubelogin does (kubelogin_standin.py).
         kubelogin.write_text(
             "#!/bin/sh\n"
-            '[ "$1" = get-token ] || { echo "stand-in kubelogin: only get-token" >&2; exit 1; }\n'
+            'if [ "$1" = convert-kubeconfig ]; then\n'
+            f'  PYTHONPATH="{ROOT}" exec "{sys.executable}" -m tests.realtier.kubelogin_standin'
+            ' "$@"\nfi\n'
+            '[ "$1" = get-token ] || { echo "stand-in kubelogin: $1 not modelled" >&2; exit 1; }\n'
             f"echo '{json.dumps(credential)}'\n"
         )
         kubelogin.chmod(0o755)
@@ -507,6 +523,8 @@ class AzureTwin:
             return {"ipAddress": kept.get("ipAddress") or f"198.51.100.{random.randint(1, 254)}"}
         if rtype == "azure-native:containerservice:ManagedCluster":
             return self._managed_cluster(rid, inputs, kept)
+        if rtype == AGENT_POOL and self.nodes is not None:
+            self.nodes.pool_put(str(inputs["resourceName"]), inputs, self._on_main)
         return {"provisioningState": "Succeeded"}
 
     def _managed_cluster(
@@ -516,6 +534,8 @@ class AzureTwin:
         if name not in self.clusters:
             self.clusters[name] = self._start_cluster(name)
         cluster = self.clusters[name]
+        if self.nodes is not None:
+            self.nodes.cluster_put(name, inputs, self._on_main)
         addons = dict(inputs.get("addonProfiles") or {})
         if ACI_ADDON in addons and (addons[ACI_ADDON] or {}).get("enabled"):
             old = ((kept.get("addonProfiles") or {}).get(ACI_ADDON) or {}).get("identity") or {}
@@ -570,9 +590,7 @@ class AzureTwin:
                 "--authorization-webhook-version=v1",
                 "--authorization-webhook-cache-unauthorized-ttl=5s",
             ),
-            # A DaemonSet's status (what Helm's wait for a release's DaemonSet reads: prod's
-            # NVIDIA device plugin) comes from its controller; no node runs its pods.
-            controllers=(*CONTROLLERS, "daemonset-controller"),
+            controllers=PLANE_CONTROLLERS,  # tests/realtier/azure_nodes.py
             server_ips=(relay.address,),
         )
         kueue: KueueManager | None = None
@@ -590,6 +608,8 @@ class AzureTwin:
             )
             relay.target = ("127.0.0.1", int(plane.url.rsplit(":", 1)[1]))
             install_crds(plane, self.kueue_crds)
+            if self.nodes is not None:
+                self.nodes.start(plane, self._on_main)
             kueue = self.kueue_for(plane)
             if kueue is not None:
                 started = kueue
@@ -597,6 +617,8 @@ class AzureTwin:
                 await_each(
                     [started], "kueue", KueueManager.ready, lambda m: m.tail(), KUEUE_TIMEOUT
                 )
+                if self.kueue_webhooks is not None:
+                    kueue_webhooks.register(plane, started, self.kueue_webhooks)
         except BaseException:
             relay.close()
             with contextlib.suppress(Exception):
@@ -607,6 +629,8 @@ class AzureTwin:
         return Cluster(plane, kueue, relay)
 
     def _stop_cluster(self, cluster: Cluster) -> None:
+        if self.nodes is not None:
+            self.nodes.forget(cluster.plane.name)
         cluster.relay.close()
         try:
             if cluster.kueue is not None:
@@ -629,6 +653,9 @@ class AzureTwin:
                 self._on_main(lambda: self._stop_cluster(cluster))
             for child in children:
                 self.resources.pop(child, None)
+        if found.rtype == AGENT_POOL and self.nodes is not None:
+            cluster_name, pool = found.inputs["resourceName"], found.inputs["agentPoolName"]
+            self.nodes.pool_deleted(str(cluster_name), str(pool), self._on_main)
         with self._lock:
             self.resources.pop(rid, None)
 

@@ -25,8 +25,12 @@ from pulumi import automation as auto
 from builders.fleet import helm_releases
 from checks.stack import parse_fleet
 from config.models import FleetConfig
-from config.resolve import dispatch_sets
+from config.resolve import custom_shapes, dispatch_sets
 from constants import CONFIG_KEY, OUT_KUBECONFIGS, PROJECT
+from tests.realtier import kueue_webhooks
+from tests.realtier.autoscaler import TOOL as AUTOSCALER
+from tests.realtier.autoscaler import find_autoscaler
+from tests.realtier.azure_nodes import AzureNodes, PoolRequest, cluster_request, pool_request
 from tests.realtier.azure_twin import AzureTwin
 from tests.realtier.chart_repo import ChartRepo
 from tests.realtier.conftest import kueue_crd_paths
@@ -34,8 +38,13 @@ from tests.realtier.engine import EngineRun, find_engine, workspace
 from tests.realtier.harness import ControlPlane, Report, Tools
 from tests.realtier.kueue import kueue_binary, metrics_certs
 from tests.realtier.pulumi_cli import op_counts
-from tests.realtier.twin import load_stack
-from tests.realtier.twin_run import _kueue_for, provisioning_crd  # pyright: ignore[reportPrivateUsage]
+from tests.realtier.twin import VIRTUAL_NODE_NAME, load_stack
+from tests.realtier.twin_run import (
+    _kueue_for,  # pyright: ignore[reportPrivateUsage]
+    find_simulation_tools,
+    provisioning_crd,
+)
+from upstream.aks import AGENTPOOL_LABEL
 
 SECRET_SIG: Final = "4dabf18193072939515e22adb298388d"  # the state's secret marker key
 
@@ -64,6 +73,13 @@ def twin_session(stack: str, tools: Tools, root: Path) -> Iterator[TwinRun]:
     binary, crd = kueue_binary(), provisioning_crd()
     if engine is None or binary is None or crd is None:
         pytest.skip(f"real tier: {why or 'kueue not built'}")
+    sim, missing = find_simulation_tools()
+    autoscaler, absent = find_autoscaler()
+    if sim is None or autoscaler is None:
+        pytest.skip(f"real tier: {'; '.join(missing) or absent}")
+    webhooks = kueue_webhooks.manifests_path(binary)
+    if webhooks is None:
+        pytest.skip(f"real tier: Kueue's webhook manifests not beside {binary}")
     fleet = load_stack(stack)
     raw = fleet_raw(fleet)
     mapped, _ = parse_fleet(raw, source="azure twin")
@@ -72,6 +88,9 @@ def twin_session(stack: str, tools: Tools, root: Path) -> Iterator[TwinRun]:
         tools,
         kueue_for=lambda plane: _kueue_for(mapped, plane, binary, root / "kueue", "2m"),
         kueue_crds=[*kueue_crd_paths(fleet), crd],
+        # Azure's VM catalogue: the built-in table and the stack's own `vmSizes`.
+        nodes=AzureNodes(sim, autoscaler, custom_shapes(fleet)),
+        kueue_webhooks=webhooks,
     )
     (root / "azure").mkdir()
     # Charts the program fetches by URL (prod's NVIDIA device plugin): a stand-in repository.
@@ -173,6 +192,8 @@ def up_twice(stack: str, session: TwinRun, report: Report) -> None:
             want = {g["name"] for g in c["queues"]["provisioningGates"]}
         assert set(checks) == want, (c["name"], checks)
 
+    check_nodes(twin)
+
     # The kubeconfigs output: a secret in the state; shown, each reaches its own plane.
     (state_file,) = (run.work / "state").glob(f".pulumi/stacks/{PROJECT}/{stack}.json")
     state = json.loads(state_file.read_text())["checkpoint"]["latest"]
@@ -204,6 +225,38 @@ def up_twice(stack: str, session: TwinRun, report: Report) -> None:
         f"created in {seconds:.1f}s, {len(twin.resources)} of them in ARM; second up "
         f"{time.monotonic() - t1:.1f}s, all same"
     )
+
+
+def check_nodes(twin: AzureTwin) -> None:
+    """Each plane's nodes are what the engine asked ARM for (tests/realtier/azure_nodes.py): per
+    pool (the ManagedCluster's inline System pool, each AgentPool) its `count` nodes with its
+    `nodeLabels` and `nodeTaints`, the virtual node where the ACI add-on is on, and a running
+    cluster-autoscaler where a pool is autoscaled."""
+    requested: dict[str, list[PoolRequest]] = {name: [] for name in twin.clusters}
+    virtual: dict[str, bool] = {}
+    for r in twin.of_type("containerservice:ManagedCluster"):
+        request = cluster_request(r.inputs)
+        requested[r.outputs["name"]] += request.system_pools
+        virtual[r.outputs["name"]] = request.virtual_node
+    for r in twin.of_type("containerservice:AgentPool"):
+        requested[r.inputs["resourceName"]].append(pool_request(r.inputs))
+    for name, pools in requested.items():
+        plane = twin.clusters[name].plane
+        nodes = json.loads(plane.kubectl("get", "nodes", "-o", "json").stdout)["items"]
+        for pool in pools:
+            mine = [n for n in nodes if n["metadata"]["labels"].get(AGENTPOOL_LABEL) == pool.name]
+            assert len(mine) == pool.count, (name, pool.name, pool.count, len(mine))
+            for node in mine:
+                assert dict(pool.labels).items() <= node["metadata"]["labels"].items(), node
+                taints = {
+                    f"{t['key']}={t.get('value', '')}:{t['effect']}".replace("=:", ":")
+                    for t in node["spec"].get("taints") or []
+                }
+                assert set(pool.taints) <= taints, (node["metadata"]["name"], taints)
+        names = {n["metadata"]["name"] for n in nodes}
+        assert (VIRTUAL_NODE_NAME in names) == virtual[name], (name, sorted(names))
+        running = [p for p in plane._processes if p.name == AUTOSCALER]  # pyright: ignore[reportPrivateUsage]
+        assert len(running) == int(any(p.autoscaled for p in pools)), (name, running)
 
 
 def destroy_all(session: TwinRun, report: Report) -> None:

@@ -17,6 +17,11 @@ the engine created, each only once it has propagated (tests/realtier/azure_rbac.
   servers only 60 s after their creation: it says it waits, waits, and applies nothing before.
   The `kubeconfigs` output is a secret in the state and, shown with `--show-secrets`, reaches
   each cluster's plane through kubelogin; the next `up` changes nothing.
+- README's quickstart ("Take the kubeconfigs", "Submit a job to the manager") runs as written:
+  the job completes, its pods ran on the chosen worker's `batch` nodes, which that worker's
+  cluster-autoscaler made from the program's AgentPool request; no pod ran on the manager.
+- An AgentPool update reshapes its nodes and restarts the autoscaler with the new node group; a
+  delete removes its nodes (the twin's own behaviour, through the calls the plugin makes).
 - A pool's vmSize change previews as a replace of that AgentPool and nothing else.
 - `destroy` removes everything, Azure resources and planes.
 - A grant that never propagates stops a new `up` within `access.authorizationTimeoutSeconds`
@@ -26,16 +31,34 @@ the engine created, each only once it has propagated (tests/realtier/azure_rbac.
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import pytest
+import yaml
 from pulumi import automation as auto
 
 from constants import PROJECT
-from tests.realtier.azure_twin import DEPLOYER_OBJECT_ID, ENTRA_USER, AzureTwin
+from tests.realtier.autoscaler import (
+    GROUP_ANNOTATION,
+    MAX_ANNOTATION,
+    TEMPLATES_MAP,
+    provider_id,
+)
+from tests.realtier.autoscaler import NAMESPACE as AUTOSCALER_NAMESPACE
+from tests.realtier.autoscaler import TOOL as AUTOSCALER
+from tests.realtier.azure_twin import (
+    AGENT_POOL,
+    AKS_SERVER_ID,
+    DEPLOYER_OBJECT_ID,
+    ENTRA_USER,
+    AzureTwin,
+)
 from tests.realtier.azure_twin_run import (
     TwinRun,
     destroy_all,
@@ -43,8 +66,10 @@ from tests.realtier.azure_twin_run import (
     twin_session,
     up_twice,
 )
-from tests.realtier.harness import Report, Tools
+from tests.realtier.harness import ROOT, ControlPlane, Report, Tools
 from tests.realtier.pulumi_cli import op_counts
+from tests.realtier.twin_run import KubectlWatch
+from upstream.aks import AGENTPOOL_LABEL
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
@@ -57,6 +82,13 @@ NEVER_SECONDS: Final = 15  # its access.authorizationTimeoutSeconds
 # What that `up` may take beyond its bound: the Azure half and three planes first (~30 s alone).
 ENGINE_SLACK: Final = 150.0
 UPGRADES: Final = Path(__file__).resolve().parents[2] / "docs" / "upgrades.md"
+README: Final = ROOT / "README.md"
+README_MARK: Final = "<!-- azure twin: tests/realtier/test_azure_twin.py"
+NAMESPACE: Final = "team-a"  # examples/sleep-job.yaml's
+# Bounds of this test (the job is dispatched in ~10 s and completes ~1 s later, 2 shared cores):
+# the wait line itself allows 15 minutes, which is AKS's time; the twin's job is stuck long before.
+WHERE_TIMEOUT: Final = 120.0
+WAIT_TIMEOUT: Final = 300.0
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +143,228 @@ def test_up_waits_for_grants_to_propagate_and_creates_both_halves(
         f"first up through Azure RBAC grants that propagate {PROPAGATION_SECONDS:.0f}s after "
         "their creation: it waited and then created everything"
     )
+
+
+class PodWatch(KubectlWatch):
+    """Every (pod, node) a pod of one namespace was seen bound to, on one plane."""
+
+    def __init__(self, plane: ControlPlane, namespace: str) -> None:
+        self.seen: set[tuple[str, str]] = set()
+        # A watch prints one object per event: its own fields, no `items`.
+        fmt = 'jsonpath={.metadata.name}{" "}{.spec.nodeName}{"\\n"}'
+        super().__init__(plane, "pods", fmt, namespace)
+
+    def _line(self, line: str) -> None:
+        words = line.split()
+        self.seen.add((words[0], words[1] if len(words) > 1 else ""))
+
+
+def readme_blocks() -> list[list[str]]:
+    """The lines of README's blocks marked for this test, in order (comments and blanks out)."""
+    text = README.read_text()
+    blocks = re.findall(rf"^{re.escape(README_MARK)}[^\n]*\n```bash\n(.*?)^```", text, re.M | re.S)
+    return [
+        [line for line in block.splitlines() if line.strip() and not line.startswith("#")]
+        for block in blocks
+    ]
+
+
+def test_readme_quickstart_runs_as_written_against_the_azure_twin(
+    twin_run: TwinRun, report: Report
+) -> None:
+    """README's "Take the kubeconfigs" and "Submit a job to the manager" blocks, every line as
+    written, in a shell in the engine's project directory (the clone's root: the stack selected,
+    `examples/` beside it) with the engine's `pulumi` and the stand-in `kubelogin` on PATH. The
+    job completes on the manager; its pods ran on the worker MultiKueue chose, on `batch` nodes
+    its cluster-autoscaler made for it from the program's AgentPool; no pod ran elsewhere."""
+    twin, run, raw = twin_run
+    if run.created is None:
+        pytest.skip("the first up did not pass")
+    blocks = readme_blocks()
+    assert len(blocks) == 2, f"README blocks marked {README_MARK!r}: {blocks}"
+    take, submit = blocks
+    workers = [c["name"] for c in raw["clusters"] if c["role"] == "worker"]
+    (manager,) = [c["name"] for c in raw["clusters"] if c["role"] == "manager"]
+    project = run.work / "project"
+    if not (project / "examples").exists():
+        (project / "examples").symlink_to(ROOT / "examples")
+    home = run.work / "reader-home"
+    home.mkdir(exist_ok=True)
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "KUBECONFIG"},
+        **run.env,
+        "HOME": str(home),
+        "PATH": os.pathsep.join([str(run.engine.cli.parent), run.env["PATH"]]),
+    }
+
+    def sh(line: str, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+        # pipefail: a `pulumi ... | jq` line fails when pulumi does (jq alone would pass).
+        return subprocess.run(
+            ["bash", "-o", "pipefail", "-c", line],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+    def ran(line: str, timeout: float = 120.0) -> str:
+        done = sh(line, timeout)
+        assert done.returncode == 0, f"{line}\nexited {done.returncode}: {done.stderr}"
+        return done.stdout
+
+    t0 = time.monotonic()
+    for line in take:
+        ran(line)
+    # kubelogin converted each kubeconfig to the Azure CLI's sign-in, as the real one does.
+    for name in [manager, *workers]:
+        doc = yaml.safe_load((project / f"{name}.kubeconfig").read_text())
+        args = doc["users"][0]["user"]["exec"]["args"]
+        assert args == ["get-token", "--login", "azurecli", "--server-id", AKS_SERVER_ID], args
+
+    planes = {name: twin.clusters[name].plane for name in [manager, *workers]}
+    before = {name: set(_node_names(plane)) for name, plane in planes.items()}
+    watches = {name: PodWatch(plane, NAMESPACE) for name, plane in planes.items()}
+    apply_line, where_line, *rest, wait_line = submit
+    try:
+        ran(apply_line)
+        # Empty (or no Workload yet) until a worker admits the job: the same line again.
+        deadline = time.monotonic() + WHERE_TIMEOUT
+        chosen = ""
+        while chosen not in workers:
+            assert time.monotonic() < deadline, (
+                f"no worker after {WHERE_TIMEOUT:.0f}s: {where_line}\n{_state(planes)}"
+            )
+            done = sh(where_line)
+            chosen = done.stdout.strip() if done.returncode == 0 else ""
+            if chosen not in workers:
+                time.sleep(1)
+        dispatched = time.monotonic() - t0
+        copies = [ran(line) for line in rest]  # as written: worker-1's
+        if chosen != "worker-1":  # "on that worker (worker-1 here)": the chosen one's kubeconfig
+            copies += [ran(line.replace("worker-1.", f"{chosen}.")) for line in rest]
+        try:
+            ran(wait_line, timeout=WAIT_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"not complete in {WAIT_TIMEOUT:.0f}s: {wait_line}\n{_state(planes)}")
+        completed = time.monotonic() - t0
+    finally:
+        for watch in watches.values():
+            watch.stop()
+
+    job = yaml.safe_load((ROOT / "examples" / "sleep-job.yaml").read_text())
+    ran_on = {pod: node for pod, node in watches[chosen].seen if node}
+    assert len(ran_on) >= job["spec"]["completions"], watches[chosen].seen
+    for other in [manager, *[w for w in workers if w != chosen]]:
+        assert not {node for _, node in watches[other].seen if node}, (other, watches[other].seen)
+    assert not watches[manager].seen, f"a pod on the manager: {watches[manager].seen}"
+    # The pods' nodes: the chosen worker's `batch` pool, none of them there before the job
+    # (minCount 0), each made by its autoscaler's kwok provider (its node group, its id).
+    plane = planes[chosen]
+    batch = {n["metadata"]["name"]: n for n in _nodes(plane, f"{AGENTPOOL_LABEL}=batch")}
+    for pod, node in ran_on.items():
+        assert node in batch, (pod, node, sorted(batch))
+        assert node not in before[chosen], (pod, node)
+        made = batch[node]
+        assert made["metadata"]["annotations"].get(GROUP_ANNOTATION) == "batch", made["metadata"]
+        assert made["spec"].get("providerID") == provider_id(node), made["spec"]
+    report(
+        f"README quickstart as written on the Azure twin: dispatched to {chosen} "
+        f"{dispatched:.1f}s in, complete {completed:.1f}s in; pods on "
+        f"{sorted(set(ran_on.values()))} ({len(batch)} batch node(s) the autoscaler made); "
+        "the copy line printed "
+        f"{sum('sleep-normal' in c for c in copies)} of {len(copies)} time(s) the job"
+    )
+
+
+def test_an_agent_pool_update_reshapes_its_nodes_and_a_delete_removes_them(
+    twin_run: TwinRun,
+) -> None:
+    """What the twin does with an AgentPool update and delete, as the plugin hands them over
+    (`put`/`delete`, the calls behind its Update and Delete): an update relabels and retaints the
+    pool's nodes, clamps their count into the new range and restarts the cluster's autoscaler
+    with the new node group; a delete removes the nodes and the autoscaler (its only group).
+    The original request is put back, so the engine's state stays true."""
+    twin, run, _ = twin_run
+    if run.created is None:
+        pytest.skip("the first up did not pass")
+    cluster, pool = "worker-2", "batch"
+    (record,) = [
+        r
+        for r in twin.of_type("containerservice:AgentPool")
+        if (r.inputs["resourceName"], r.inputs["agentPoolName"]) == (cluster, pool)
+    ]
+    original = json.loads(json.dumps(record.inputs))
+    plane = twin.clusters[cluster].plane
+    assert twin.nodes is not None
+    starts = twin.nodes.autoscaler_starts(cluster)
+    selector = f"{AGENTPOOL_LABEL}={pool}"
+    taint = "dedicated=reshaped:NoSchedule"
+    changed = {
+        **original,
+        "minCount": 1,
+        "maxCount": 3,
+        "nodeLabels": {**original.get("nodeLabels", {}), "reshaped": "yes"},
+        "nodeTaints": [*original.get("nodeTaints", []), taint],
+    }
+    twin.put(AGENT_POOL, changed, preview=False, create=False)
+    nodes = _nodes(plane, selector)
+    assert len(nodes) >= 1, "minCount 1: at least one node"
+    for node in nodes:
+        assert node["metadata"]["labels"].get("reshaped") == "yes", node["metadata"]
+        assert {"key": "dedicated", "value": "reshaped", "effect": "NoSchedule"} in node[
+            "spec"
+        ].get("taints", []), node["spec"]
+    assert twin.nodes.autoscaler_starts(cluster) == starts + 1
+    (template,) = _templates(plane)
+    annotations = template["metadata"]["annotations"]
+    assert annotations[MAX_ANNOTATION] == "3", annotations
+    assert template["metadata"]["labels"].get("reshaped") == "yes"
+
+    twin.put(AGENT_POOL, original, preview=False, create=False)  # back: the label and taint go
+    for node in _nodes(plane, selector):
+        assert "reshaped" not in node["metadata"]["labels"], node["metadata"]
+        assert all(t["key"] != "dedicated" for t in node["spec"].get("taints", [])), node["spec"]
+    # Numbers come through the provider protocol as floats (a protobuf Struct).
+    assert _templates(plane)[0]["metadata"]["annotations"][MAX_ANNOTATION] == str(
+        int(original["maxCount"])
+    )
+
+    twin.delete(record.id)
+    assert _nodes(plane, selector) == []
+    assert not [p for p in plane._processes if p.name == AUTOSCALER]  # pyright: ignore[reportPrivateUsage]
+    twin.put(AGENT_POOL, original, preview=False, create=True)  # as the engine's state has it
+    assert len(_nodes(plane, selector)) == original.get("count", 0)
+    assert [p for p in plane._processes if p.name == AUTOSCALER]  # pyright: ignore[reportPrivateUsage]
+
+
+def _templates(plane: ControlPlane) -> list[dict[str, Any]]:
+    """The node group templates the plane's autoscaler was started with."""
+    found = plane.kubectl(
+        "get", "configmap", TEMPLATES_MAP, f"--namespace={AUTOSCALER_NAMESPACE}", "-o", "json"
+    )
+    return json.loads(json.loads(found.stdout)["data"]["templates"])["items"]
+
+
+def _state(planes: dict[str, ControlPlane]) -> str:
+    """What a reader of a failure needs: each cluster's Workloads, the manager's MultiKueue
+    clusters, the workers' ProvisioningRequests and nodes."""
+    out: list[str] = []
+    for name, plane in planes.items():
+        for what in ("workloads", "provisioningrequests", "multikueueclusters", "nodes"):
+            found = plane.kubectl("get", what, "-A", "-o", "yaml", check=False)
+            out.append(f"--- {name} {what}:\n{found.stdout[-4000:]}{found.stderr[-500:]}")
+    return "\n".join(out)
+
+
+def _nodes(plane: ControlPlane, selector: str | None = None) -> list[dict[str, Any]]:
+    args = ["get", "nodes", "-o", "json", *(["-l", selector] if selector else [])]
+    return json.loads(plane.kubectl(*args).stdout)["items"]
+
+
+def _node_names(plane: ControlPlane) -> list[str]:
+    return [n["metadata"]["name"] for n in _nodes(plane)]
 
 
 def test_a_pool_vm_size_change_previews_as_a_replace_of_that_pool_only(
