@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -243,8 +243,15 @@ def _values(phase: str, sample: Sample) -> dict[str, float]:
     return {phase: sample.cpu}
 
 
+# CPU seconds of one short process vary by a few percent between paired runs on a machine
+# doing other work (a whole test run beside it: N=2's eval ratio 1.62 against a resource ratio of
+# 1.61 was seen); a superlinear cost shows far above this (the forced N^2 second at N=2: > 2x).
+NOISE: Final = 1.10
+
+
 def judge(rows: dict[int, Row], phases: Sequence[str]) -> list[str]:
-    """A time ratio above the resource ratio is a cost growing faster than the fleet."""
+    """A time ratio above the resource ratio (by more than the noise) is a cost growing faster
+    than the fleet."""
     base = rows.get(1)
     problems: list[str] = []
     for row in rows.values():
@@ -258,7 +265,7 @@ def judge(rows: dict[int, Row], phases: Sequence[str]) -> list[str]:
             f"N={row.n}: {key} ratio {row.ratio(key):.2f} > resource ratio {limit:.2f}"
             for key in TIMED
             if key in row.pairs and (key != "eval" or "eval" in phases)
-            if row.ratio(key) > limit
+            if row.ratio(key) > limit * NOISE
         ]
     return problems
 
