@@ -15,34 +15,40 @@ not only after the default 5 minutes.
 Driven, one after the other (the jobs stay for the later steps):
 
 1. A healthy fleet under backlog, and an Incremental round: `fv-running` (urgent, 500m, Running
-   on worker-1 for the whole module) is `running`; `fv-finished` is `finished`. Then worker-1's
-   autoscaler is paused (SIGSTOP). `fv-waiting` (no priority class, 8 x 2 CPU) holds the
-   manager's quota but not worker-1's, which has 16 CPU: `nominated`, in the first round of the
-   Incremental dispatcher, worker-2 next. `fv-gated` (batch, 3 CPU) holds worker-1's quota and
-   its ProvisioningRequest stays unanswered: `at-gate`. `fv-backlog` (16 CPU) does not fit the
-   manager's remaining quota: `pending`, position unknown (the twin's Kueue serves no visibility
-   API). `fv-local`, on worker-2's own LocalQueue, is found there and is `at-gate`. No warning.
-2. The manager's LocalQueue `stopPolicy: Hold`: `fv-backlog` is `queue-stopped` (not waiting for
+   on worker-1 for the whole module) is `running`; `fv-finished` is `finished`. Then
+   `fv-running`'s booking ends (step 2), and worker-1's autoscaler is paused (SIGSTOP).
+   `fv-waiting` (no priority class, 8 x 2 CPU) holds the manager's quota but not worker-1's,
+   which has 16 CPU: `nominated`, in the first round of the Incremental dispatcher, worker-2 next.
+   `fv-gated` (batch, 3 CPU) holds worker-1's quota and its ProvisioningRequest stays unanswered:
+   `at-gate`. `fv-backlog` (16 CPU) does not fit the manager's remaining quota: `pending`,
+   position unknown (the twin's Kueue serves no visibility API). `fv-local`, on worker-2's own
+   LocalQueue, is found there and is `at-gate`. No warning.
+2. A gated job past its booking expiry: the cluster-autoscaler ends a booking (BookingExpired,
+   CapacityReservationTimeExpired) 10 minutes after its request's Provisioned condition, a
+   constant of the autoscaler with no flag. Instead of waiting, the fixture moves the
+   Provisioned `lastTransitionTime` of `fv-running`'s request 11 minutes back (status
+   subresource, as admin) while worker-1's autoscaler runs, and waits for the autoscaler to set
+   BookingExpired on its next scan (about a second). Kueue leaves the admitted job alone; `why`
+   says `running` (it reads the request as expired), and `status` raises no warning.
+3. The manager's LocalQueue `stopPolicy: Hold`: `fv-backlog` is `queue-stopped` (not waiting for
    quota); no warning (an operator's hold). Resumed.
-3. The manager's ClusterQueue `stopPolicy: Hold`: `fv-backlog` is `queue-stopped`, and `status`
+4. The manager's ClusterQueue `stopPolicy: Hold`: `fv-backlog` is `queue-stopped`, and `status`
    warns InactiveClusterQueue (and nothing else). Resumed.
-4. `fv-backlog`'s Workload `spec.active=false`: `deactivated`; no warning.
-5. `fv-urgent` (urgent, 16 CPU) preempts `fv-waiting` (the lowest priority): `preempted`, naming
+5. `fv-backlog`'s Workload `spec.active=false`: `deactivated`; no warning.
+6. `fv-urgent` (urgent, 16 CPU) preempts `fv-waiting` (the lowest priority): `preempted`, naming
    the urgent Workload; `fv-urgent` is `nominated` (worker-1's quota is taken); no warning.
-6. worker-1 lost (its API server killed, the rest of it frozen: faults.lose_plane). After the
+7. worker-1 lost (its API server killed, the rest of it frozen: faults.lose_plane). After the
    twin's workerLostTimeout (20 s) the manager evicts `fv-running`, and as its manager Job keeps
    the lost worker's pod count it keeps its quota: past the grace `evicted-holding-quota`, and
    `status` warns EvictedHoldingQuota besides Unreachable and MultiKueueClusterNotActive.
 
 Proven only offline (tests/test_fleetview_why.py), because on this twin they need minutes or a
 fault another module already drives:
-- a gated job past its booking expiry: the cluster-autoscaler ends a booking 10 minutes after
-  Provisioned (a constant of the autoscaler, no flag);
 - `starting`, `evicted-pods-ready` and `backoff`: kwok makes a scheduled pod ready at once, and
   the workers' waitForPodsReady timeout is Kueue's 30 minutes;
 - `worker-lost` (before the eviction) is test_fleetview_real.py's: 20 s of workerLostTimeout
   here leave too little room for fleetview's processes on a loaded machine;
-  `evicted-worker-lost` lasts only the grace after the eviction (5 s here), and step 6 asks after
+  `evicted-worker-lost` lasts only the grace after the eviction (5 s here), and step 7 asks after
   it; `stranded` and `copy-missing` need the manager's Kueue killed mid-dispatch
   (test_faults_runtime.py drives that);
 - `gate-retry`: a ProvisioningRequest the autoscaler fails and Kueue retries after its backoff
@@ -52,6 +58,7 @@ fault another module already drives:
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 import os
 import signal
@@ -88,7 +95,7 @@ from tests.realtier.test_provisioning_gate import (
     _requests,  # pyright: ignore[reportPrivateUsage]
 )
 from tests.realtier.twin import Submission, load_stack
-from tests.realtier.twin_run import SimulationTools, Twin
+from tests.realtier.twin_run import PROVISIONING_API, SimulationTools, Twin
 from tests.realtier.wait import until
 
 pytestmark = [pytest.mark.real]
@@ -100,6 +107,11 @@ WORKERS: Final = (AUTOSCALED, UNSCALED)
 GRACE: Final = "5"  # --stranded-after: shorter than every wait below (see the docstring)
 LOST_BOUND: Final = "5"  # --timeout per cluster while worker-1 is lost
 WAIT: Final = 90.0  # every wait below; a scale-up on worker-1 is the longest (2 shared cores)
+# cluster-autoscaler 1.33.0 processors/provreq/processor.go: `defaultReservationTime` (a constant,
+# no flag) after a request's Provisioned condition, BookingExpired=True with this reason
+# (provisioningrequest/conditions/conditions.go CapacityReservationTimeExpiredReason).
+RESERVATION: Final = dt.timedelta(minutes=10)
+BOOKING_EXPIRED: Final = "CapacityReservationTimeExpired"
 
 RUNNING, FINISHED, WAITING, GATED, BACKLOG, URGENT, LOCAL = (
     "fv-running",
@@ -213,6 +225,59 @@ def _await_offered(twin: Twin, ns: str, names: dict[str, str]) -> None:
     )
 
 
+def _stamp(when: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(when.replace("Z", "+00:00"))
+
+
+@dataclass(frozen=True)
+class Booking:
+    """fv-running's ProvisioningRequest on worker-1, its Provisioned time moved back."""
+
+    name: str
+    provisioned: dt.datetime  # the autoscaler's own Provisioned time, before the move
+    moved_at: dt.datetime  # when the test moved it (whole seconds, as conditions are stamped)
+
+
+def _move_booking_back(plane: ControlPlane, ns: str, workload: str) -> Booking:
+    """Move the Provisioned condition's lastTransitionTime of the Workload's one request back by
+    more than the autoscaler's reservation time (status subresource, as admin): on its next
+    scan the real autoscaler finds the booking over, as it would 10 minutes after Provisioned."""
+    [pr] = _requests(plane, ns, workload)
+    provisioned = _cond(pr, "Provisioned")
+    assert provisioned.get("status") == "True", pr["status"]
+    assert not _cond(pr, "BookingExpired"), pr["status"]  # nothing ended it before the move
+    stamp = _stamp(str(provisioned["lastTransitionTime"]))
+    moved_at = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    assert moved_at - stamp < RESERVATION, stamp  # unmoved, the booking would still run
+    back = (stamp - RESERVATION - dt.timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    conditions = [
+        {**c, "lastTransitionTime": back} if c.get("type") == "Provisioned" else c
+        for c in pr["status"]["conditions"]
+    ]
+    # resourceVersion: the patch fails rather than overwrite a condition written since the read.
+    body = {
+        "metadata": {"resourceVersion": pr["metadata"]["resourceVersion"]},
+        "status": {"conditions": conditions},
+    }
+    name = str(pr["metadata"]["name"])
+    plane.kubectl(
+        "patch",
+        "provisioningrequest",
+        name,
+        "-n",
+        ns,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps(body),
+    )
+    return Booking(name, stamp, moved_at)
+
+
+def _booking(plane: ControlPlane, ns: str, name: str) -> dict[str, Any] | None:
+    return get_json(plane, f"{PROVISIONING_API}/namespaces/{ns}/provisioningrequests/{name}")
+
+
 @dataclass
 class Fleetview:
     """fleetview as users run it against the twin's planes (JSON), with the stack's timings."""
@@ -272,6 +337,7 @@ class Driven:
     fv: Fleetview
     names: dict[str, str]  # job -> its manager Workload's name (fv-local: its Workload on worker-2)
     gate: str  # the provisioning gate (AdmissionCheck) of worker-1's copies
+    booking: Booking  # fv-running's request, ended by the autoscaler (BookingExpired)
     took: dict[str, float]
 
     @property
@@ -333,6 +399,18 @@ def driven(autoscaler: Path, twin: Twin) -> Driven:
     )
     took["running"] = time.monotonic() - t0
 
+    # fv-running's booking ends: its Provisioned time moved back past the reservation, the
+    # running autoscaler sets BookingExpired on its next scan (every 2 s here).
+    moved = time.monotonic()
+    booking = _move_booking_back(w1, ns, names[RUNNING])
+    until(
+        lambda: condition(_booking(w1, ns, booking.name), "BookingExpired") == "True",
+        WAIT,
+        f"[{AUTOSCALED}] {booking.name} BookingExpired (by the autoscaler)",
+        seen=lambda: json.dumps((_booking(w1, ns, booking.name) or {}).get("status")),
+    )
+    took["booking"] = time.monotonic() - moved
+
     # worker-1's autoscaler stops answering: a copy at its gate stays there.
     _pause(w1, TOOL)
     _submit(
@@ -374,7 +452,7 @@ def driven(autoscaler: Path, twin: Twin) -> Driven:
     )
     took["driven"] = time.monotonic() - t0
     fv = Fleetview(dict(twin.planes))
-    return Driven(twin, sub, fv, names, str(gate), took)
+    return Driven(twin, sub, fv, names, str(gate), booking, took)
 
 
 # ---- the tests ----------------------------------------------------------------------------
@@ -458,6 +536,64 @@ def test_fleetview_names_each_state_of_a_healthy_fleet_under_backlog_with_no_war
         f"worker-only at-gate job, no warning; twin ready + jobs driven in "
         f"{driven.took['driven']:.0f}s (running at {driven.took['running']:.0f}s), status and 6 "
         f"whys in {took:.1f}s"
+    )
+
+
+def test_fleetview_says_a_gated_job_past_its_booking_expiry_runs_without_a_warning(
+    driven: Driven, report: Report
+) -> None:
+    """fv-running passed worker-1's provisioning gate; the autoscaler has since ended its booking
+    (the driven fixture moved the Provisioned time back): the job still runs, and no warning."""
+    ns, names, booking = driven.sub.namespace, driven.names, driven.booking
+    w1 = driven.twin.planes[AUTOSCALED]
+    pr = _booking(w1, ns, booking.name)
+    expired = _cond(pr, "BookingExpired")
+    # The real autoscaler ended it, after the move and not before: its reason, its time.
+    assert (expired.get("status"), expired.get("reason")) == ("True", BOOKING_EXPIRED), expired
+    assert _stamp(str(expired["lastTransitionTime"])) >= booking.moved_at, (expired, booking)
+    assert _stamp(str(expired["lastTransitionTime"])) - booking.provisioned < RESERVATION
+    # Kueue ignores BookingExpired once the Workload is admitted: v0.19.2
+    # pkg/controller/admissionchecks/provisioning/controller.go:642-643 (syncCheckStates:
+    # `case isBookingExpired(pr): if !workload.IsAdmitted(wl) {`, no retry, no rejection) and
+    # :291-292 (no new ProvisioningRequest for an admitted Workload). The copy stays admitted,
+    # its gate Ready, on its first and only request; the manager's Workload stays admitted.
+    copy = _copy(w1, ns, names[RUNNING])
+    assert condition(copy, "Admitted") == "True", (copy or {}).get("status")
+    assert condition(copy, "PodsReady") == "True", (copy or {}).get("status")
+    assert [(c["name"], c["state"]) for c in (copy or {})["status"]["admissionChecks"]] == [
+        (driven.gate, "Ready")
+    ], (copy or {})["status"]["admissionChecks"]
+    assert [r["metadata"]["name"] for r in _requests(w1, ns, names[RUNNING])] == [booking.name]
+    wl = driven.wl(RUNNING)
+    assert condition(wl, "Admitted") == "True", (wl or {}).get("status")
+    assert condition(wl, "Evicted") != "True", (wl or {}).get("status")
+
+    answers, status = driven.fv.read(ns, RUNNING)
+    answer = answers[RUNNING]
+    _says(
+        answer,
+        "running",
+        f"It was dispatched to {AUTOSCALED} (AdmissionCheck ",
+        f"it is admitted on {AUTOSCALED} and runs there (PodsReady since",
+    )
+    assert "expired" not in answer["verdict"], answer["verdict"]
+    # fleetview read the ended booking (its fact says so) and judged the job by its Workload.
+    [fact] = [f for f in answer["facts"] if f["object"] == f"ProvisioningRequest {booking.name}"]
+    assert (fact["cluster"], fact["says"].split(":")[0]) == (AUTOSCALED, "expired"), fact
+    [row] = [
+        r
+        for c in status["clusters"]
+        if c["name"] == AUTOSCALED
+        for r in c["provisioningRequests"]
+        if r["name"] == booking.name
+    ]
+    assert (row["state"], row["reason"]) == ("expired", BOOKING_EXPIRED), row
+    assert status["warnings"] == [], status["warnings"]
+    assert _row_states(status)[names[RUNNING]] == "running", _row_states(status)
+    report(
+        f"fleetview past a booking's expiry: {booking.name}'s Provisioned time moved back "
+        f"{RESERVATION.seconds // 60 + 1} min, BookingExpired ({BOOKING_EXPIRED}) from the "
+        f"autoscaler {driven.took['booking']:.1f}s later; still admitted, running, no warning"
     )
 
 
