@@ -17,9 +17,9 @@ Driven, one after the other (the jobs stay for the later steps, `fv-starting` ex
 1. A healthy fleet under backlog, and an Incremental round: `fv-running` (urgent, 500m, Running
    on worker-1 for the whole module) is `running`; `fv-finished` is `finished`; `fv-starting`
    (step 3) is admitted on worker-1. Then `fv-running`'s booking ends (step 2), and worker-1's
-   autoscaler is paused (SIGSTOP).
-   `fv-waiting` (no priority class, 8 x 2 CPU) holds the manager's quota but not worker-1's,
-   which has 16 CPU: `nominated`, in the first round of the Incremental dispatcher, worker-2 next.
+   autoscaler is paused (SIGSTOP). `fv-waiting` (no priority class, 8 x 2 CPU) holds the
+   manager's quota but not worker-1's, which has 16 CPU: `nominated`, in the first round of the
+   Incremental dispatcher, worker-2 next.
    `fv-gated` (batch, 3 CPU) holds worker-1's quota and its ProvisioningRequest stays unanswered:
    `at-gate`. `fv-backlog` (16 CPU) does not fit the manager's remaining quota: `pending`,
    position unknown (the twin's Kueue serves no visibility API). `fv-local`, on worker-2's own
