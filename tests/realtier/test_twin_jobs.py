@@ -153,50 +153,69 @@ class Run:
         return local and self.manager_complete and self.manager_finished
 
 
+def _prebuilt(job: dict[str, Any]) -> str | None:
+    """The manager's Workload a MultiKueue copy runs as (None: not a copy)."""
+    meta = job.get("metadata") or {}
+    found = (meta.get("annotations") or {}).get(PREBUILT_KEY) or (meta.get("labels") or {}).get(
+        PREBUILT_KEY
+    )
+    return str(found) if found else None
+
+
+def _record_flavors(plane: ControlPlane, run: Run, job: dict[str, Any]) -> None:
+    """The flavors Kueue assigned `job` where it runs, into `run`."""
+    ns, prebuilt = run.sub.namespace, _prebuilt(job)
+    workload = (
+        _json(plane, f"{KUEUE_API}/namespaces/{ns}/workloads/{prebuilt}")
+        if prebuilt
+        else workload_owned_by(plane, ns, str(job["metadata"]["uid"]))
+    )
+    admission = ((workload or {}).get("status") or {}).get("admission") or {}
+    for assignment in admission.get("podSetAssignments") or []:
+        run.flavors |= set((assignment.get("flavors") or {}).values())
+
+
+def _record_pods(twin: Twin, run: Run, cluster: str, pods: list[dict[str, Any]]) -> None:
+    """Each bound pod's node, and that node as seen, into `run`."""
+    plane = twin.planes[cluster]
+    for pod in pods:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node:
+            run.pods[str(pod["metadata"]["name"])] = str(node)
+            if node not in run.nodes:
+                seen = twin.node(cluster, node) or _json(plane, f"/api/v1/nodes/{node}")
+                if seen is not None:
+                    run.nodes[node] = seen
+
+
 def _observe(twin: Twin, watches: dict[str, JobWatch], run: Run, uid: str) -> None:
     sub, ns, name = run.sub, run.sub.namespace, run.job
     home = twin.planes[sub.cluster]
     if sub.dispatched and run.worker is None:
-        copies: list[str] = []
+        copies: dict[str, dict[str, Any]] = {}
         for worker in enabled_workers(twin.fleet):
             job = _json(twin.planes[worker], f"/apis/batch/v1/namespaces/{ns}/jobs/{name}")
-            meta = (job or {}).get("metadata") or {}
-            if (meta.get("annotations") or {}).get(PREBUILT_KEY) or (meta.get("labels") or {}).get(
-                PREBUILT_KEY
-            ):
-                copies.append(worker)
+            if job is not None and _prebuilt(job):
+                copies[worker] = job
         # AllAtOnce: copies go to every worker until one reserves quota; the one with pods runs it
-        running = [w for w in copies if _pods(twin.planes[w], ns, name)]
+        listed = {w: _pods(twin.planes[w], ns, name) for w in copies}
+        running = [w for w, pods in listed.items() if pods]
         assert len(running) <= 1, f"{name}: pods on more than one worker: {running}"
         if running:
             run.worker = running[0]
+            # Kept from this look: a copy that completes at once is deleted from its worker
+            # moments later, maybe before the next look (seen under a load of 20).
+            _record_flavors(twin.planes[run.worker], run, copies[run.worker])
+            _record_pods(twin, run, run.worker, listed[run.worker])
     target = run.worker if sub.dispatched else sub.cluster
     if target is not None:
         plane = twin.planes[target]
         job = _json(plane, f"/apis/batch/v1/namespaces/{ns}/jobs/{name}")
         if job is not None:
             run.worker_complete = run.worker_complete or _true(job, "Complete")
-            meta = job["metadata"]
-            prebuilt = (meta.get("annotations") or {}).get(PREBUILT_KEY) or (
-                meta.get("labels") or {}
-            ).get(PREBUILT_KEY)
-            workload = (
-                _json(plane, f"{KUEUE_API}/namespaces/{ns}/workloads/{prebuilt}")
-                if prebuilt
-                else workload_owned_by(plane, ns, str(meta["uid"]))
-            )
-            admission = ((workload or {}).get("status") or {}).get("admission") or {}
-            for assignment in admission.get("podSetAssignments") or []:
-                run.flavors |= set((assignment.get("flavors") or {}).values())
+            _record_flavors(plane, run, job)
         run.worker_complete = run.worker_complete or watches[target].completed(ns, name)
-        for pod in _pods(plane, ns, name):
-            node = (pod.get("spec") or {}).get("nodeName")
-            if node:
-                run.pods[str(pod["metadata"]["name"])] = str(node)
-                if node not in run.nodes:
-                    seen = twin.node(target, node) or _json(plane, f"/api/v1/nodes/{node}")
-                    if seen is not None:
-                        run.nodes[node] = seen
+        _record_pods(twin, run, target, _pods(plane, ns, name))
     if sub.dispatched:
         job = _json(home, f"/apis/batch/v1/namespaces/{ns}/jobs/{name}")
         run.manager_complete = _true(job, "Complete")
