@@ -29,11 +29,12 @@ process (tests/realtier/azure_provider.py forwards each provider call here as JS
   binaries its plane can start with). An update whose `kubernetesVersion` moves to the next
   minor upgrades it as AKS does: the control plane first (its kube-apiserver and
   kube-controller-manager swapped to the next minor's binaries, `swap_control_plane`; the one
-  upgrade available), then each pool that moves with it (the System pool whose
-  orchestratorVersion is unset or the new one, the AgentPools with none), node by node, surge
-  then drain (tests/realtier/azure_nodes.py `upgrade`); an AgentPool whose orchestratorVersion
-  moves is upgraded the same way on its own PUT. Refused with AKS's words: a skipped minor, a
-  downgrade, any version the twin has no binaries for, and a pool above its control plane.
+  upgrade available), then each inline pool whose orchestratorVersion moves with it (one
+  without a version stays where it is: upstream/aks_rules.py `system-pool-version`), node by
+  node, surge then drain (tests/realtier/azure_nodes.py `upgrade`); an AgentPool whose
+  orchestratorVersion moves is upgraded the same way on its own PUT. Refused with AKS's words:
+  a skipped minor, a downgrade, any version the twin has no binaries for, and a pool above its
+  control plane.
 
 Processes are started on the main thread only (the harness ties each child to the thread that
 started it): an HTTP handler that needs a plane hands the work to `serve`, which runs the
@@ -597,11 +598,15 @@ class AzureTwin:
     def _available(self) -> list[str]:
         return [self.base_version, *([self.next_version] if self.next_version else [])]
 
-    def _pool_version(self, pool: str, requested: str, control_plane: str) -> str:
-        """The version a pool runs for its request: its cluster's when unset; never above its
-        control plane (AKS: NodePoolMcVersionIncompatible)."""
+    def _pool_version(
+        self, pool: str, requested: str, control_plane: str, current: str | None = None
+    ) -> str:
+        """The version a pool runs for its request: when unset, the one it runs (a new pool:
+        its cluster's; upstream/aks_rules.py `system-pool-version`: a pool is not upgraded with
+        its control plane unless its orchestratorVersion is sent too); never above its control
+        plane (AKS: NodePoolMcVersionIncompatible)."""
         if not requested:
-            return control_plane
+            return current or control_plane
         version = resolve_version(requested, self._available())
         if version is None:
             raise ArmError(
@@ -687,7 +692,10 @@ class AzureTwin:
         if cluster is None:
             return {"provisioningState": "Succeeded"}
         requested = str(inputs.get("orchestratorVersion") or "")
-        version = self._pool_version(pool, requested, cluster.version)
+        rid = self._id("azure-native:containerservice:AgentPool", inputs)
+        old = self.resources.get(rid)
+        current = str(old.outputs.get("currentOrchestratorVersion") or "") if old else ""
+        version = self._pool_version(pool, requested, cluster.version, _v(current))
         if self.nodes is not None:
             self.nodes.pool_put(cluster_name, inputs, self._on_main, version)
             self._upgrade_pool(cluster_name, pool, version)
@@ -702,9 +710,16 @@ class AzureTwin:
         name = str(inputs["resourceName"])
         version = self._cluster_version(name, str(inputs.get("kubernetesVersion") or ""))
         profiles = [dict(p) for p in inputs.get("agentPoolProfiles") or []]
+        running = {
+            str(p.get("name")): _v(str(p.get("currentOrchestratorVersion") or ""))
+            for p in kept.get("agentPoolProfiles") or []
+        }
         pools = {
             str(p["name"]): self._pool_version(
-                str(p["name"]), str(p.get("orchestratorVersion") or ""), version
+                str(p["name"]),
+                str(p.get("orchestratorVersion") or ""),
+                version,
+                running.get(str(p["name"])),
             )
             for p in profiles
         }
@@ -721,13 +736,6 @@ class AzureTwin:
             self.nodes.cluster_put(name, inputs, self._on_main, pools)
             for pool, moved in pools.items():
                 self._upgrade_pool(name, pool, moved)
-            # AgentPools with no orchestratorVersion of their own follow their cluster.
-            for record in self.of_type("containerservice:AgentPool"):
-                if record.inputs.get("resourceName") == name and not record.inputs.get(
-                    "orchestratorVersion"
-                ):
-                    self._upgrade_pool(name, str(record.inputs["agentPoolName"]), version)
-                    record.outputs["currentOrchestratorVersion"] = version.removeprefix("v")
         for profile in profiles:
             profile["currentOrchestratorVersion"] = pools[str(profile["name"])].removeprefix("v")
         addons = dict(inputs.get("addonProfiles") or {})
@@ -1006,3 +1014,8 @@ def validate(rtype: str, inputs: dict[str, Any], name: str = "") -> list[dict[st
                 {"property": "agentPoolName", "reason": "1-12 lowercase letters and digits (AKS)"}
             )
     return failures
+
+
+def _v(version: str) -> str | None:
+    """A version as the twin keeps it ("v1.36.3"), from ARM's form ("1.36.3"); None if empty."""
+    return f"v{version.removeprefix('v')}" if version else None

@@ -398,7 +398,7 @@ def _phase(pod: dict[str, Any]) -> str:
     return str((pod.get("status") or {}).get("phase") or "")
 
 
-def test_a_worker_minor_bump_through_up_moves_its_control_plane_then_every_pool_with_a_job_running(
+def test_a_worker_minor_bump_is_refused_by_up_and_upgrades_on_the_twin_with_work_in_it(
     twin_run: TwinRun, report: Report
 ) -> None:
     """Issue 39: a worker's `kubernetesVersion` bumped to the next minor while a job runs there.
