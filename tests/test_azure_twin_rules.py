@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
@@ -20,10 +21,13 @@ from tests.realtier.azure_twin import (
     UNKNOWN,
     ArmError,
     AzureTwin,
+    Cluster,
+    Relay,
     Resource,
+    resolve_version,
     validate,
 )
-from tests.realtier.harness import Tools
+from tests.realtier.harness import ControlPlane, Tools
 from tests.realtier.twin import load_stack
 
 RG = "azure-native:resources:ResourceGroup"
@@ -209,3 +213,67 @@ def test_an_association_moved_to_another_cluster_is_replaced() -> None:
     assert replaces == ["resourceUri"]
     _, replaces = diff(ASSOCIATION, old, {**old, "dataCollectionRuleId": "/r2"}, [])
     assert replaces == []
+
+
+def _versioned_twin(tmp_path: Path) -> AzureTwin:
+    """A twin whose real tier has 1.36.3 and the next minor 1.37.2, with worker-1 at 1.36.3 (a
+    record and a stand-in Cluster: its plane is the real tier's business)."""
+    bins = {n: tmp_path / f"{n}-{v}" / "bin" / n for n, v in [("kube-apiserver", "1.36.3")]}
+    tools = cast("Tools", SimpleNamespace(kube_apiserver=bins["kube-apiserver"]))
+    after = (
+        tmp_path / "kube-apiserver-next-1.37.2" / "bin" / "kube-apiserver",
+        tmp_path / "kube-controller-manager-next-1.37.2" / "bin" / "kube-controller-manager",
+    )
+    twin = AzureTwin(
+        tmp_path, tools, kueue_for=lambda _p: None, kueue_crds=[], next_control_plane=after
+    )
+    twin.put(RG, {"resourceGroupName": GROUP, "location": "westeurope"}, preview=False, create=True)
+    twin.resources[CLUSTER_ID] = Resource(MC, CLUSTER_ID, {"resourceName": "worker-1"}, {})
+    twin.clusters["worker-1"] = Cluster(
+        cast("ControlPlane", None), None, cast("Relay", None), "v1.36.3"
+    )
+    return twin
+
+
+def test_a_version_is_its_newest_patch_the_twin_has() -> None:
+    have = ["v1.36.3", "v1.37.2"]
+    assert resolve_version("1.36", have) == "v1.36.3"
+    assert resolve_version("1.37", have) == "v1.37.2"
+    assert resolve_version("1.37.2", have) == "v1.37.2"
+    assert resolve_version("1.37.1", have) is None
+    assert resolve_version("1.38", have) is None
+
+
+def test_a_skip_a_downgrade_and_a_pool_above_its_control_plane_are_refused_in_aks_words(
+    tmp_path: Path,
+) -> None:
+    twin = _versioned_twin(tmp_path)
+    cluster = {"resourceGroupName": GROUP, "resourceName": "worker-1", "location": "westeurope"}
+    for asked, said in [
+        ("1.38", r"Upgrading Kubernetes version 1.36.3 to 1.38 is not allowed\. "),
+        ("1.35", r"Downgrading Kubernetes version 1.36.3 to 1.35 is not allowed\. "),
+    ]:
+        with pytest.raises(ArmError, match=f"OperationNotAllowed: {said}"):
+            twin.put(MC, {**cluster, "kubernetesVersion": asked}, preview=False, create=False)
+    profile = {"name": "system", "vmSize": "Standard_D2s_v5", "orchestratorVersion": "1.37"}
+    with pytest.raises(
+        ArmError, match=r"NodePoolMcVersionIncompatible: Node pool version 1\.37\.2"
+    ):
+        twin.put(
+            MC,
+            {**cluster, "kubernetesVersion": "1.36", "agentPoolProfiles": [profile]},
+            preview=False,
+            create=False,
+        )
+    pool = {**POOL_INPUTS, "resourceGroupName": GROUP, "orchestratorVersion": "1.37"}
+    with pytest.raises(ArmError, match="bigger than control plane version 36"):
+        twin.put(POOL, pool, preview=False, create=True)
+    with pytest.raises(ArmError, match="K8sVersionNotSupported"):
+        twin.put(
+            MC,
+            {**cluster, "resourceName": "new", "kubernetesVersion": "1.35"},
+            preview=False,
+            create=True,
+        )
+    assert twin.clusters["worker-1"].version == "v1.36.3"
+    assert CLUSTER_ID in twin.resources

@@ -25,6 +25,14 @@ matches the nodes its own Azure requests make, or the twin's jobs do not run.
   (cloudprovider/kwok/kwok_provider.go, called from `ExitCleanUp`), which AKS's VMSS provider
   does not do.
 
+- A pool's nodes report the Kubernetes version the pool runs (`status.nodeInfo.kubeletVersion`,
+  the version the Azure twin resolved from the request: tests/realtier/azure_twin.py). A move of
+  a pool to another version (`upgrade`) is AKS's node upgrade, tests/realtier/reimage.py's
+  surge, cordon, drain through the Eviction API (PodDisruptionBudgets honoured) and reimage to
+  the new version, with the request's `upgradeSettings` (AKS's defaults where it sends none)
+  and the drain timeout compressed (DRAIN_SECONDS_PER_MINUTE). The cluster's autoscaler is
+  stopped for it and started again after with the new version in its node groups' templates.
+
 Processes are started through `on_main` (the Azure twin's main-thread queue: the harness ties
 each child to the thread that started it); waits run on the caller's thread.
 """
@@ -54,6 +62,7 @@ from tests.realtier.autoscaler import (
     kwok_config_maps,
 )
 from tests.realtier.harness import CONTROLLERS, ControlPlane, StartError, apply
+from tests.realtier.reimage import PoolUpgrade, ReimageRecord, reimage_pool
 from tests.realtier.twin import (
     ACCELERATOR_LABEL,
     VIRTUAL_NODE_NAME,
@@ -94,6 +103,13 @@ AKS_DEFAULT_COUNT: Final = 1
 AKS_SCALE_DOWN_UNNEEDED_TIME: Final = "10m"
 AKS_SCALE_DOWN_DELAY_AFTER_ADD: Final = "10m"
 STATUS_CONFIG_MAP: Final = "cluster-autoscaler-status"
+# AKS's upgradeSettings defaults (AgentPoolUpgradeSettings): 10% surge, a 30-minute drain,
+# `Schedule` for a node whose drain is still blocked at its end.
+AKS_MAX_SURGE: Final = "10%"
+AKS_DRAIN_TIMEOUT_MINUTES: Final = 30
+AKS_UNDRAINABLE: Final = "Schedule"
+# The twin's clock for a drain: a minute of `drainTimeoutInMinutes` is this many seconds.
+DRAIN_SECONDS_PER_MINUTE: Final = 3.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +129,21 @@ class PoolRequest:
     spot: bool
     max_pods: int | None
     zones: tuple[str, ...]
+    version: str  # orchestratorVersion as sent ("" when unset: the pool follows its cluster)
+    upgrade: PoolUpgrade  # upgradeSettings, AKS's defaults where unset; the drain compressed
+
+
+def pool_upgrade(settings: Mapping[str, Any]) -> PoolUpgrade:
+    """A request's `upgradeSettings` as the node upgrade plays them (AKS's defaults where
+    unset; `drainTimeoutInMinutes` in the twin's seconds)."""
+    minutes = float(settings.get("drainTimeoutInMinutes") or AKS_DRAIN_TIMEOUT_MINUTES)
+    behaviour = str(settings.get("undrainableNodeBehavior") or AKS_UNDRAINABLE)
+    assert behaviour in ("Cordon", "Schedule"), behaviour
+    return PoolUpgrade(
+        max_surge=str(settings.get("maxSurge") or AKS_MAX_SURGE),
+        drain_timeout=minutes * DRAIN_SECONDS_PER_MINUTE,
+        undrainable="Cordon" if behaviour == "Cordon" else "Schedule",
+    )
 
 
 def pool_request(inputs: Mapping[str, Any]) -> PoolRequest:
@@ -136,6 +167,8 @@ def pool_request(inputs: Mapping[str, Any]) -> PoolRequest:
         spot=inputs.get("scaleSetPriority") == "Spot",
         max_pods=int(inputs["maxPods"]) if inputs.get("maxPods") is not None else None,
         zones=tuple(str(z) for z in inputs.get("availabilityZones") or ()),
+        version=str(inputs.get("orchestratorVersion") or ""),
+        upgrade=pool_upgrade(inputs.get("upgradeSettings") or {}),
     )
 
 
@@ -181,9 +214,14 @@ def node_name(pool: str, index: int) -> str:
 
 
 def template_node(
-    cluster: ClusterRequest, pool: PoolRequest, shapes: Mapping[str, VmShape], index: int = 0
+    cluster: ClusterRequest,
+    pool: PoolRequest,
+    shapes: Mapping[str, VmShape],
+    index: int = 0,
+    version: str = "",
 ) -> dict[str, Any]:
-    """Node `index` of `pool` as AKS shapes it (tests/realtier/twin.py's node)."""
+    """Node `index` of `pool` as AKS shapes it (tests/realtier/twin.py's node), its kubelet
+    reporting `version` (kwok's node-initialize Stage keeps a version it finds)."""
     shape = lookup_vm(pool.vm_size, shapes)
     if shape is None:
         raise StartError(f"{pool.name}: VM size {pool.vm_size!r} is not in the twin's catalogue")
@@ -214,7 +252,10 @@ def template_node(
         labels["topology.kubernetes.io/zone"] = (
             f"{cluster.location}-{pool.zones[index % len(pool.zones)]}"
         )
-    return _node(node_name(pool.name, index), labels, taints, capacity, allocatable)
+    node = _node(node_name(pool.name, index), labels, taints, capacity, allocatable)
+    if version:
+        node["status"]["nodeInfo"] = {"kubeletVersion": version}
+    return node
 
 
 def pool_nodes(
@@ -223,19 +264,25 @@ def pool_nodes(
     pool: PoolRequest,
     shapes: Mapping[str, VmShape],
     indices: Sequence[int],
+    *,
+    version: str = "",
 ) -> PoolNodes:
     """Nodes `indices` of the pool; members of its node group when it is autoscaled."""
-    nodes = [template_node(cluster, pool, shapes, i) for i in indices]
+    nodes = [template_node(cluster, pool, shapes, i, version) for i in indices]
     if pool.autoscaled:
         nodes = [_member(n, pool.name) for n in nodes]
     return PoolNodes(cluster_name, pool.name, pool.vm_size, tuple(nodes))
 
 
 def group_template(
-    cluster: ClusterRequest, pool: PoolRequest, shapes: Mapping[str, VmShape], size: int
+    cluster: ClusterRequest,
+    pool: PoolRequest,
+    shapes: Mapping[str, VmShape],
+    size: int,
+    version: str = "",
 ) -> dict[str, Any]:
     """The kwok provider's template of an autoscaled pool: its node, its min/max and size."""
-    node = template_node(cluster, pool, shapes)
+    node = template_node(cluster, pool, shapes, version=version)
     node["metadata"]["name"] = pool.name
     node["metadata"]["labels"].pop("kubernetes.io/hostname", None)
     node["metadata"]["annotations"].update(
@@ -253,6 +300,7 @@ class _Cluster:
     plane: ControlPlane
     request: ClusterRequest | None = None
     pools: dict[str, PoolRequest] = field(default_factory=dict[str, PoolRequest])
+    versions: dict[str, str] = field(default_factory=dict[str, str])  # pool -> its kubelets'
     lock: threading.Lock = field(default_factory=threading.Lock)
     autoscaler_key: str = ""  # what the running autoscaler was started with ("" none)
     autoscaler_starts: int = 0
@@ -266,6 +314,8 @@ class AzureNodes:
     autoscaler: Path  # the cluster-autoscaler built with -tags kwok
     shapes: Mapping[str, VmShape]  # VM sizes beyond the built-in table (the stack's `vmSizes`)
     clusters: dict[str, _Cluster] = field(default_factory=dict[str, _Cluster])
+    # Every node upgrade run, in order (tests and the Azure twin's record read them).
+    upgrades: list[ReimageRecord] = field(default_factory=list[ReimageRecord])
 
     # ---- hooks of the Azure twin -------------------------------------------------------------
 
@@ -274,16 +324,23 @@ class AzureNodes:
         self.clusters[plane.name] = _Cluster(plane)
         on_main(lambda: launch_simulation(plane, self.sim))
 
-    def cluster_put(self, name: str, inputs: Mapping[str, Any], on_main: OnMain[Any]) -> None:
+    def cluster_put(
+        self,
+        name: str,
+        inputs: Mapping[str, Any],
+        on_main: OnMain[Any],
+        versions: Mapping[str, str] | None = None,
+    ) -> None:
         """A ManagedCluster created or updated: its System pool's nodes, the virtual node, and
-        the autoscaler (its profile may have changed)."""
+        the autoscaler (its profile may have changed). `versions`: the version each System
+        pool runs now (the twin resolved it); a pool that moves is upgraded (`upgrade`)."""
         state = self.clusters[name]
         request = cluster_request(inputs)
         with state.lock:
             had_virtual = state.request is not None and state.request.virtual_node
             state.request = request
             for pool in request.system_pools:
-                self._reshape(name, state, pool)
+                self._reshape(name, state, pool, (versions or {}).get(pool.name, ""))
             if request.virtual_node and not had_virtual:
                 register_nodes(
                     state.plane,
@@ -294,13 +351,47 @@ class AzureNodes:
             self._reconfigure_autoscaler(state, on_main)
         self._await_ready(state)
 
-    def pool_put(self, cluster: str, inputs: Mapping[str, Any], on_main: OnMain[Any]) -> None:
-        """An AgentPool created or updated: its nodes, and the autoscaler's node groups."""
+    def pool_put(
+        self, cluster: str, inputs: Mapping[str, Any], on_main: OnMain[Any], version: str = ""
+    ) -> None:
+        """An AgentPool created or updated: its nodes, and the autoscaler's node groups.
+        `version`: the version the pool runs now (a move is upgraded: `upgrade`)."""
         state = self.clusters[cluster]
         with state.lock:
-            self._reshape(cluster, state, pool_request(inputs))
+            self._reshape(cluster, state, pool_request(inputs), version)
             self._reconfigure_autoscaler(state, on_main)
         self._await_ready(state)
+
+    def version_of(self, cluster: str, pool: str) -> str:
+        """The version the pool's nodes run ("" unknown)."""
+        return self.clusters[cluster].versions.get(pool, "")
+
+    def upgrade(
+        self, cluster: str, pool: str, version: str, on_main: OnMain[Any]
+    ) -> ReimageRecord | None:
+        """AKS's node upgrade of one pool to `version` (the module's docstring), with the
+        autoscaler stopped meanwhile (it would make nodes of the old version) and started
+        again after. None when the pool already runs it. Raises UpgradeBlockedError when a node
+        could not be drained."""
+        state = self.clusters[cluster]
+        with state.lock:
+            if state.versions.get(pool) == version or pool not in state.pools:
+                return None
+            assert state.request is not None
+            request = state.pools[pool]
+            kill_autoscaler(state.plane)
+            state.autoscaler_key = ""
+            template = template_node(state.request, request, self.shapes, version=version)
+            template["metadata"]["labels"].pop("kubernetes.io/hostname", None)
+            record = reimage_pool(
+                state.plane, pool, template, "", request.upgrade, kubelet_version=version
+            )
+            self.upgrades.append(record)
+            state.versions[pool] = version
+            self._reconfigure_autoscaler(state, on_main)
+        if not record.succeeded:
+            raise UpgradeBlockedError(record)
+        return record
 
     def pool_deleted(self, cluster: str, pool: str, on_main: OnMain[Any]) -> None:
         """An AgentPool deleted: its nodes go (the autoscaler's too), and its node group."""
@@ -325,13 +416,16 @@ class AzureNodes:
         done = plane.kubectl("get", "nodes", "-l", f"{AGENTPOOL_LABEL}={pool}", "-o", "name")
         return sorted(n.removeprefix("node/") for n in done.stdout.split())
 
-    def _reshape(self, cluster: str, state: _Cluster, pool: PoolRequest) -> None:
+    def _reshape(self, cluster: str, state: _Cluster, pool: PoolRequest, version: str) -> None:
         """Make the pool's nodes what `pool` asks: all new on create; on update the kept nodes
         relabelled and retainted, the count the request's (autoscaled: the size clamped into
-        the new range; AKS leaves the count to the autoscaler)."""
+        the new range; AKS leaves the count to the autoscaler). New nodes run the version the
+        pool runs (an update does not move it: `upgrade` does)."""
         assert state.request is not None
         old = state.pools.get(pool.name)
         state.pools[pool.name] = pool
+        state.versions.setdefault(pool.name, version)
+        version = state.versions[pool.name]
         existing = [] if old is None else self._node_names(state.plane, pool.name)
         if old is None:
             target = pool.count
@@ -352,7 +446,8 @@ class AzureNodes:
         indices = [next(free) for _ in range(target - len(kept))]
         if indices:
             register_nodes(
-                state.plane, [pool_nodes(cluster, state.request, pool, self.shapes, indices)]
+                state.plane,
+                [pool_nodes(cluster, state.request, pool, self.shapes, indices, version=version)],
             )
 
     def _relabel(
@@ -382,7 +477,10 @@ class AzureNodes:
         groups = sorted((p for p in state.pools.values() if p.autoscaled), key=lambda p: p.name)
         if request is None:
             return
-        shaped = [[p.name, p.vm_size, p.labels, p.taints, p.spot] for p in groups]
+        shaped = [
+            [p.name, p.vm_size, p.labels, p.taints, p.spot, state.versions.get(p.name, "")]
+            for p in groups
+        ]
         ranges = [[p.min_count, p.max_count] for p in groups]
         key = json.dumps([shaped, ranges, list(request.scale_down), request.expander or ""])
         if not groups:
@@ -395,7 +493,13 @@ class AzureNodes:
         if not groups:
             return
         templates = [
-            group_template(request, p, self.shapes, len(self._node_names(plane, p.name)))
+            group_template(
+                request,
+                p,
+                self.shapes,
+                len(self._node_names(plane, p.name)),
+                state.versions.get(p.name, ""),
+            )
             for p in groups
         ]
         applied = apply(plane, kwok_config_maps(templates))
@@ -418,6 +522,14 @@ class AzureNodes:
     def autoscaler_starts(self, cluster: str) -> int:
         """How many times the cluster's autoscaler was started."""
         return self.clusters[cluster].autoscaler_starts
+
+
+class UpgradeBlockedError(Exception):
+    """A node upgrade that could not drain a node (AKS's operation ends Failed)."""
+
+    def __init__(self, record: ReimageRecord) -> None:
+        super().__init__(record.summary())
+        self.record = record
 
 
 def kill_autoscaler(plane: ControlPlane) -> None:

@@ -25,6 +25,16 @@ process (tests/realtier/azure_provider.py forwards each provider call here as JS
   cluster-autoscaler; its nodes are the System pool and the AgentPools as requested
   (tests/realtier/azure_nodes.py), and the pinned Kueue's Job webhooks are registered on it
   (tests/realtier/kueue_webhooks.py).
+- Kubernetes versions: a cluster is created at the real tier's minor or the next one (the
+  binaries its plane can start with). An update whose `kubernetesVersion` moves to the next
+  minor upgrades it as AKS does: the control plane first (its kube-apiserver and
+  kube-controller-manager swapped to the next minor's binaries, `swap_control_plane`; the one
+  upgrade available), then each inline pool whose orchestratorVersion moves with it (one
+  without a version stays where it is: upstream/aks_rules.py `system-pool-version`), node by
+  node, surge then drain (tests/realtier/azure_nodes.py `upgrade`); an AgentPool whose
+  orchestratorVersion moves is upgraded the same way on its own PUT. Refused with AKS's words:
+  a skipped minor, a downgrade, any version the twin has no binaries for, and a pool above its
+  control plane.
 
 Processes are started on the main thread only (the harness ties each child to the thread that
 started it): an HTTP handler that needs a plane hands the work to `serve`, which runs the
@@ -35,6 +45,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import json
 import queue
 import random
@@ -55,7 +66,7 @@ import yaml
 
 from checks import azure_api
 from tests.realtier import kueue_webhooks
-from tests.realtier.azure_nodes import PLANE_CONTROLLERS, AzureNodes
+from tests.realtier.azure_nodes import PLANE_CONTROLLERS, AzureNodes, UpgradeBlockedError
 from tests.realtier.azure_rbac import (
     Request,
     azure_rbac_enabled,
@@ -164,6 +175,45 @@ class Cluster:
     plane: ControlPlane
     kueue: KueueManager | None
     relay: Relay
+    version: str = ""  # its control plane's ("v1.36.3")
+
+
+@dataclass(frozen=True, slots=True)
+class UpgradeStep:
+    """One step of a version upgrade the twin ran: when it started and ended (time.monotonic())."""
+
+    started: float
+    at: float
+    cluster: str
+    what: str  # "control plane", or "pool <name>"
+    version: str
+
+
+# AKS's refusals (the quotes are of real responses: rancher/dashboard#11884, rancher/rancher#24071
+# and #33426); the links are AKS's own.
+SUPPORTED_VERSIONS: Final = "Please see https://aka.ms/aks-supported-k8s-ver for version details."
+SKEW_POLICY: Final = "For more information, please check https://aka.ms/version-skew-policy"
+
+
+def binary_version(binary: Path) -> str:
+    """The version of a real-tier binary from its directory (<tool>-<x.y.z>/bin/<tool>)."""
+    return "v" + binary.parent.parent.name.rsplit("-", 1)[1]
+
+
+def minor_of(version: str) -> tuple[int, int]:
+    major, minor = version.removeprefix("v").split(".")[:2]
+    return int(major), int(minor)
+
+
+def resolve_version(requested: str, available: list[str]) -> str | None:
+    """The version AKS runs for a requested one: `<major.minor>` is its newest patch (here the
+    one the twin has), a full version only itself; None when the twin has none."""
+    wanted = requested.removeprefix("v")
+    for version in available:
+        full = version.removeprefix("v")
+        if wanted == full or (wanted.count(".") == 1 and minor_of(full) == minor_of(wanted)):
+            return version
+    return None
 
 
 class Relay:
@@ -232,6 +282,11 @@ class AzureTwin:
     # The pinned Kueue's webhook manifests: its Job webhooks are registered on each plane as
     # the chart registers them (tests/realtier/kueue_webhooks.py); None: no webhooks.
     kueue_webhooks: Path | None = None
+    # The next minor's kube-apiserver and kube-controller-manager (harness
+    # find_next_control_plane): the one upgrade a cluster can take. None: no upgrade.
+    next_control_plane: tuple[Path, Path] | None = None
+    # Every control plane and pool upgrade step, in order.
+    upgrade_steps: list[UpgradeStep] = field(default_factory=list[UpgradeStep])
     # objectId -> principal type: the directory ARM checks role assignments against.
     directory: dict[str, str] = field(default_factory=lambda: {DEPLOYER_OBJECT_ID: "User"})
     resources: dict[str, Resource] = field(default_factory=dict[str, Resource])
@@ -523,19 +578,166 @@ class AzureTwin:
             return {"ipAddress": kept.get("ipAddress") or f"198.51.100.{random.randint(1, 254)}"}
         if rtype == "azure-native:containerservice:ManagedCluster":
             return self._managed_cluster(rid, inputs, kept)
-        if rtype == AGENT_POOL and self.nodes is not None:
-            self.nodes.pool_put(str(inputs["resourceName"]), inputs, self._on_main)
+        if rtype == AGENT_POOL:
+            return self._agent_pool(inputs)
         return {"provisioningState": "Succeeded"}
+
+    # ---- versions ----------------------------------------------------------------------------
+
+    @property
+    def base_version(self) -> str:
+        """The version a new plane runs (the real tier's kube-apiserver)."""
+        return binary_version(self.tools.kube_apiserver)
+
+    @property
+    def next_version(self) -> str | None:
+        if self.next_control_plane is None:
+            return None
+        return binary_version(self.next_control_plane[0])
+
+    def _available(self) -> list[str]:
+        return [self.base_version, *([self.next_version] if self.next_version else [])]
+
+    def _pool_version(
+        self, pool: str, requested: str, control_plane: str, current: str | None = None
+    ) -> str:
+        """The version a pool runs for its request: when unset, the one it runs (a new pool:
+        its cluster's; upstream/aks_rules.py `system-pool-version`: a pool is not upgraded with
+        its control plane unless its orchestratorVersion is sent too); never above its control
+        plane (AKS: NodePoolMcVersionIncompatible)."""
+        if not requested:
+            return current or control_plane
+        version = resolve_version(requested, self._available())
+        if version is None:
+            raise ArmError(
+                400,
+                "AgentPoolK8sVersionNotSupported",
+                f"Version {requested} is not supported in this region (agent pool {pool}).",
+            )
+        if minor_of(version) > minor_of(control_plane):
+            raise ArmError(
+                400,
+                "NodePoolMcVersionIncompatible",
+                f"Node pool version {version.removeprefix('v')} and control plane version "
+                f"{control_plane.removeprefix('v')} are incompatible. Minor version of node pool "
+                f"version {minor_of(version)[1]} is bigger than control plane version "
+                f"{minor_of(control_plane)[1]}. {SKEW_POLICY}",
+            )
+        return version
+
+    def _cluster_version(self, name: str, requested: str) -> str:
+        """The control plane version a ManagedCluster PUT asks for, as AKS allows it: a new
+        cluster at the twin's minor; an existing one at its own minor or the next."""
+        cluster = self.clusters.get(name)
+        if not requested:  # AKS's default version: here the one the twin has
+            return cluster.version if cluster is not None else self.base_version
+        if cluster is None:
+            version = resolve_version(requested, self._available())
+            if version is None:
+                raise ArmError(
+                    400,
+                    "K8sVersionNotSupported",
+                    f"Version {requested} is not supported in this region. Please use "
+                    "[az aks get-versions] command to get the supported version list in this "
+                    f"region (the Azure twin has {self._available()}).",
+                )
+            return version
+        current = cluster.version
+        if minor_of(requested) == minor_of(current):
+            return current  # the patch channel's business, not this PUT's
+        upgrades = [v for v in [self.next_version] if v and minor_of(v) > minor_of(current)]
+        offered = ",".join(v.removeprefix("v") for v in upgrades)
+        if minor_of(requested) < minor_of(current):
+            raise ArmError(
+                400,
+                "OperationNotAllowed",
+                f"Downgrading Kubernetes version {current.removeprefix('v')} to {requested} is "
+                f"not allowed. Available upgrades: {offered}. {SUPPORTED_VERSIONS}",
+            )
+        version = resolve_version(requested, upgrades)
+        if version is None or minor_of(version)[1] != minor_of(current)[1] + 1:
+            raise ArmError(
+                400,
+                "OperationNotAllowed",
+                f"Upgrading Kubernetes version {current.removeprefix('v')} to {requested} is "
+                f"not allowed. Available upgrades: [{offered}]. {SUPPORTED_VERSIONS}",
+            )
+        return version
+
+    def _step(self, started: float, cluster: str, what: str, version: str) -> None:
+        self.upgrade_steps.append(UpgradeStep(started, time.monotonic(), cluster, what, version))
+
+    def _upgrade_pool(self, cluster: str, pool: str, version: str) -> None:
+        """A pool's nodes to `version`, surge then drain (AKS's UpgradeFailed when a drain stays
+        blocked at its timeout)."""
+        if self.nodes is None:
+            return
+        started = time.monotonic()
+        try:
+            record = self.nodes.upgrade(cluster, pool, version, self._on_main)
+        except UpgradeBlockedError as exc:
+            blocked = {pod: why for d in exc.record.drains for pod, why in d.blocked.items()}
+            raise ArmError(
+                409,
+                "UpgradeFailed",
+                f"Drain of nodes of agent pool {pool} did not complete within its drain timeout: "
+                f"{blocked} (the twin: {exc.record.summary()})",
+            ) from exc
+        if record is not None:
+            self._step(started, cluster, f"pool {pool}", version)
+
+    def _agent_pool(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        cluster_name, pool = str(inputs["resourceName"]), str(inputs["agentPoolName"])
+        cluster = self.clusters.get(cluster_name)
+        if cluster is None:
+            return {"provisioningState": "Succeeded"}
+        requested = str(inputs.get("orchestratorVersion") or "")
+        rid = self._id("azure-native:containerservice:AgentPool", inputs)
+        old = self.resources.get(rid)
+        current = str(old.outputs.get("currentOrchestratorVersion") or "") if old else ""
+        version = self._pool_version(pool, requested, cluster.version, _v(current))
+        if self.nodes is not None:
+            self.nodes.pool_put(cluster_name, inputs, self._on_main, version)
+            self._upgrade_pool(cluster_name, pool, version)
+        return {
+            "currentOrchestratorVersion": version.removeprefix("v"),
+            "provisioningState": "Succeeded",
+        }
 
     def _managed_cluster(
         self, rid: str, inputs: dict[str, Any], kept: dict[str, Any]
     ) -> dict[str, Any]:
         name = str(inputs["resourceName"])
+        version = self._cluster_version(name, str(inputs.get("kubernetesVersion") or ""))
+        profiles = [dict(p) for p in inputs.get("agentPoolProfiles") or []]
+        running = {
+            str(p.get("name")): _v(str(p.get("currentOrchestratorVersion") or ""))
+            for p in kept.get("agentPoolProfiles") or []
+        }
+        pools = {
+            str(p["name"]): self._pool_version(
+                str(p["name"]),
+                str(p.get("orchestratorVersion") or ""),
+                version,
+                running.get(str(p["name"])),
+            )
+            for p in profiles
+        }
         if name not in self.clusters:
-            self.clusters[name] = self._start_cluster(name)
+            self.clusters[name] = self._start_cluster(name, version)
         cluster = self.clusters[name]
+        if version != cluster.version:  # the control plane first, as AKS upgrades
+            assert self.next_control_plane is not None
+            binaries, started = self.next_control_plane, time.monotonic()
+            self._on_main(lambda: cluster.plane.swap_control_plane(*binaries))
+            cluster.version = version
+            self._step(started, name, "control plane", version)
         if self.nodes is not None:
-            self.nodes.cluster_put(name, inputs, self._on_main)
+            self.nodes.cluster_put(name, inputs, self._on_main, pools)
+            for pool, moved in pools.items():
+                self._upgrade_pool(name, pool, moved)
+        for profile in profiles:
+            profile["currentOrchestratorVersion"] = pools[str(profile["name"])].removeprefix("v")
         addons = dict(inputs.get("addonProfiles") or {})
         if ACI_ADDON in addons and (addons[ACI_ADDON] or {}).get("enabled"):
             old = ((kept.get("addonProfiles") or {}).get(ACI_ADDON) or {}).get("identity") or {}
@@ -562,23 +764,31 @@ class AzureTwin:
                 "enabled": True,
                 "issuerURL": f"https://twin.oic.example/{TENANT}/{name}/",
             },
-            "currentKubernetesVersion": inputs.get("kubernetesVersion"),
+            "currentKubernetesVersion": version.removeprefix("v"),
+            "agentPoolProfiles": profiles,
             "provisioningState": "Succeeded",
             "powerState": {"code": "Running"},
             "nodeResourceGroup": f"MC_{inputs['resourceGroupName']}_{name}",
         }
 
-    def _start_cluster(self, name: str) -> Cluster:
+    def _start_cluster(self, name: str, version: str) -> Cluster:
         """A new cluster's plane and Kueue. Only the spawns run on the main thread; the waits
         run on the caller's (an HTTP handler's), so the engine's parallel ManagedCluster creates
         start their planes in parallel, as `start_all` starts several."""
         relay = Relay(("127.0.0.1", 0))  # bound now: its address goes into the certificate
         webhook = self.workdir / f"authorization-{name}.kubeconfig"
         webhook.write_text(webhook_kubeconfig(f"{self.url}/authorize/{name}"))
+        tools = self.tools
+        if version != self.base_version and self.next_control_plane is not None:
+            tools = dataclasses.replace(
+                tools,
+                kube_apiserver=self.next_control_plane[0],
+                kube_controller_manager=self.next_control_plane[1],
+            )
         plane = ControlPlane(
             name,
             self.workdir / "clusters" / name,
-            self.tools,
+            tools,
             apiserver_args=(
                 f"--token-auth-file={self.workdir / 'tokens.csv'}",
                 # Appended to the plane's Node,RBAC (a repeated list flag adds to it): AKS's
@@ -626,7 +836,7 @@ class AzureTwin:
                     self._on_main(lambda: stop_kueues([kueue]))
             self._on_main(lambda: stop_all([plane]))
             raise
-        return Cluster(plane, kueue, relay)
+        return Cluster(plane, kueue, relay, version)
 
     def _stop_cluster(self, cluster: Cluster) -> None:
         if self.nodes is not None:
@@ -804,3 +1014,8 @@ def validate(rtype: str, inputs: dict[str, Any], name: str = "") -> list[dict[st
                 {"property": "agentPoolName", "reason": "1-12 lowercase letters and digits (AKS)"}
             )
     return failures
+
+
+def _v(version: str) -> str | None:
+    """A version as the twin keeps it ("v1.36.3"), from ARM's form ("1.36.3"); None if empty."""
+    return f"v{version.removeprefix('v')}" if version else None

@@ -35,7 +35,8 @@ from tests.realtier.azure_twin import AzureTwin
 from tests.realtier.chart_repo import ChartRepo
 from tests.realtier.conftest import kueue_crd_paths
 from tests.realtier.engine import EngineRun, find_engine, workspace
-from tests.realtier.harness import ControlPlane, Report, Tools
+from tests.realtier.faults import timed_simulation
+from tests.realtier.harness import ControlPlane, Report, Tools, find_next_control_plane
 from tests.realtier.kueue import kueue_binary, metrics_certs
 from tests.realtier.pulumi_cli import op_counts
 from tests.realtier.twin import VIRTUAL_NODE_NAME, load_stack
@@ -89,8 +90,12 @@ def twin_session(stack: str, tools: Tools, root: Path) -> Iterator[TwinRun]:
         kueue_for=lambda plane: _kueue_for(mapped, plane, binary, root / "kueue", "2m"),
         kueue_crds=[*kueue_crd_paths(fleet), crd],
         # Azure's VM catalogue: the built-in table and the stack's own `vmSizes`.
-        nodes=AzureNodes(sim, autoscaler, custom_shapes(fleet)),
+        # kwok's pod-complete Stage delayed by a pod's own annotation (a test's job that runs
+        # for a while); a pod without it completes at once, as before.
+        nodes=AzureNodes(timed_simulation(sim, root / "stages"), autoscaler, custom_shapes(fleet)),
         kueue_webhooks=webhooks,
+        # The next minor's control plane: the one Kubernetes upgrade a cluster can take.
+        next_control_plane=find_next_control_plane()[0],
     )
     (root / "azure").mkdir()
     # Charts the program fetches by URL (prod's NVIDIA device plugin): a stand-in repository.

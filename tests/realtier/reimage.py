@@ -33,6 +33,13 @@ surge node is cordoned, drained and deleted". Per batch of `maxSurge` old nodes:
 A later run (the next window) takes the pool's nodes not on the new image, the quarantined ones
 included, and the buffers retained for them. What differs from AKS is listed in docs/testing.md
 ("The node reimage stand-in").
+
+The same order is AKS's node upgrade to a new Kubernetes version ("How does an AKS upgrade
+happen": the buffer node "runs the specified Kubernetes version", the drained node "is reimaged
+to receive the new version"): with `kubelet_version`, the old nodes are those whose kubelet
+reports another version, surge nodes report the new one and a drained node is reimaged to it
+(its `status.nodeInfo.kubeletVersion`). The Azure twin's upgrade of a pool is this
+(tests/realtier/azure_nodes.py).
 """
 
 from __future__ import annotations
@@ -147,6 +154,11 @@ def is_surge(node: Mapping[str, Any]) -> bool:
     return SURGE_ANNOTATION in (node["metadata"].get("annotations") or {})
 
 
+def kubelet_of(node: Mapping[str, Any]) -> str:
+    """The version the node's kubelet reports."""
+    return str(((node.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion") or "")
+
+
 def is_ready(node: Mapping[str, Any]) -> bool:
     conditions = (node.get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
@@ -201,7 +213,7 @@ class ReimageRecord:
 
     cluster: str
     pool: str
-    image: str
+    image: str  # "" when the run moves the kubelet version only (`kubelet_version`)
     settings: PoolUpgrade
     old_nodes: list[str] = field(default_factory=list[str])
     batches: list[list[str]] = field(default_factory=list[list[str]])
@@ -246,6 +258,7 @@ class _Run:
     plane: ControlPlane
     record: ReimageRecord
     template: Mapping[str, Any]
+    kubelet_version: str | None = None
     t0: float = field(default_factory=time.monotonic)
 
     def note(self, text: str) -> None:
@@ -263,7 +276,7 @@ class _Run:
         meta["labels"] = {
             **meta.get("labels", {}),
             "kubernetes.io/hostname": name,
-            NODE_IMAGE_LABEL: self.record.image,
+            **({NODE_IMAGE_LABEL: self.record.image} if self.record.image else {}),
         }
         meta["annotations"] = {
             **meta.get("annotations", {}),
@@ -274,6 +287,9 @@ class _Run:
         meta.pop("uid", None)
         node["spec"] = {**node.get("spec", {}), "providerID": provider_id(name)}
         node["spec"].pop("unschedulable", None)
+        if self.kubelet_version is not None:
+            node.setdefault("status", {}).setdefault("nodeInfo", {})
+            node["status"]["nodeInfo"]["kubeletVersion"] = self.kubelet_version
         status, body = request(self.plane, "POST", "/api/v1/nodes", node)
         if status != 201:
             raise AssertionError(f"[{self.plane.name}] surge node {name}: {status} {body}")
@@ -338,9 +354,15 @@ class _Run:
 
     def finish(self, node: str, drain: Drain) -> None:
         if drain.drained:
-            # "it's reimaged": the node comes back on the new image, schedulable.
-            image = {NODE_IMAGE_LABEL: self.record.image, UPGRADE_STATUS_LABEL: None}
-            label(self.plane, node, image)
+            # "it's reimaged": the node comes back on the new image (version), schedulable.
+            image = {NODE_IMAGE_LABEL: self.record.image} if self.record.image else {}
+            label(self.plane, node, {**image, UPGRADE_STATUS_LABEL: None})
+            if self.kubelet_version is not None:
+                _merge_patch(
+                    self.plane,
+                    f"/api/v1/nodes/{node}/status",
+                    {"status": {"nodeInfo": {"kubeletVersion": self.kubelet_version}}},
+                )
             cordon(self.plane, node, unschedulable=False)
             self.record.reimaged.append(node)
             self.note(f"{node} reimaged")
@@ -362,21 +384,28 @@ def reimage_pool(
     settings: PoolUpgrade,
     *,
     after_batch: Callable[[ReimageRecord], None] | None = None,
+    kubelet_version: str | None = None,
 ) -> ReimageRecord:
     """Upgrade `pool`'s nodes on `plane` to node image `image`, as AKS orders it (module doc).
 
     `template`: the Node the twin registers for the pool (tests/realtier/twin.py), the shape of
     its surge nodes. The pool's nodes not already on `image` are upgraded (surge nodes kept from
     an earlier run are buffers, not old nodes). `after_batch` is called after each batch (a test
-    may look at the plane between batches)."""
+    may look at the plane between batches). `kubelet_version`: a version upgrade (the module's
+    docstring); its nodes not on that version are the old ones, and `image` may be ""."""
     record = ReimageRecord(plane.name, pool, image, settings)
-    run = _Run(plane, record, template)
+    run = _Run(plane, record, template, kubelet_version)
     nodes = pool_nodes(plane, pool)
     buffers = [str(n["metadata"]["name"]) for n in nodes if is_surge(n)]
     old = [
         str(n["metadata"]["name"])
         for n in nodes
-        if not is_surge(n) and (n["metadata"].get("labels") or {}).get(NODE_IMAGE_LABEL) != image
+        if not is_surge(n)
+        and (
+            kubelet_of(n) != kubelet_version
+            if kubelet_version is not None
+            else (n["metadata"].get("labels") or {}).get(NODE_IMAGE_LABEL) != image
+        )
     ]
     record.old_nodes = list(old)
     size = surge_count(settings.max_surge, len(old))

@@ -22,6 +22,10 @@ the engine created, each only once it has propagated (tests/realtier/azure_rbac.
   cluster-autoscaler made from the program's AgentPool request; no pod ran on the manager.
 - An AgentPool update reshapes its nodes and restarts the autoscaler with the new node group; a
   delete removes its nodes (the twin's own behaviour, through the calls the plugin makes).
+- A worker's minor bump while a job runs there: `up` with it is refused by the program (the
+  pinned Kueue is tested up to 1.36, the real tier's next minor is 1.37), so the engine's
+  requests for it go to the twin as the plugin's Update sends them; the control plane moves
+  first, then every pool, System pool included, surge then drain; the job completes once.
 - A pool's vmSize change previews as a replace of that AgentPool and nothing else.
 - `destroy` removes everything, Azure resources and planes.
 - A grant that never propagates stops a new `up` within `access.authorizationTimeoutSeconds`
@@ -43,7 +47,7 @@ import pytest
 import yaml
 from pulumi import automation as auto
 
-from constants import PROJECT
+from constants import CONFIG_KEY, PROJECT
 from tests.realtier.autoscaler import (
     GROUP_ANNOTATION,
     MAX_ANNOTATION,
@@ -57,6 +61,7 @@ from tests.realtier.azure_twin import (
     AKS_SERVER_ID,
     DEPLOYER_OBJECT_ID,
     ENTRA_USER,
+    ArmError,
     AzureTwin,
 )
 from tests.realtier.azure_twin_run import (
@@ -66,9 +71,16 @@ from tests.realtier.azure_twin_run import (
     twin_session,
     up_twice,
 )
+from tests.realtier.faults import KUEUE_API, condition, get_json, items
 from tests.realtier.harness import ROOT, ControlPlane, Report, Tools
+from tests.realtier.jobs import suspended_job, workload_of_job
 from tests.realtier.pulumi_cli import op_counts
+from tests.realtier.reimage import is_surge, kubelet_of
+from tests.realtier.test_faults_runtime import where
+from tests.realtier.test_worker_upgrade import version_of
+from tests.realtier.twin import VIRTUAL_NODE_NAME
 from tests.realtier.twin_run import KubectlWatch
+from tests.realtier.wait import until
 from upstream.aks import AGENTPOOL_LABEL
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
@@ -89,6 +101,14 @@ NAMESPACE: Final = "team-a"  # examples/sleep-job.yaml's
 # the wait line itself allows 15 minutes, which is AKS's time; the twin's job is stuck long before.
 WHERE_TIMEOUT: Final = 120.0
 WAIT_TIMEOUT: Final = 300.0
+# The minor bump's job: its pods run this long (kwok), past the control plane's and the System
+# pool's upgrade, so that the batch pool's drain finds them running.
+BUMP_JOB: Final = "bump-run"
+BUMP_PODS: Final = 2
+BUMP_RUN_FOR: Final = "60s"
+MANAGED_CLUSTER: Final = "azure-native:containerservice:ManagedCluster"
+UPDATE: Final = {"preview": False, "create": False}  # the plugin's Update
+JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
 
 
 @pytest.fixture(scope="module")
@@ -365,6 +385,246 @@ def _nodes(plane: ControlPlane, selector: str | None = None) -> list[dict[str, A
 
 def _node_names(plane: ControlPlane) -> list[str]:
     return [n["metadata"]["name"] for n in _nodes(plane)]
+
+
+def _pods_of(plane: ControlPlane, job: str) -> list[dict[str, Any]]:
+    found = plane.kubectl(
+        "get", "pods", "-n", NAMESPACE, "-l", f"{JOB_NAME_LABEL}={job}", "-o", "json"
+    )
+    return json.loads(found.stdout)["items"]
+
+
+def _phase(pod: dict[str, Any]) -> str:
+    return str((pod.get("status") or {}).get("phase") or "")
+
+
+def test_a_worker_minor_bump_is_refused_by_up_and_upgrades_on_the_twin_with_work_in_it(
+    twin_run: TwinRun, report: Report
+) -> None:
+    """Issue 39: a worker's `kubernetesVersion` bumped to the next minor while a job runs there.
+
+    `up` with the bump is refused by the program before any Azure call: the pinned Kueue
+    (0.19.2) is tested up to 1.36 (upstream/kueue.py KUEUE_KUBERNETES, checks.upgrades), and the
+    next minor the real tier has is 1.37. So the engine's requests for the bump are sent to the
+    twin as the plugin's Update sends them (`put`, as the pool-update test does): the
+    ManagedCluster's inputs with the new `kubernetesVersion` and the System pool's
+    `orchestratorVersion` (builders/azure_cluster.py sends the cluster's version there), then
+    each AgentPool's with the new `orchestratorVersion` (`fleet.pool_version_of`), in the
+    engine's order (an AgentPool names its cluster's output). The twin upgrades the control
+    plane first, then the System pool, then the batch pool, node by node, surge then drain
+    (tests/realtier/azure_nodes.py `upgrade`); the batch node's drain waits on the job's pods
+    (the program's PodDisruptionBudget refuses their eviction) until they complete; the job
+    completes exactly once. A skip, a downgrade and a pool above its control plane are refused
+    with AKS's words. The engine's state keeps 1.36 (the later tests only preview and destroy)."""
+    twin, run, raw = twin_run
+    if run.created is None:
+        pytest.skip("the first up did not pass")
+    next_version = twin.next_version
+    if next_version is None:
+        pytest.skip("real tier: the next minor's control plane is not built")
+    assert twin.nodes is not None
+    minor = ".".join(next_version.removeprefix("v").split(".")[:2])
+    workers = [c["name"] for c in raw["clusters"] if c["role"] == "worker"]
+    (manager_name,) = [c["name"] for c in raw["clusters"] if c["role"] == "manager"]
+    manager = twin.clusters[manager_name].plane
+
+    # `up` with the bump: the program refuses it, and nothing reaches Azure.
+    bumped = json.loads(json.dumps(raw))
+    bumped["clusters"][[c["name"] for c in raw["clusters"]].index(workers[0])][
+        "kubernetesVersion"
+    ] = minor
+    run.stack.set_config(f"{PROJECT}:{CONFIG_KEY}", auto.ConfigValue(value=json.dumps(bumped)))
+    calls, t_refused = len(twin.calls), time.monotonic()
+    run.log.clear()
+    try:
+        with pytest.raises(auto.CommandError):
+            twin.serve(lambda: run.stack.up(on_output=run.add, color="never"))
+    finally:
+        set_fleet(run, raw)
+    refused_seconds = time.monotonic() - t_refused
+    said = " ".join(" ".join(run.log).split())
+    kueue = raw["kueue"]["version"]
+    assert f"{minor} for cluster '{workers[0]}': Kueue {kueue} runs on Kubernetes" in said, (
+        run.tail()
+    )
+    sent = [c for c in twin.calls[calls:] if c[1] in ("/create", "/update", "/delete")]
+    assert not sent, sent
+
+    # A job running on a worker (dispatched by the manager's Kueue, pods Running there).
+    job = suspended_job(
+        BUMP_JOB,
+        NAMESPACE,
+        NAMESPACE,
+        {"cpu": "100m", "memory": "64Mi"},
+        dispatched=True,
+        pods=BUMP_PODS,
+        run_for=BUMP_RUN_FOR,
+    )
+    job["spec"]["backoffLimit"] = 0  # an evicted pod would fail the job: nothing may be lost
+    t0 = time.monotonic()
+    manager.kubectl("apply", "-f", "-", stdin=json.dumps(job))
+
+    def dispatched() -> dict[str, Any] | None:
+        found = workload_of_job(manager, NAMESPACE, BUMP_JOB)
+        return found if found is not None and where(found) in workers else None
+
+    until(dispatched, WHERE_TIMEOUT, f"{BUMP_JOB} dispatched to a worker")
+    admitted = dispatched()
+    assert admitted is not None
+    chosen = str(where(admitted))
+    plane = twin.clusters[chosen].plane
+    others = {w: PodWatch(twin.clusters[w].plane, NAMESPACE) for w in workers if w != chosen}
+    until(
+        lambda: len([p for p in _pods_of(plane, BUMP_JOB) if _phase(p) == "Running"]) == BUMP_PODS,
+        WHERE_TIMEOUT,
+        f"{BUMP_JOB}'s pods Running on {chosen}",
+    )
+    copy = workload_of_job(plane, NAMESPACE, BUMP_JOB)
+    assert copy is not None
+    before_version = version_of(plane)
+    assert before_version != next_version, before_version
+    old_nodes = {  # name -> pool, each on the old version
+        n["metadata"]["name"]: n["metadata"]["labels"][AGENTPOOL_LABEL]
+        for n in _nodes(plane)
+        if n["metadata"]["name"] != VIRTUAL_NODE_NAME
+    }
+    assert all(
+        kubelet_of(n) != next_version
+        for n in _nodes(plane)
+        if n["metadata"]["name"] != VIRTUAL_NODE_NAME
+    )
+    pools = {n["metadata"]["labels"][AGENTPOOL_LABEL] for n in _nodes(plane, AGENTPOOL_LABEL)}
+    assert "batch" in pools, pools
+    assert len(pools) >= 2, pools  # the System pool and batch
+    running_at_bump = time.monotonic() - t0
+
+    (cluster_record,) = [
+        r
+        for r in twin.of_type("containerservice:ManagedCluster")
+        if r.inputs["resourceName"] == chosen
+    ]
+    agent_pools = [
+        r for r in twin.of_type("containerservice:AgentPool") if r.inputs["resourceName"] == chosen
+    ]
+    cluster_inputs = json.loads(json.dumps(cluster_record.inputs))
+    # AKS refuses what the twin cannot do, in AKS's words, and changes nothing.
+    major, number = (int(x) for x in minor.split("."))
+    for asked, code in [
+        (f"{major}.{number + 1}", "OperationNotAllowed: Upgrading Kubernetes version"),
+        (f"{major}.{number - 2}", "OperationNotAllowed: Downgrading Kubernetes version"),
+    ]:
+        with pytest.raises(ArmError, match=code):
+            twin.put(MANAGED_CLUSTER, {**cluster_inputs, "kubernetesVersion": asked}, **UPDATE)
+    with pytest.raises(ArmError, match="NodePoolMcVersionIncompatible"):
+        twin.put(AGENT_POOL, {**agent_pools[0].inputs, "orchestratorVersion": minor}, **UPDATE)
+    assert version_of(plane) == before_version
+
+    # The bump as the engine sends it: the cluster (control plane, System pool), then its pools.
+    cluster_inputs["kubernetesVersion"] = minor
+    for profile in cluster_inputs["agentPoolProfiles"]:
+        profile["orchestratorVersion"] = minor
+    first_step, first_record = len(twin.upgrade_steps), len(twin.nodes.upgrades)
+    t_bump = time.monotonic()
+    twin.put(MANAGED_CLUSTER, cluster_inputs, **UPDATE)
+    for record in agent_pools:
+        twin.put(AGENT_POOL, {**record.inputs, "orchestratorVersion": minor}, **UPDATE)
+    bump_seconds = time.monotonic() - t_bump
+
+    # ARM reports the new versions.
+    (cluster_record,) = [
+        r
+        for r in twin.of_type("containerservice:ManagedCluster")
+        if r.inputs["resourceName"] == chosen
+    ]
+    assert cluster_record.outputs["currentKubernetesVersion"] == next_version.removeprefix("v")
+    for profile in cluster_record.outputs["agentPoolProfiles"]:
+        assert profile["currentOrchestratorVersion"] == next_version.removeprefix("v"), profile
+    for r in twin.of_type("containerservice:AgentPool"):
+        if r.inputs["resourceName"] == chosen:
+            assert r.outputs["currentOrchestratorVersion"] == next_version.removeprefix("v")
+
+    # The plane: the next minor, as `kubectl version` and /version say.
+    assert version_of(plane) == next_version
+    shown = json.loads(plane.kubectl("version", "-o", "json").stdout)
+    assert shown["serverVersion"]["gitVersion"] == next_version, shown
+
+    # Every node of every pool (the System pool included) on the new version; no old one left.
+    after = {
+        n["metadata"]["name"]: n
+        for n in _nodes(plane)
+        if n["metadata"]["name"] != VIRTUAL_NODE_NAME
+    }
+    stale = {name: kubelet_of(n) for name, n in after.items() if kubelet_of(n) != next_version}
+    assert not stale, f"nodes not on {next_version}: {stale}"
+    assert {n["metadata"]["labels"][AGENTPOOL_LABEL] for n in after.values()} == pools
+    assert not any(is_surge(n) for n in after.values()), sorted(after)
+    assert all(not n["spec"].get("unschedulable") for n in after.values()), sorted(after)
+
+    # The order: the control plane first, then each pool, the System pool included.
+    mine = [s for s in twin.upgrade_steps[first_step:] if s.cluster == chosen]
+    assert mine, twin.upgrade_steps
+    control = mine[0]
+    assert control.what == "control plane", mine
+    upgraded = {s.what.removeprefix("pool "): s for s in mine[1:]}
+    assert set(upgraded) == pools, (mine, pools)
+    assert all(control.at <= s.started for s in upgraded.values()), mine
+    records = {r.pool: r for r in twin.nodes.upgrades[first_record:] if r.cluster == chosen}
+    assert set(records) == pools, records
+    for pool, record in records.items():
+        assert record.succeeded, record.summary()
+        # Every node the pool had at the bump was an old one, and each was drained and reimaged.
+        olds = {n for n, of in old_nodes.items() if of == pool}
+        assert olds, (pool, record.summary())
+        assert olds <= set(record.old_nodes), (pool, record.summary())
+        assert set(record.reimaged) == set(record.old_nodes), (pool, record.summary())
+    assert not [s for s in twin.upgrade_steps[first_step:] if s.cluster != chosen]
+
+    # The job's node was drained while it ran: the budget refused its pods' eviction (more
+    # eviction attempts than evictions) until they had completed.
+    batch = records["batch"]
+    held = [
+        d for d in batch.drains if d.attempts > len([e for e in batch.evicted if e.node == d.node])
+    ]
+    assert held, f"no drain of batch waited on the job (raise BUMP_RUN_FOR): {batch.summary()}"
+
+    # The job: complete exactly once, nothing lost.
+    job_path = f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs/{BUMP_JOB}"
+    until(
+        lambda: condition(get_json(manager, job_path), "Complete") == "True",
+        WAIT_TIMEOUT,
+        f"{BUMP_JOB} complete on the manager",
+    )
+    t_done = time.monotonic() - t0
+    for watch in others.values():
+        watch.stop()
+    final = get_json(manager, job_path)
+    assert final is not None
+    status = final["status"]
+    assert status.get("succeeded") == BUMP_PODS, status
+    assert not status.get("failed"), status
+    mine_wl = workload_of_job(manager, NAMESPACE, BUMP_JOB)
+    assert mine_wl is not None
+    assert mine_wl["metadata"]["uid"] == admitted["metadata"]["uid"], "re-created"
+    assert condition(mine_wl, "Finished") == "True", mine_wl["status"]
+    assert condition(mine_wl, "Evicted") in {None, "False"}, mine_wl["status"]
+    assert where(mine_wl) == chosen, mine_wl["status"]
+    for worker, watch in others.items():
+        assert not {n for _, n in watch.seen if n}, f"{BUMP_JOB} ran on {worker}: {watch.seen}"
+    copies = [
+        w
+        for w in items(plane, f"{KUEUE_API}/namespaces/{NAMESPACE}/workloads")
+        if w["metadata"]["name"] == copy["metadata"]["name"]
+    ]
+    assert all(w["metadata"]["uid"] == copy["metadata"]["uid"] for w in copies), copies
+
+    durations = ", ".join(f"{s.what} {s.at - s.started:.1f}s" for s in mine)
+    report(
+        f"minor bump of {chosen} ({before_version} -> {next_version}): up refused by the program "
+        f"in {refused_seconds:.1f}s (Kueue {kueue}'s tested minors), nothing sent to Azure; the "
+        f"engine's requests through the twin with {BUMP_PODS} pods running there "
+        f"({running_at_bump:.0f}s in): {bump_seconds:.1f}s ({durations}); batch drain held "
+        f"{[f'{d.node} {d.seconds:.1f}s' for d in held]}; job complete once {t_done:.0f}s in"
+    )
 
 
 def test_a_pool_vm_size_change_previews_as_a_replace_of_that_pool_only(
