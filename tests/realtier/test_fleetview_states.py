@@ -59,6 +59,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
@@ -294,6 +295,15 @@ def _named(manager: ControlPlane, ns: str, job: str) -> str:
     return str(wl["metadata"]["name"])
 
 
+def _after_creation_second(obj: dict[str, Any] | None) -> None:
+    """Sleep until the wall clock (the loopback planes') is past the second an object was created
+    in, so that whatever is created next sorts after it."""
+    assert obj is not None
+    stamp = str(obj["metadata"]["creationTimestamp"]).replace("Z", "+00:00")
+    created = datetime.fromisoformat(stamp).timestamp()
+    time.sleep(max(0.0, created + 1.05 - time.time()))
+
+
 @pytest.fixture(scope="module")
 def driven(autoscaler: Path, twin: Twin) -> Driven:
     t0 = time.monotonic()
@@ -359,7 +369,12 @@ def driven(autoscaler: Path, twin: Twin) -> Driven:
     names[LOCAL] = str(local["metadata"]["name"])
     [gate] = [c["name"] for c in (_copy(w1, ns, names[GATED]) or {})["status"]["admissionChecks"]]
 
-    # The backlog: more than the manager's quota left.
+    # The backlog: more than the manager's quota left. Created in a later second than fv-waiting's
+    # Workload, so that Kueue requeues fv-waiting first whenever both lose their reservation (the
+    # holds below): Kueue 0.19.2 orders equal priorities by creationTimestamp, whole seconds, and
+    # breaks a tie by UID (pkg/cache/queue/cluster_queue.go baseCompareFunc), a coin toss that a
+    # quiet machine, driving these jobs within one second, lost half the time.
+    _after_creation_second(workload_of_job(manager, ns, WAITING))
     _submit(manager, _job(sub, BACKLOG, "2", pods=8))
     names[BACKLOG] = _named(manager, ns, BACKLOG)
     until(
