@@ -12,37 +12,51 @@ kubeconfig files, `--timings-from prod`), with `--stranded-after 5`: a grace sho
 wait here, so a healthy wait that fleetview took for a stranding would warn within this module,
 not only after the default 5 minutes.
 
-Driven, one after the other (the jobs stay for the later steps):
+Driven, one after the other (the jobs stay for the later steps, `fv-starting` excepted):
 
 1. A healthy fleet under backlog, and an Incremental round: `fv-running` (urgent, 500m, Running
-   on worker-1 for the whole module) is `running`; `fv-finished` is `finished`. Then worker-1's
+   on worker-1 for the whole module) is `running`; `fv-finished` is `finished`; `fv-starting`
+   (step 3) is admitted on worker-1. Then `fv-running`'s booking ends (step 2), and worker-1's
    autoscaler is paused (SIGSTOP). `fv-waiting` (no priority class, 8 x 2 CPU) holds the
    manager's quota but not worker-1's, which has 16 CPU: `nominated`, in the first round of the
-   Incremental dispatcher, worker-2 next. `fv-gated` (batch, 3 CPU) holds worker-1's quota and
-   its ProvisioningRequest stays unanswered: `at-gate`. `fv-backlog` (16 CPU) does not fit the
-   manager's remaining quota: `pending`, position unknown (the twin's Kueue serves no visibility
-   API). `fv-local`, on worker-2's own LocalQueue, is found there and is `at-gate`. No warning.
-2. The manager's LocalQueue `stopPolicy: Hold`: `fv-backlog` is `queue-stopped` (not waiting for
+   Incremental dispatcher, worker-2 next.
+   `fv-gated` (batch, 3 CPU) holds worker-1's quota and its ProvisioningRequest stays unanswered:
+   `at-gate`. `fv-backlog` (16 CPU) does not fit the manager's remaining quota: `pending`,
+   position unknown (the twin's Kueue serves no visibility API). `fv-local`, on worker-2's own
+   LocalQueue, is found there and is `at-gate`. No warning.
+2. A gated job past its booking expiry: the cluster-autoscaler ends a booking (BookingExpired,
+   CapacityReservationTimeExpired) 10 minutes after its request's Provisioned condition, a
+   constant of the autoscaler with no flag. Instead of waiting, the fixture moves the
+   Provisioned `lastTransitionTime` of `fv-running`'s request 11 minutes back (status
+   subresource, as admin) while worker-1's autoscaler runs, and waits for the autoscaler to set
+   BookingExpired on its next scan (about a second). Kueue leaves the admitted job alone; `why`
+   says `running` (it reads the request as expired), and `status` raises no warning.
+3. `fv-starting` (urgent, 500m) is admitted on worker-1 but its pod, bound to a node, never gets
+   ready: the twin's kwok pod-ready Stage skips pods annotated `HELD` (as a slow image pull would
+   hold them). Kueue's PodsReady is False (WaitForStart): `starting`, with the time the workers'
+   waitForPodsReady (Kueue's 30 minutes) leaves it counted from its Admitted; no warning. Then it
+   is deleted, so the later steps see worker-1's quota as before.
+4. The manager's LocalQueue `stopPolicy: Hold`: `fv-backlog` is `queue-stopped` (not waiting for
    quota); no warning (an operator's hold). Resumed.
-3. The manager's ClusterQueue `stopPolicy: Hold`: `fv-backlog` is `queue-stopped`, and `status`
+5. The manager's ClusterQueue `stopPolicy: Hold`: `fv-backlog` is `queue-stopped`, and `status`
    warns InactiveClusterQueue (and nothing else). Resumed.
-4. `fv-backlog`'s Workload `spec.active=false`: `deactivated`; no warning.
-5. `fv-urgent` (urgent, 16 CPU) preempts `fv-waiting` (the lowest priority): `preempted`, naming
+6. `fv-backlog`'s Workload `spec.active=false`: `deactivated`; no warning.
+7. `fv-urgent` (urgent, 16 CPU) preempts `fv-waiting` (the lowest priority): `preempted`, naming
    the urgent Workload; `fv-urgent` is `nominated` (worker-1's quota is taken); no warning.
-6. worker-1 lost (its API server killed, the rest of it frozen: faults.lose_plane). After the
+8. worker-1 lost (its API server killed, the rest of it frozen: faults.lose_plane). After the
    twin's workerLostTimeout (20 s) the manager evicts `fv-running`, and as its manager Job keeps
    the lost worker's pod count it keeps its quota: past the grace `evicted-holding-quota`, and
    `status` warns EvictedHoldingQuota besides Unreachable and MultiKueueClusterNotActive.
 
 Proven only offline (tests/test_fleetview_why.py), because on this twin they need minutes or a
 fault another module already drives:
-- a gated job past its booking expiry: the cluster-autoscaler ends a booking 10 minutes after
-  Provisioned (a constant of the autoscaler, no flag);
-- `starting`, `evicted-pods-ready` and `backoff`: kwok makes a scheduled pod ready at once, and
-  the workers' waitForPodsReady timeout is Kueue's 30 minutes;
+- `evicted-pods-ready` and `backoff`: a pod held not ready (step 3) is evicted only after the
+  workers' waitForPodsReady timeout, Kueue's 30 minutes, and requeued after a backoff of its
+  own; a shorter timeout on the twin's workers would differ from the stack's (fleetview reads
+  prod's 30 minutes);
 - `worker-lost` (before the eviction) is test_fleetview_real.py's: 20 s of workerLostTimeout
   here leave too little room for fleetview's processes on a loaded machine;
-  `evicted-worker-lost` lasts only the grace after the eviction (5 s here), and step 6 asks after
+  `evicted-worker-lost` lasts only the grace after the eviction (5 s here), and step 8 asks after
   it; `stranded` and `copy-missing` need the manager's Kueue killed mid-dispatch
   (test_faults_runtime.py drives that);
 - `gate-retry`: a ProvisioningRequest the autoscaler fails and Kueue retries after its backoff
@@ -52,8 +66,10 @@ fault another module already drives:
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 import os
+import re
 import signal
 import time
 from collections.abc import Iterator
@@ -70,8 +86,15 @@ from checks.stack import parse_fleet
 from config.models import FleetConfig
 from tests.realtier import test_faults_runtime as runtime
 from tests.realtier.autoscaler import TOOL
-from tests.realtier.faults import KUEUE_API, cluster_active, condition, get_json, lose_plane
-from tests.realtier.harness import ControlPlane, Report, Tools, apply
+from tests.realtier.faults import (
+    KUEUE_API,
+    cluster_active,
+    condition,
+    get_json,
+    items,
+    lose_plane,
+)
+from tests.realtier.harness import ControlPlane, Report, StartError, Tools, apply
 from tests.realtier.jobs import suspended_job, workload_of_job
 from tests.realtier.test_faults_runtime import (
     MANAGER,
@@ -89,7 +112,7 @@ from tests.realtier.test_provisioning_gate import (
     _requests,  # pyright: ignore[reportPrivateUsage]
 )
 from tests.realtier.twin import Submission, load_stack
-from tests.realtier.twin_run import SimulationTools, Twin
+from tests.realtier.twin_run import PROVISIONING_API, SimulationTools, Twin
 from tests.realtier.wait import until
 
 pytestmark = [pytest.mark.real]
@@ -101,9 +124,20 @@ WORKERS: Final = (AUTOSCALED, UNSCALED)
 GRACE: Final = "5"  # --stranded-after: shorter than every wait below (see the docstring)
 LOST_BOUND: Final = "5"  # --timeout per cluster while worker-1 is lost
 WAIT: Final = 90.0  # every wait below; a scale-up on worker-1 is the longest (2 shared cores)
+# cluster-autoscaler 1.33.0 processors/provreq/processor.go: `defaultReservationTime` (a constant,
+# no flag) after a request's Provisioned condition, BookingExpired=True with this reason
+# (provisioningrequest/conditions/conditions.go CapacityReservationTimeExpiredReason).
+RESERVATION: Final = dt.timedelta(minutes=10)
+BOOKING_EXPIRED: Final = "CapacityReservationTimeExpired"
+# A pod annotated so is bound to its node but never made ready: the twin's pod-ready Stage skips
+# it (_held_not_ready), as a pod pulling a slow image would wait. The name is this module's.
+HELD: Final = "pod-ready.stage.kwok.x-k8s.io/hold"
+PODS_READY_TIMEOUT: Final = 1800.0  # the workers' waitForPodsReady: Kueue's 30m (dev and prod)
+JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
 
-RUNNING, FINISHED, WAITING, GATED, BACKLOG, URGENT, LOCAL = (
+RUNNING, STARTING, FINISHED, WAITING, GATED, BACKLOG, URGENT, LOCAL = (
     "fv-running",
+    "fv-starting",
     "fv-finished",
     "fv-waiting",
     "fv-gated",
@@ -131,13 +165,35 @@ def states_fleet() -> FleetConfig:
     return fleet
 
 
+def _held_not_ready(sim: SimulationTools, workdir: Path) -> SimulationTools:
+    """The twin's Stages, pod-ready skipping the pods annotated HELD (they stay Pending, bound to
+    their node, not ready); every other pod is made ready at once, as before."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    stages: list[Path] = []
+    held = False
+    for path in sim.kwok_stages:
+        doc: dict[str, Any] = yaml.safe_load(path.read_text())
+        if doc.get("metadata", {}).get("name") == "pod-ready":
+            # kwok v0.8.0 pkg/utils/expression/selector.go: DoesNotExist matches a missing key.
+            doc["spec"]["selector"]["matchExpressions"].append(
+                {"key": f'.metadata.annotations["{HELD}"]', "operator": "DoesNotExist"}
+            )
+            held = True
+        out = workdir / path.name
+        out.write_text(yaml.safe_dump(doc, sort_keys=False))
+        stages.append(out)
+    if not held:
+        raise StartError(f"no pod-ready Stage among {[p.name for p in sim.kwok_stages]}")
+    return dataclasses.replace(sim, kwok_stages=tuple(stages))
+
+
 @pytest.fixture(scope="module")
 def twin(
     tools: Tools, simulation: SimulationTools, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Twin]:
-    yield from _dev_twin(
-        tools, simulation, tmp_path_factory.mktemp("fleetview-states"), states_fleet()
-    )
+    workdir = tmp_path_factory.mktemp("fleetview-states")
+    held = _held_not_ready(simulation, workdir / "held-stages")
+    yield from _dev_twin(tools, held, workdir, states_fleet())
 
 
 # ---- driving and reading -------------------------------------------------------------------
@@ -152,10 +208,11 @@ def _job(
     priority: str | None = None,
     run_for: str | None = None,
     dispatched: bool = True,
+    held: bool = False,
 ) -> dict[str, Any]:
     labels = {PRIORITY_LABEL: priority} if priority else None
     requests = {"cpu": cpu, "memory": "64Mi"}
-    return suspended_job(
+    job = suspended_job(
         name,
         sub.namespace,
         sub.local_queue,
@@ -165,6 +222,10 @@ def _job(
         run_for=run_for,
         labels=labels,
     )
+    if held:
+        template = job["spec"]["template"].setdefault("metadata", {})
+        template.setdefault("annotations", {})[HELD] = "true"
+    return job
 
 
 def _submit(plane: ControlPlane, *jobs: dict[str, Any]) -> None:
@@ -186,6 +247,23 @@ def _pause(plane: ControlPlane, process: str) -> None:
 def _copy(worker: ControlPlane, ns: str, wl_name: str) -> dict[str, Any] | None:
     """The MultiKueue copy of a manager Workload on a worker (same namespace and name)."""
     return get_json(worker, f"{KUEUE_API}/namespaces/{ns}/workloads/{wl_name}")
+
+
+def _pods(plane: ControlPlane, ns: str, job: str) -> list[dict[str, Any]]:
+    return items(plane, f"/api/v1/namespaces/{ns}/pods?labelSelector={JOB_NAME_LABEL}%3D{job}")
+
+
+def _held_admitted(plane: ControlPlane, ns: str, wl_name: str) -> bool:
+    """fv-starting's copy admitted, its pod bound to a node but Pending, PodsReady False."""
+    copy = _copy(plane, ns, wl_name)
+    pods = _pods(plane, ns, STARTING)
+    return (
+        condition(copy, "Admitted") == "True"
+        and condition(copy, "PodsReady") == "False"
+        and len(pods) == 1
+        and bool(pods[0]["spec"].get("nodeName"))
+        and pods[0]["status"].get("phase") == "Pending"
+    )
 
 
 def _message(wl: dict[str, Any] | None, kind: str) -> str:
@@ -212,6 +290,59 @@ def _await_offered(twin: Twin, ns: str, names: dict[str, str]) -> None:
         f"{WAITING} waiting for {AUTOSCALED}'s quota, {GATED}'s copy at its gate there",
         seen=lambda: state(twin, ns, list(WORKERS)),
     )
+
+
+def _stamp(when: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(when.replace("Z", "+00:00"))
+
+
+@dataclass(frozen=True)
+class Booking:
+    """fv-running's ProvisioningRequest on worker-1, its Provisioned time moved back."""
+
+    name: str
+    provisioned: dt.datetime  # the autoscaler's own Provisioned time, before the move
+    moved_at: dt.datetime  # when the test moved it (whole seconds, as conditions are stamped)
+
+
+def _move_booking_back(plane: ControlPlane, ns: str, workload: str) -> Booking:
+    """Move the Provisioned condition's lastTransitionTime of the Workload's one request back by
+    more than the autoscaler's reservation time (status subresource, as admin): on its next
+    scan the real autoscaler finds the booking over, as it would 10 minutes after Provisioned."""
+    [pr] = _requests(plane, ns, workload)
+    provisioned = _cond(pr, "Provisioned")
+    assert provisioned.get("status") == "True", pr["status"]
+    assert not _cond(pr, "BookingExpired"), pr["status"]  # nothing ended it before the move
+    stamp = _stamp(str(provisioned["lastTransitionTime"]))
+    moved_at = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    assert moved_at - stamp < RESERVATION, stamp  # unmoved, the booking would still run
+    back = (stamp - RESERVATION - dt.timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    conditions = [
+        {**c, "lastTransitionTime": back} if c.get("type") == "Provisioned" else c
+        for c in pr["status"]["conditions"]
+    ]
+    # resourceVersion: the patch fails rather than overwrite a condition written since the read.
+    body = {
+        "metadata": {"resourceVersion": pr["metadata"]["resourceVersion"]},
+        "status": {"conditions": conditions},
+    }
+    name = str(pr["metadata"]["name"])
+    plane.kubectl(
+        "patch",
+        "provisioningrequest",
+        name,
+        "-n",
+        ns,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps(body),
+    )
+    return Booking(name, stamp, moved_at)
+
+
+def _booking(plane: ControlPlane, ns: str, name: str) -> dict[str, Any] | None:
+    return get_json(plane, f"{PROVISIONING_API}/namespaces/{ns}/provisioningrequests/{name}")
 
 
 @dataclass
@@ -273,6 +404,7 @@ class Driven:
     fv: Fleetview
     names: dict[str, str]  # job -> its manager Workload's name (fv-local: its Workload on worker-2)
     gate: str  # the provisioning gate (AdmissionCheck) of worker-1's copies
+    booking: Booking  # fv-running's request, ended by the autoscaler (BookingExpired)
     took: dict[str, float]
 
     @property
@@ -322,13 +454,17 @@ def driven(autoscaler: Path, twin: Twin) -> Driven:
     def seen() -> str:
         return state(twin, ns, list(WORKERS))
 
-    # A job running on worker-1 for the whole module, and one that finished there.
+    # A job running on worker-1 for the whole module, one whose pod never gets ready there (its
+    # step deletes it), and one that finished there.
     _submit(
         manager,
         _job(sub, RUNNING, "500m", priority="urgent", run_for="10m"),
+        _job(sub, STARTING, "500m", priority="urgent", held=True),
         _job(sub, FINISHED, "500m"),
     )
-    names[RUNNING], names[FINISHED] = (_named(manager, ns, j) for j in (RUNNING, FINISHED))
+    names[RUNNING], names[STARTING], names[FINISHED] = (
+        _named(manager, ns, j) for j in (RUNNING, STARTING, FINISHED)
+    )
     until(
         lambda: condition(_copy(w1, ns, names[RUNNING]), "PodsReady") == "True",
         WAIT,
@@ -341,7 +477,25 @@ def driven(autoscaler: Path, twin: Twin) -> Driven:
         f"[manager] {FINISHED}'s Workload Finished",
         seen=seen,
     )
+    until(
+        lambda: _held_admitted(w1, ns, names[STARTING]),
+        WAIT,
+        f"[{AUTOSCALED}] {STARTING}'s copy admitted, its pod bound and not ready",
+        seen=seen,
+    )
     took["running"] = time.monotonic() - t0
+
+    # fv-running's booking ends: its Provisioned time moved back past the reservation, the
+    # running autoscaler sets BookingExpired on its next scan (every 2 s here).
+    moved = time.monotonic()
+    booking = _move_booking_back(w1, ns, names[RUNNING])
+    until(
+        lambda: condition(_booking(w1, ns, booking.name), "BookingExpired") == "True",
+        WAIT,
+        f"[{AUTOSCALED}] {booking.name} BookingExpired (by the autoscaler)",
+        seen=lambda: json.dumps((_booking(w1, ns, booking.name) or {}).get("status")),
+    )
+    took["booking"] = time.monotonic() - moved
 
     # worker-1's autoscaler stops answering: a copy at its gate stays there.
     _pause(w1, TOOL)
@@ -389,7 +543,7 @@ def driven(autoscaler: Path, twin: Twin) -> Driven:
     )
     took["driven"] = time.monotonic() - t0
     fv = Fleetview(dict(twin.planes))
-    return Driven(twin, sub, fv, names, str(gate), took)
+    return Driven(twin, sub, fv, names, str(gate), booking, took)
 
 
 # ---- the tests ----------------------------------------------------------------------------
@@ -473,6 +627,116 @@ def test_fleetview_names_each_state_of_a_healthy_fleet_under_backlog_with_no_war
         f"worker-only at-gate job, no warning; twin ready + jobs driven in "
         f"{driven.took['driven']:.0f}s (running at {driven.took['running']:.0f}s), status and 6 "
         f"whys in {took:.1f}s"
+    )
+
+
+def test_fleetview_says_a_gated_job_past_its_booking_expiry_runs_without_a_warning(
+    driven: Driven, report: Report
+) -> None:
+    """fv-running passed worker-1's provisioning gate; the autoscaler has since ended its booking
+    (the driven fixture moved the Provisioned time back): the job still runs, and no warning."""
+    ns, names, booking = driven.sub.namespace, driven.names, driven.booking
+    w1 = driven.twin.planes[AUTOSCALED]
+    pr = _booking(w1, ns, booking.name)
+    expired = _cond(pr, "BookingExpired")
+    # The real autoscaler ended it, after the move and not before: its reason, its time.
+    assert (expired.get("status"), expired.get("reason")) == ("True", BOOKING_EXPIRED), expired
+    assert _stamp(str(expired["lastTransitionTime"])) >= booking.moved_at, (expired, booking)
+    assert _stamp(str(expired["lastTransitionTime"])) - booking.provisioned < RESERVATION
+    # Kueue ignores BookingExpired once the Workload is admitted: v0.19.2
+    # pkg/controller/admissionchecks/provisioning/controller.go:642-643 (syncCheckStates:
+    # `case isBookingExpired(pr): if !workload.IsAdmitted(wl) {`, no retry, no rejection) and
+    # :291-292 (no new ProvisioningRequest for an admitted Workload). The copy stays admitted,
+    # its gate Ready, on its first and only request; the manager's Workload stays admitted.
+    copy = _copy(w1, ns, names[RUNNING])
+    assert condition(copy, "Admitted") == "True", (copy or {}).get("status")
+    assert condition(copy, "PodsReady") == "True", (copy or {}).get("status")
+    assert [(c["name"], c["state"]) for c in (copy or {})["status"]["admissionChecks"]] == [
+        (driven.gate, "Ready")
+    ], (copy or {})["status"]["admissionChecks"]
+    assert [r["metadata"]["name"] for r in _requests(w1, ns, names[RUNNING])] == [booking.name]
+    wl = driven.wl(RUNNING)
+    assert condition(wl, "Admitted") == "True", (wl or {}).get("status")
+    assert condition(wl, "Evicted") != "True", (wl or {}).get("status")
+
+    answers, status = driven.fv.read(ns, RUNNING)
+    answer = answers[RUNNING]
+    _says(
+        answer,
+        "running",
+        f"It was dispatched to {AUTOSCALED} (AdmissionCheck ",
+        f"it is admitted on {AUTOSCALED} and runs there (PodsReady since",
+    )
+    assert "expired" not in answer["verdict"], answer["verdict"]
+    # fleetview read the ended booking (its fact says so) and judged the job by its Workload.
+    [fact] = [f for f in answer["facts"] if f["object"] == f"ProvisioningRequest {booking.name}"]
+    assert (fact["cluster"], fact["says"].split(":")[0]) == (AUTOSCALED, "expired"), fact
+    [row] = [
+        r
+        for c in status["clusters"]
+        if c["name"] == AUTOSCALED
+        for r in c["provisioningRequests"]
+        if r["name"] == booking.name
+    ]
+    assert (row["state"], row["reason"]) == ("expired", BOOKING_EXPIRED), row
+    assert status["warnings"] == [], status["warnings"]
+    assert _row_states(status)[names[RUNNING]] == "running", _row_states(status)
+    report(
+        f"fleetview past a booking's expiry: {booking.name}'s Provisioned time moved back "
+        f"{RESERVATION.seconds // 60 + 1} min, BookingExpired ({BOOKING_EXPIRED}) from the "
+        f"autoscaler {driven.took['booking']:.1f}s later; still admitted, running, no warning"
+    )
+
+
+def test_fleetview_says_an_admitted_job_whose_pods_are_not_ready_is_starting_without_a_warning(
+    driven: Driven, report: Report
+) -> None:
+    """fv-starting is admitted on worker-1, its pod bound there and not ready: `starting`, with
+    the time waitForPodsReady leaves it, and no warning. Then it is deleted (the later steps
+    count worker-1's quota without it)."""
+    ns, names, manager = driven.sub.namespace, driven.names, driven.manager
+    w1 = driven.twin.planes[AUTOSCALED]
+    try:
+        copy = _copy(w1, ns, names[STARTING])
+        ready = _cond(copy, "PodsReady")
+        assert condition(copy, "Admitted") == "True", (copy or {}).get("status")
+        assert ready.get("status") == "False", ready
+        [pod] = _pods(w1, ns, STARTING)
+        assert (pod["status"]["phase"], bool(pod["spec"].get("nodeName"))) == ("Pending", True)
+        admitted = _stamp(str(_cond(copy, "Admitted")["lastTransitionTime"]))
+        before = dt.datetime.now(dt.UTC)
+        answers, status = driven.fv.read(ns, STARTING)
+        after = dt.datetime.now(dt.UTC)
+        answer = answers[STARTING]
+        _says(
+            answer,
+            "starting",
+            f"It was dispatched to {AUTOSCALED} (AdmissionCheck ",
+            f"it is admitted on {AUTOSCALED} ",
+            f"and its pods are not all ready yet ({ready['reason']}: {ready['message']}); "
+            "waitForPodsReady (30m00s) evicts it in ",
+        )
+        # The time left counts from the copy's Admitted (Kueue's WaitForStart), read when
+        # fleetview ran (whole seconds either way).
+        found = re.search(r"evicts it in (\d+)m(\d\d)s if they are not", answer["verdict"])
+        assert found, answer["verdict"]
+        left = int(found[1]) * 60 + int(found[2])
+        low = PODS_READY_TIMEOUT - (after - admitted).total_seconds() - 1
+        high = PODS_READY_TIMEOUT - (before - admitted).total_seconds() + 1
+        assert low <= left <= high, (left, low, high)
+        assert status["warnings"] == [], status["warnings"]
+        assert _row_states(status)[names[STARTING]] == "starting", _row_states(status)
+    finally:
+        manager.kubectl("delete", "job", STARTING, "-n", ns, "--wait=false")
+    until(
+        lambda: _copy(w1, ns, names[STARTING]) is None and driven.wl(STARTING) is None,
+        WAIT,
+        f"{STARTING}'s Workload gone from the manager and its copy from {AUTOSCALED}",
+        seen=driven.seen,
+    )
+    report(
+        f"fleetview on a job whose pods are not ready: {STARTING} starting "
+        f"({ready['reason']}), {left}s of waitForPodsReady left, no warning"
     )
 
 
