@@ -79,7 +79,7 @@ from tests.realtier.reimage import is_surge, kubelet_of
 from tests.realtier.test_faults_runtime import where
 from tests.realtier.test_worker_upgrade import version_of
 from tests.realtier.twin import VIRTUAL_NODE_NAME
-from tests.realtier.twin_run import KubectlWatch
+from tests.realtier.twin_run import PodWatch
 from tests.realtier.wait import until
 from upstream.aks import AGENTPOOL_LABEL
 
@@ -163,20 +163,6 @@ def test_up_waits_for_grants_to_propagate_and_creates_both_halves(
         f"first up through Azure RBAC grants that propagate {PROPAGATION_SECONDS:.0f}s after "
         "their creation: it waited and then created everything"
     )
-
-
-class PodWatch(KubectlWatch):
-    """Every (pod, node) a pod of one namespace was seen bound to, on one plane."""
-
-    def __init__(self, plane: ControlPlane, namespace: str) -> None:
-        self.seen: set[tuple[str, str]] = set()
-        # A watch prints one object per event: its own fields, no `items`.
-        fmt = 'jsonpath={.metadata.name}{" "}{.spec.nodeName}{"\\n"}'
-        super().__init__(plane, "pods", fmt, namespace)
-
-    def _line(self, line: str) -> None:
-        words = line.split()
-        self.seen.add((words[0], words[1] if len(words) > 1 else ""))
 
 
 def readme_blocks() -> list[list[str]]:
@@ -274,10 +260,10 @@ def test_readme_quickstart_runs_as_written_against_the_azure_twin(
             watch.stop()
 
     job = yaml.safe_load((ROOT / "examples" / "sleep-job.yaml").read_text())
-    ran_on = {pod: node for pod, node in watches[chosen].seen if node}
+    ran_on = watches[chosen].bound()
     assert len(ran_on) >= job["spec"]["completions"], watches[chosen].seen
     for other in [manager, *[w for w in workers if w != chosen]]:
-        assert not {node for _, node in watches[other].seen if node}, (other, watches[other].seen)
+        assert not watches[other].bound(), (other, watches[other].seen)
     assert not watches[manager].seen, f"a pod on the manager: {watches[manager].seen}"
     # The pods' nodes: the chosen worker's `batch` pool, none of them there before the job
     # (minCount 0), each made by its autoscaler's kwok provider (its node group, its id).
@@ -626,7 +612,7 @@ def test_a_worker_minor_bump_through_up_upgrades_with_work_in_it_once_its_minor_
     assert condition(mine_wl, "Evicted") in {None, "False"}, mine_wl["status"]
     assert where(mine_wl) == chosen, mine_wl["status"]
     for worker, watch in others.items():
-        assert not {n for _, n in watch.seen if n}, f"{BUMP_JOB} ran on {worker}: {watch.seen}"
+        assert not watch.bound(), f"{BUMP_JOB} ran on {worker}: {watch.seen}"
     copies = [
         w
         for w in items(plane, f"{KUEUE_API}/namespaces/{NAMESPACE}/workloads")

@@ -288,6 +288,55 @@ class KubectlWatch:
         self._thread.join(timeout=10)
 
 
+@dataclass(frozen=True, slots=True)
+class PodSeen:
+    at: float
+    pod: str  # namespace/name
+    node: str
+    podset: str  # Kueue's podset label, "" on a pod Kueue did not admit
+    phase: str
+    disruption: str  # the DisruptionTarget condition's reason, "" without one
+    job: str
+
+
+class PodWatch(KubectlWatch):
+    """Every state a pod of one namespace was seen in, on one plane."""
+
+    _FORMAT: Final = (
+        r"jsonpath={.metadata.namespace}/{.metadata.name}|{.spec.nodeName}|"
+        r"{.metadata.labels.kueue\.x-k8s\.io/podset}|{.status.phase}|"
+        r'{.status.conditions[?(@.type=="DisruptionTarget")].reason}|'
+        r'{.metadata.labels.batch\.kubernetes\.io/job-name}{"\n"}'
+    )
+
+    def __init__(self, plane: ControlPlane, namespace: str) -> None:
+        self.seen: list[PodSeen] = []
+        super().__init__(plane, "pods", self._FORMAT, namespace)
+
+    def _line(self, line: str) -> None:
+        fields = line.split("|")
+        if len(fields) == 6:
+            self.seen.append(PodSeen(time.monotonic(), *fields))
+
+    def bound(self) -> dict[str, str]:
+        """Each pod (namespace/name) that was seen on a node, and the node."""
+        return {s.pod: s.node for s in list(self.seen) if s.node}
+
+    def pods(self) -> dict[str, list[PodSeen]]:
+        out: dict[str, list[PodSeen]] = {}
+        for s in list(self.seen):
+            out.setdefault(s.pod, []).append(s)
+        return out
+
+    def running_since(self, job_name: str, pods: int) -> float | None:
+        """When every pod of the job was first seen Running (None until `pods` were)."""
+        first: dict[str, float] = {}
+        for s in list(self.seen):
+            if s.job == job_name and s.phase == "Running":
+                first.setdefault(s.pod, s.at)
+        return max(first.values()) if len(first) >= pods else None
+
+
 class JobWatch(KubectlWatch):
     """Every state a Job was seen in, on one plane."""
 
