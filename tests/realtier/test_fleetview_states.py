@@ -429,8 +429,9 @@ def _visibility_verbs(
 ) -> str:
     """What the real visibility API asks of a reader: fleetview's read-only role (`python -m
     fleetview rbac`, bound to a group) reads the list admin read; a role granting only `get` on
-    clusterqueues/pendingworkloads does too, one granting only `list` is refused (403, by Kueue's
-    visibility server, which asks the plane's API server: SubjectAccessReview)."""
+    clusterqueues/pendingworkloads does too, one granting only `list` is refused (403). A read
+    passes twice: the API server authorizes it before its aggregator proxies it, and Kueue's
+    visibility server asks the API server again about the proxied user (SubjectAccessReview)."""
     only = {
         verb: {
             "apiVersion": "rbac.authorization.k8s.io/v1",
