@@ -20,6 +20,7 @@ import base64
 import contextlib
 import ctypes
 import fcntl
+import functools
 import json
 import os
 import secrets
@@ -391,6 +392,18 @@ class Pki:
     sa_pub: Path
 
 
+def _openssl(openssl: Path, directory: Path, command: str) -> None:
+    """One openssl command in `directory`. Relative file names only (cwd is the directory), so
+    splitting on spaces is safe."""
+    subprocess.run(
+        [str(openssl), *command.split()],
+        cwd=directory,
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+
+
 def make_pki(openssl: Path, directory: Path, name: str, server_ips: Sequence[str] = ()) -> Pki:
     """Generate everything with the openssl CLI; an own config file keeps the distro's out.
 
@@ -403,15 +416,7 @@ def make_pki(openssl: Path, directory: Path, name: str, server_ips: Sequence[str
     )
     (directory / "openssl.cnf").write_text(config)
 
-    def run(command: str) -> None:
-        # Relative file names only (cwd is the directory), so splitting on spaces is safe.
-        subprocess.run(
-            [str(openssl), *command.split()],
-            cwd=directory,
-            capture_output=True,
-            timeout=60,
-            check=True,
-        )
+    run = functools.partial(_openssl, openssl, directory)
 
     # P-256 keys: fast to generate on a loaded machine; Go's TLS stack takes them everywhere.
     ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
@@ -470,14 +475,7 @@ def make_front_proxy(openssl: Path, directory: Path) -> FrontProxy:
     a request the aggregated server did not take as proxied would be refused, not run as admin."""
     ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
 
-    def run(command: str) -> None:
-        subprocess.run(
-            [str(openssl), *command.split()],
-            cwd=directory,
-            capture_output=True,
-            timeout=60,
-            check=True,
-        )
+    run = functools.partial(_openssl, openssl, directory)
 
     run(
         f"req -config openssl.cnf -x509 {ec} -keyout front-proxy-ca.key -out front-proxy-ca.crt"

@@ -67,6 +67,7 @@ from tests.realtier.azure_twin import (
 from tests.realtier.azure_twin_run import (
     TwinRun,
     destroy_all,
+    failing_up,
     set_fleet,
     twin_session,
     up_twice,
@@ -684,18 +685,11 @@ def test_a_grant_that_never_propagates_stops_up_with_the_documented_message(
         pytest.skip("the destroy did not pass")
     bounded = json.loads(json.dumps(raw))
     bounded.setdefault("access", {})["authorizationTimeoutSeconds"] = NEVER_SECONDS
-    set_fleet(run, bounded)
     twin.unpropagated = {NEVER}
-    run.log.clear()
-    t0 = time.monotonic()
     try:
-        with pytest.raises(auto.CommandError):
-            twin.serve(lambda: run.stack.up(on_output=run.add, color="never"))
+        seconds, output = failing_up(twin_run, bounded, raw)
     finally:
         twin.unpropagated = set()
-        set_fleet(run, raw)
-    seconds = time.monotonic() - t0
-    output = " ".join(" ".join(run.log).split())
     (cluster_id,) = [
         r.id
         for r in twin.of_type("containerservice:ManagedCluster")

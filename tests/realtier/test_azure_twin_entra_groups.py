@@ -28,11 +28,10 @@ from collections.abc import Iterator
 from typing import Any, Final
 
 import pytest
-from pulumi import automation as auto
 
 from tests.realtier.azure_rbac import ADMIN_GROUPS_BINDING
 from tests.realtier.azure_twin import DEPLOYER_OBJECT_ID, ENTRA_USER, AzureTwin
-from tests.realtier.azure_twin_run import TwinRun, set_fleet, twin_session
+from tests.realtier.azure_twin_run import TwinRun, failing_up, set_fleet, twin_session
 from tests.realtier.harness import ROOT, Report, Tools
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
@@ -108,16 +107,9 @@ def test_entra_admin_groups_let_their_members_deploy_and_stop_up_where_the_deplo
 
     # worker-1's admin group becomes one the deployer is not in: AKS re-binds, and the next
     # `up` stops there with the message for this mode.
-    set_fleet(run, _kubernetes_rbac(raw, OTHERS))
-    run.log.clear()
-    t0 = time.monotonic()
-    try:
-        with pytest.raises(auto.CommandError):
-            twin.serve(lambda: run.stack.up(on_output=run.add, color="never"))
-    finally:
-        set_fleet(run, _kubernetes_rbac(raw, ADMINS))
-    second = time.monotonic() - t0
-    output = " ".join(" ".join(run.log).split())
+    second, output = failing_up(
+        twin_run, _kubernetes_rbac(raw, OTHERS), _kubernetes_rbac(raw, ADMINS)
+    )
     bound = _bound_groups(twin)
     assert bound[OUTSIDE] == [OTHERS], bound
     server = f"https://{twin.clusters[OUTSIDE].relay.address}:443"
