@@ -45,6 +45,7 @@ TOOLS = (
     "kube-apiserver-next",
     "kube-controller-manager-next",
     "training-operator",
+    "kuberay",
 )
 
 
