@@ -41,7 +41,14 @@ HTTPMode KubeRay submits the job itself, so the job reaches the stand-in. Kueue'
 have no `submitter` (rayjob_controller.go of Kueue v0.19.2).
 
 kwok plays the pods: they are bound, Running and Ready (kwok's pod-ready Stage) and never complete
-(kwok's pod-complete Stage is for Jobs' pods); no Ray process starts (docs/testing.md).
+(kwok's pod-complete Stage is for Jobs' pods); no Ray process starts.
+
+Real: KubeRay's RayCluster and RayJob controllers (pods, head Service, status, `spec.managedBy`,
+the RayJob finalizer that stops the Ray job, the dashboard client and its polling), Kueue's ray
+integrations and MultiKueue adapter, the gate, the cluster-autoscaler, Pod Security admission.
+Different: the operator outside a cluster (above), no Ray process, the dashboard a stand-in reached
+through `HTTP_PROXY` rather than cluster DNS and the head Service, HTTPMode rather than K8sJobMode;
+point by point in docs/testing.md.
 """
 
 from __future__ import annotations
@@ -353,15 +360,20 @@ def _state(twin: Twin, ns: str) -> str:
     return "\n".join(lines)
 
 
-def _provisioned_podsets(plane: ControlPlane, ns: str, wl: dict[str, Any]) -> dict[str, int]:
-    """Pod set name -> count in the ProvisioningRequest Kueue made for `wl` (its pod templates
-    are named `ppt-<request>-<pod set>`, pkg/controller/admissionchecks/provisioning)."""
+def _requests(plane: ControlPlane, ns: str, wl: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ProvisioningRequests Kueue made for `wl` (owned by it)."""
     uid = wl["metadata"]["uid"]
-    requests = [
+    return [
         r
         for r in items(plane, f"/apis/autoscaling.x-k8s.io/v1/namespaces/{ns}/provisioningrequests")
         if any(o.get("uid") == uid for o in r["metadata"].get("ownerReferences") or [])
     ]
+
+
+def _provisioned_podsets(plane: ControlPlane, ns: str, wl: dict[str, Any]) -> dict[str, int]:
+    """Pod set name -> count in the ProvisioningRequest Kueue made for `wl` (its pod templates
+    are named `ppt-<request>-<pod set>`, pkg/controller/admissionchecks/provisioning)."""
+    requests = _requests(plane, ns, wl)
     out: dict[str, int] = {}
     names = [p["name"] for p in wl["spec"]["podSets"]]
     for request in requests:
@@ -387,6 +399,9 @@ class Watch:
         self.gates: dict[str, dict[str, int]] = {}
         self.pods_seen: dict[str, int] = {}
         self.copies_seen: set[str] = set()
+        # workers whose request for it the cluster-autoscaler marked Provisioned (nothing else
+        # on the twin sets that condition)
+        self.provisioned: set[str] = set()
 
     def chosen(self) -> str | None:
         wl = _workload(self.twin.planes[MANAGER], self.ns, self.kind, self.name)
@@ -405,6 +420,10 @@ class Watch:
                 got = _provisioned_podsets(plane, self.ns, wl)
                 if sum(got.values()) == PODS:
                     self.gates[worker] = got
+            if wl is not None and worker not in self.provisioned:
+                requests = _requests(plane, self.ns, wl)
+                if any(condition(r, "Provisioned") == "True" for r in requests):
+                    self.provisioned.add(worker)
             pods = _pods(plane, self.ns, self.name)
             if pods:
                 self.pods_seen[worker] = max(self.pods_seen.get(worker, 0), len(pods))
@@ -472,6 +491,7 @@ def test_a_raycluster_runs_on_one_worker_with_the_real_kuberay_operator(
     chosen, running_at = _run(watch, name)
     # The gate on the chosen worker asked for both pod sets at once, with their counts.
     assert watch.gates.get(chosen) == {"head": 1, GROUP: WORKER_REPLICAS}, watch.gates
+    assert chosen in watch.provisioned, "the autoscaler answered the worker's request"
     _check_pods(twin.planes[chosen], ns, name)
 
     # The worker's state reported on the manager's copy (MultiKueue copies the status back).
@@ -527,6 +547,7 @@ def test_a_rayjob_runs_once_on_one_worker_with_the_real_kuberay_operator(
     watch = Watch(twin, ns, "RayJob", "rayjobs", name)
     chosen, running_at = _run(watch, name)
     assert watch.gates.get(chosen) == {"head": 1, GROUP: WORKER_REPLICAS}, watch.gates
+    assert chosen in watch.provisioned, "the autoscaler answered the worker's request"
     _check_pods(twin.planes[chosen], ns, name)
 
     # Complete once on the worker, reported on the manager.
@@ -549,6 +570,7 @@ def test_a_rayjob_runs_once_on_one_worker_with_the_real_kuberay_operator(
     )
     assert where(_workload(manager, ns, "RayJob", name) or {}) == chosen
     assert not _pods(manager, ns, name), "no pod of it on the manager"
+    assert not _clusters(manager, ns, name), "no RayCluster made for it on the manager"
 
     # Submitted once, to the chosen worker's head, through its head Service's name.
     [other] = [w for w in WORKERS if w != chosen]
