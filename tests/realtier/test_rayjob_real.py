@@ -217,6 +217,11 @@ def ray_twin(
     crds = _crds()
     if not all(c.is_file() for c in crds):
         pytest.skip(f"real tier: no pinned Ray CRDs at {crds[0].parent} (run scripts/fetch-crds)")
+    # The manager's pinned CRDs are the operator's own (the module's, which its chart installs on
+    # the workers): the workers get the same files.
+    own = operator.parent.parent / "crds"
+    for crd in crds:
+        assert crd.read_bytes() == (own / crd.name).read_bytes(), f"{crd} differs from {own}"
     fleet = _fleet()
     dashboards = {
         w: StandInDashboard(pending=PENDING_FOR, running=RUNNING_FOR).start() for w in WORKERS
