@@ -565,6 +565,11 @@ def test_a_rayjob_runs_once_on_one_worker_with_the_real_kuberay_operator(
     done_at = time.monotonic() - t0
     status = (_obj(manager, "rayjobs", ns, name) or {})["status"]
     assert status["jobStatus"] == "SUCCEEDED", status
+    # KubeRay's own count of the job's runs (`status.succeeded`/`failed`, set by
+    # checkBackoffLimitAndUpdateStatusIfNeeded in rayjob_controller.go), copied back by
+    # MultiKueue: once, never failed.
+    assert status.get("succeeded") == 1, status
+    assert not status.get("failed"), status
     wl = _workload(manager, ns, "RayJob", name)
     assert wl is not None
     until(
