@@ -25,7 +25,9 @@ first three):
 - `POST /api/jobs/<id>/stop`: `{"stopped": true}` and the job STOPPED if it was not terminal
   (`{"stopped": false}` otherwise), as Ray answers;
 - `DELETE /api/jobs/<id>`, `GET /api/jobs/` (the list), `GET /api/jobs/<id>/logs` (`{"logs"}`).
-Anything else (the Serve API of RayService) is 404. docs/testing.md lists what it does not do.
+Anything else (the Serve API of RayService) is 404. For a K8sJobMode RayJob, whose submitter
+pod kwok runs without running `ray job submit`, the test makes that pod's submission itself
+(`submit_for_submitter`). docs/testing.md lists what it does not do.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ class Request:
     host: str  # the URL's host:port, `<head svc>.<ns>.svc.cluster.local:<port>` through a proxy
     path: str
     status: int
+    by: str = "kuberay"  # or "submitter": `submit_for_submitter`, not an HTTP request
 
 
 @dataclass
@@ -130,6 +133,17 @@ class StandInDashboard:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+    def submit_for_submitter(self, address: str, submission_id: str, entrypoint: str) -> int:
+        """The one request a K8sJobMode submitter pod's `ray job submit --no-wait` makes (KubeRay's
+        common/job.go BuildJobSubmitCommand), made by the test for the pod kwok runs: POST
+        /api/jobs/ to `address` (the pod's RAY_DASHBOARD_ADDRESS) with its submission id. The
+        submitter's `ray job status` before it and `ray job logs --follow` after it are not made."""
+        body = json.dumps({"entrypoint": entrypoint, "submission_id": submission_id}).encode()
+        status, _ = self.handle("POST", JOBS, address, body)
+        with self._lock:
+            self.requests.append(Request("POST", address, JOBS, status, by="submitter"))
+        return status
 
     def status(self, job: Job, now: float | None = None) -> str:
         now = time.monotonic() if now is None else now

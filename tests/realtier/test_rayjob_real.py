@@ -68,7 +68,7 @@ from config.loader import PINNED_CRDS
 from config.models import FleetConfig
 from tests.realtier.autoscaler import nodes_at_min, start_autoscalers
 from tests.realtier.conftest import kueue_crd_paths
-from tests.realtier.faults import condition, get_json, items
+from tests.realtier.faults import COMPLETE_DELAY, condition, get_json, items, timed_simulation
 from tests.realtier.harness import (
     ControlPlane,
     StartError,
@@ -103,6 +103,7 @@ API: Final = "/apis/ray.io/v1"
 # from the module's config/crd/bases).
 RAYSERVICE_CRD: Final = "ray.io_rayservices.yaml"
 CLUSTER_LABEL: Final = "ray.io/cluster"  # on KubeRay's pods (common/pod.go labelPod)
+JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"  # the submitter Job is named as its RayJob
 GROUP: Final = "workers"
 WORKER_REPLICAS: Final = 2
 PODS: Final = 1 + WORKER_REPLICAS
@@ -110,6 +111,9 @@ IMAGE: Final = "rayproject/ray:2.46.0"  # never pulled: kwok runs no container
 PENDING_FOR: Final = 2.0  # the stand-in dashboard's timer (seconds)
 RUNNING_FOR: Final = 8.0
 CANCEL_RUNNING_FOR: Final = 600.0
+# The submitter pod Runs (kwok) until after the stand-in's job SUCCEEDED, as `ray job logs
+# --follow` would; KubeRay completes a K8sJobMode RayJob only once the submitter finished.
+SUBMITTER_RUN_FOR: Final = "15s"
 POLL: Final = 0.25
 READY_TIMEOUT: Final = 60.0
 RUN_TIMEOUT: Final = 120.0  # dispatch, gate, scale-up, pods Running
@@ -227,13 +231,14 @@ def ray_twin(
         w: StandInDashboard(pending=PENDING_FOR, running=RUNNING_FOR).start() for w in WORKERS
     }
     try:
+        workdir = tmp_path_factory.mktemp("ray")
         with running_twin(
             STACK,
             tools,
-            simulation,
+            timed_simulation(simulation, workdir / "stages"),
             kueue_binary=binary,
             kueue_crds=[*kueue_crd_paths(fleet), *crds],
-            workdir=tmp_path_factory.mktemp("ray"),
+            workdir=workdir,
             nodes=nodes_at_min,
             fleet_value=fleet,
         ) as started:
@@ -303,20 +308,30 @@ def raycluster(name: str, ns: str, queue: str) -> dict[str, Any]:
     }
 
 
-def rayjob(name: str, ns: str, queue: str) -> dict[str, Any]:
-    """A RayJob (HTTPMode) as Kueue's webhook leaves it on a MultiKueue manager."""
+ENTRYPOINT: Final = "python -c \"import ray; ray.init(); print('ok')\""
+
+
+def rayjob(name: str, ns: str, queue: str, mode: str = "HTTPMode") -> dict[str, Any]:
+    """A RayJob as Kueue's webhook leaves it on a MultiKueue manager; in K8sJobMode with a
+    restricted submitter pod that kwok runs for SUBMITTER_RUN_FOR."""
+    spec: dict[str, Any] = {
+        "suspend": True,
+        "managedBy": MULTIKUEUE_CONTROLLER,
+        "submissionMode": mode,
+        "entrypoint": ENTRYPOINT,
+        "shutdownAfterJobFinishes": True,
+        "rayClusterSpec": cluster_spec(),
+    }
+    if mode == "K8sJobMode":
+        template = _template("job-submitter")
+        template["metadata"] = {"annotations": {COMPLETE_DELAY: SUBMITTER_RUN_FOR}}
+        template["spec"]["restartPolicy"] = "Never"
+        spec["submitterPodTemplate"] = template
     return {
         "apiVersion": "ray.io/v1",
         "kind": "RayJob",
         "metadata": {"name": name, "namespace": ns, "labels": {QUEUE_LABEL: queue}},
-        "spec": {
-            "suspend": True,
-            "managedBy": MULTIKUEUE_CONTROLLER,
-            "submissionMode": "HTTPMode",
-            "entrypoint": "python -c \"import ray; ray.init(); print('ok')\"",
-            "shutdownAfterJobFinishes": True,
-            "rayClusterSpec": cluster_spec(),
-        },
+        "spec": spec,
     }
 
 
@@ -333,6 +348,10 @@ def _of(name: str, cluster: str) -> bool:
 def _pods(plane: ControlPlane, ns: str, name: str) -> list[dict[str, Any]]:
     pods = items(plane, f"/api/v1/namespaces/{ns}/pods?labelSelector={CLUSTER_LABEL}")
     return [p for p in pods if _of(name, p["metadata"]["labels"][CLUSTER_LABEL])]
+
+
+def _submitter_pods(plane: ControlPlane, ns: str, name: str) -> list[dict[str, Any]]:
+    return items(plane, f"/api/v1/namespaces/{ns}/pods?labelSelector={JOB_NAME_LABEL}%3D{name}")
 
 
 def _clusters(plane: ControlPlane, ns: str, name: str) -> list[dict[str, Any]]:
@@ -399,6 +418,8 @@ class Watch:
     kind: str  # RayCluster | RayJob
     plural: str
     name: str
+    # K8sJobMode: each worker's dashboard, to which the test makes the submitter pod's request
+    submitter_for: dict[str, StandInDashboard] | None = None
 
     def __post_init__(self) -> None:
         self.gates: dict[str, dict[str, int]] = {}
@@ -407,6 +428,8 @@ class Watch:
         # workers whose request for it the cluster-autoscaler marked Provisioned (nothing else
         # on the twin sets that condition)
         self.provisioned: set[str] = set()
+        self.submitted: set[str] = set()  # submitter pods whose request was made (uids)
+        self.submitters_running: dict[str, int] = {}  # worker -> submitter pods Running now
 
     def chosen(self) -> str | None:
         wl = _workload(self.twin.planes[MANAGER], self.ns, self.kind, self.name)
@@ -423,24 +446,45 @@ class Watch:
             wl = _workload(plane, self.ns, self.kind, self.name)
             if wl is not None and worker not in self.gates:
                 got = _provisioned_podsets(plane, self.ns, wl)
-                if sum(got.values()) == PODS:
+                if sum(got.values()) == self.pods:
                     self.gates[worker] = got
             if wl is not None and worker not in self.provisioned:
                 requests = _requests(plane, self.ns, wl)
                 if any(condition(r, "Provisioned") == "True" for r in requests):
                     self.provisioned.add(worker)
             pods = _pods(plane, self.ns, self.name)
-            if pods:
-                self.pods_seen[worker] = max(self.pods_seen.get(worker, 0), len(pods))
+            submitters = _submitter_pods(plane, self.ns, self.name) if self.submitter_for else []
+            if pods or submitters:
+                seen = len(pods) + len(submitters)
+                self.pods_seen[worker] = max(self.pods_seen.get(worker, 0), seen)
             running[worker] = sum(p["status"].get("phase") == "Running" for p in pods)
+            up = [p for p in submitters if p["status"].get("phase") == "Running"]
+            self.submitters_running[worker] = len(up)
+            for pod in up:
+                self._submit(worker, pod)
         return running
+
+    @property
+    def pods(self) -> int:
+        return PODS + (1 if self.submitter_for else 0)
+
+    def _submit(self, worker: str, pod: dict[str, Any]) -> None:
+        """What the submitter container would do first: `ray job submit` to its dashboard."""
+        if self.submitter_for is None or pod["metadata"]["uid"] in self.submitted:
+            return
+        env = {e["name"]: e.get("value", "") for e in pod["spec"]["containers"][0].get("env", [])}
+        self.submitter_for[worker].submit_for_submitter(
+            env["RAY_DASHBOARD_ADDRESS"], env["RAY_JOB_SUBMISSION_ID"], ENTRYPOINT
+        )
+        self.submitted.add(pod["metadata"]["uid"])
 
     def running_together(self) -> str | None:
         running = self.poll()
         chosen = self.chosen()
         if chosen is None:
             return None
-        return chosen if running[chosen] == PODS else None
+        submitters = self.submitters_running[chosen] if self.submitter_for else 0
+        return chosen if running[chosen] + submitters == self.pods else None
 
     def only_on(self, chosen: str) -> None:
         [other] = [w for w in WORKERS if w != chosen]
@@ -458,6 +502,12 @@ class Watch:
         )
 
 
+def _timer(ray_twin: RayTwin, running: float) -> None:
+    """How long the next jobs submitted to the stand-ins stay RUNNING (one module twin)."""
+    for dashboard in ray_twin.dashboards.values():
+        dashboard.running = running
+
+
 def _submission(twin: Twin) -> tuple[str, str]:
     [sub] = [s for s in submissions(twin.fleet) if s.dispatched]
     return sub.namespace, sub.local_queue
@@ -468,7 +518,7 @@ def _run(watch: Watch, what: str) -> tuple[str, float]:
     chosen = until(
         watch.running_together,
         RUN_TIMEOUT,
-        f"{what}: {PODS} pods Running on its worker",
+        f"{what}: {watch.pods} pods Running on its worker",
         seen=lambda: _state(watch.twin, watch.ns),
     )
     assert chosen in WORKERS
@@ -547,6 +597,7 @@ def test_a_rayjob_runs_once_on_one_worker_with_the_real_kuberay_operator(
     ns, queue = _submission(twin)
     manager = twin.planes[MANAGER]
     name = "rayjob"
+    _timer(ray_twin, RUNNING_FOR)
     t0 = time.monotonic()
     apply_ok(manager, [rayjob(name, ns, queue)])
     watch = Watch(twin, ns, "RayJob", "rayjobs", name)
@@ -614,8 +665,7 @@ def test_a_rayjob_runs_once_on_one_worker_with_the_real_kuberay_operator(
 
     # ---- a running RayJob deleted on the manager: the worker is cleaned up ----
     cancelled = "rayjob-cancelled"
-    for dashboard in ray_twin.dashboards.values():
-        dashboard.running = CANCEL_RUNNING_FOR
+    _timer(ray_twin, CANCEL_RUNNING_FOR)
     apply_ok(manager, [rayjob(cancelled, ns, queue)])
     watch = Watch(twin, ns, "RayJob", "rayjobs", cancelled)
     at, _ = _run(watch, cancelled)
@@ -639,3 +689,59 @@ def test_a_rayjob_runs_once_on_one_worker_with_the_real_kuberay_operator(
     assert stops, "KubeRay's finalizer stopped the Ray job before the RayJob went"
     [job] = [j for j in ray_twin.dashboards[at].jobs.values() if j.host.startswith(cancelled)]
     assert job.stopped_at is not None
+
+
+def test_a_k8sjobmode_rayjob_gates_its_submitter_with_the_ray_pods_and_completes_once(
+    ray_twin: RayTwin,
+) -> None:
+    """The example's mode: Kueue's third pod set, the submitter Job KubeRay makes, is in the same
+    ProvisioningRequest; the submitter pod's one dashboard request is made by the test (kwok runs
+    no container), and KubeRay completes the RayJob only after kwok completes that pod."""
+    twin = ray_twin.twin
+    ns, queue = _submission(twin)
+    manager = twin.planes[MANAGER]
+    name = "rayjob-k8s"
+    _timer(ray_twin, RUNNING_FOR)
+    t0 = time.monotonic()
+    apply_ok(manager, [rayjob(name, ns, queue, mode="K8sJobMode")])
+    watch = Watch(twin, ns, "RayJob", "rayjobs", name, submitter_for=ray_twin.dashboards)
+    chosen, running_at = _run(watch, name)
+    assert watch.gates.get(chosen) == {"head": 1, GROUP: WORKER_REPLICAS, "submitter": 1}, (
+        watch.gates
+    )
+    assert chosen in watch.provisioned, "the autoscaler answered the worker's request"
+    _check_pods(twin.planes[chosen], ns, name)
+    [submitter] = _submitter_pods(twin.planes[chosen], ns, name)
+    assert submitter["spec"].get("nodeName"), "the submitter bound to a (kwok) node"
+
+    def complete() -> bool:
+        watch.poll()
+        status = (_obj(manager, "rayjobs", ns, name) or {}).get("status") or {}
+        return status.get("jobDeploymentStatus") == "Complete"
+
+    until(complete, DONE_TIMEOUT, "the manager's RayJob Complete", seen=lambda: _state(twin, ns))
+    done_at = time.monotonic() - t0
+    status = (_obj(manager, "rayjobs", ns, name) or {})["status"]
+    assert status["jobStatus"] == "SUCCEEDED", status
+    assert status.get("succeeded") == 1, status
+    assert not status.get("failed"), status
+    until(
+        lambda: condition(_workload(manager, ns, "RayJob", name), "Finished") == "True",
+        DONE_TIMEOUT,
+        "the manager's Workload Finished",
+        seen=lambda: _state(twin, ns),
+    )
+    # One submission, from the submitter, to its head; KubeRay itself submitted nothing.
+    dashboard = ray_twin.dashboards[chosen]
+    posts = [r for r in dashboard.requests if r.method == "POST" and r.path == "/api/jobs/"]
+    mine = [r for r in posts if r.host.startswith(f"{name}-")]
+    assert [r.by for r in mine] == ["submitter"], mine
+    assert len(watch.submitted) == 1, "one submitter pod"
+    [job] = [j for j in dashboard.jobs.values() if j.submission_id == status["jobId"]]
+    assert {"PENDING", "RUNNING", "SUCCEEDED"} <= set(job.statuses), job.statuses
+    watch.poll()
+    watch.only_on(chosen)
+    print(
+        f"\nrayjob K8sJobMode: on {chosen}, {watch.pods} pods Running {running_at:.1f}s after "
+        f"submission, Complete on the manager at {done_at:.1f}s; gate {watch.gates[chosen]}"
+    )
