@@ -23,6 +23,10 @@ start at minCount and the real cluster-autoscaler answers Kueue's ProvisioningRe
    was submitted once, on the chosen worker's dashboard, for that job's head Service. A second
    RayJob, running, is deleted on the manager: its copy, its RayCluster, its pods and its Workload
    are removed from the worker, and KubeRay stopped its Ray job first (its finalizer).
+3. A RayJob in K8sJobMode (the example's mode): the worker's ProvisioningRequest holds Kueue's
+   three pod sets (head 1, workers 2, submitter 1); KubeRay makes the RayCluster and, once it is
+   ready, the submitter Job; the four pods run together; the job is submitted once, by the
+   submitter (below), and the RayJob is Complete on the manager only after the submitter pod ended.
 
 The operator outside a cluster (main.go of ray-operator v1.5.0):
 - `KUBECONFIG` the worker plane's admin kubeconfig (controller-runtime's `GetConfigOrDie`);
@@ -34,21 +38,25 @@ The operator outside a cluster (main.go of ray-operator v1.5.0):
   transport, which sends plain HTTP through `HTTP_PROXY`; its API-server traffic is HTTPS to
   loopback and takes no proxy.
 
-Why HTTPMode: in K8sJobMode (the example's) the submitter Job's pod runs `ray job submit` against
-the dashboard; kwok would complete that pod without submitting anything, and KubeRay then fails
-the RayJob ("Submitter completed but Ray job not found in RayCluster", rayjob_controller.go). In
-HTTPMode KubeRay submits the job itself, so the job reaches the stand-in. Kueue's pod sets then
-have no `submitter` (rayjob_controller.go of Kueue v0.19.2).
+The two submission modes. In HTTPMode KubeRay submits the job to the dashboard itself, and Kueue's
+pod sets have no `submitter` (rayjob_controller.go of Kueue v0.19.2). In K8sJobMode the submitter
+Job's pod runs `ray job status || ray job submit --no-wait`, then `ray job logs --follow`
+(KubeRay's common/job.go); kwok runs that pod without running anything, and a submitter that ends
+with no job on the dashboard fails the RayJob ("Submitter completed but Ray job not found in
+RayCluster"). So the test makes the pod's one submission itself once kwok has it Running
+(`StandInDashboard.submit_for_submitter`, with the pod's own RAY_DASHBOARD_ADDRESS and
+RAY_JOB_SUBMISSION_ID), and kwok completes the pod SUBMITTER_RUN_FOR later (its delay annotation),
+after the stand-in's job SUCCEEDED, as `ray job logs --follow` would return.
 
-kwok plays the pods: they are bound, Running and Ready (kwok's pod-ready Stage) and never complete
-(kwok's pod-complete Stage is for Jobs' pods); no Ray process starts.
+kwok plays the pods: the Ray pods are bound, Running and Ready (kwok's pod-ready Stage) and never
+complete (kwok's pod-complete Stage is for Jobs' pods); no Ray process starts.
 
 Real: KubeRay's RayCluster and RayJob controllers (pods, head Service, status, `spec.managedBy`,
 the RayJob finalizer that stops the Ray job, the dashboard client and its polling), Kueue's ray
 integrations and MultiKueue adapter, the gate, the cluster-autoscaler, Pod Security admission.
 Different: the operator outside a cluster (above), no Ray process, the dashboard a stand-in reached
-through `HTTP_PROXY` rather than cluster DNS and the head Service, HTTPMode rather than K8sJobMode;
-point by point in docs/testing.md.
+through `HTTP_PROXY` rather than cluster DNS and the head Service, the K8sJobMode submitter's
+request made by the test; point by point in docs/testing.md.
 """
 
 from __future__ import annotations
