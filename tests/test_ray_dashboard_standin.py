@@ -86,3 +86,15 @@ def test_stop_and_delete_answer_as_ray_does(dashboard: StandInDashboard) -> None
     assert _call(dashboard, "GET", "/api/jobs/long")[0] == 404
     # the Serve API (RayService) is not served
     assert _call(dashboard, "GET", "/api/serve/applications/?api_type=declarative")[0] == 404
+
+
+def test_a_submitters_submission_is_recorded_as_the_submitters(dashboard: StandInDashboard) -> None:
+    address = HEAD.removeprefix("http://")
+    assert dashboard.submit_for_submitter(address, "rj-k8s", "python x.py") == 200
+    assert dashboard.submit_for_submitter(address, "rj-k8s", "python x.py") == 500  # used id
+    assert [(r.by, r.status) for r in dashboard.requests] == [
+        ("submitter", 200),
+        ("submitter", 500),
+    ]
+    assert _call(dashboard, "GET", "/api/jobs/rj-k8s")[1]["entrypoint"] == "python x.py"
+    assert dashboard.requests[-1].by == "kuberay"
