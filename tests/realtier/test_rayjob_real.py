@@ -190,7 +190,9 @@ def start_operator(plane: ControlPlane, binary: Path, dashboard: StandInDashboar
             "/usr/bin/env",
             f"KUBECONFIG={plane.kubeconfig}",
             f"HTTP_PROXY={dashboard.url}",
+            # no exception from the machine's own settings (Go reads NO_PROXY, then no_proxy)
             "NO_PROXY=",
+            "no_proxy=",
             str(binary),
             "--enable-leader-election=false",
             f"--metrics-addr=127.0.0.1:{free_port()}",
