@@ -18,6 +18,7 @@ import pytest
 from config.loader import read_stack_file
 from config.models import FleetConfig
 from tests.conftest import COMMITTED_STACKS
+from upstream.frameworks import KUBERAY, TRAINING_OPERATOR
 from upstream.karmada import (
     DEFAULT_KARMADA_CHART_VERSION,
     DEFAULT_KRUISE_CHART_VERSION,
@@ -45,6 +46,7 @@ TOOLS = (
     "kube-apiserver-next",
     "kube-controller-manager-next",
     "training-operator",
+    "kuberay",
 )
 
 
@@ -244,6 +246,33 @@ def test_kruise_pin_is_the_deployed_release_plus_its_patch() -> None:
     deployed = _semver(kruise_app_version(DEFAULT_KRUISE_CHART_VERSION).removeprefix("v"))
     assert built[:2] == deployed[:2]
     assert built >= deployed
+
+
+def test_job_operator_pins_are_the_versions_the_stack_deploys() -> None:
+    """The real tier runs the operators the stack installs on workers, at the same versions (and
+    the manager's CRDs come from the same modules)."""
+    assert _pins()["KUBERAY_VERSION"] == KUBERAY.default_version
+    assert _pins()["TRAINING_OPERATOR_VERSION"] == TRAINING_OPERATOR.default_version
+
+
+def test_kuberay_is_built_from_its_module_root_with_its_crds_beside_it(tmp_path: Path) -> None:
+    """The operator's RayService controller always starts and needs the RayService CRD, which
+    the manager's pins do not hold: the build copies the module's CRDs beside the binary, and a
+    binary without them counts as not built."""
+    text = SCRIPT.read_text()
+    assert 'github.com/ray-project/kuberay/ray-operator "v$KUBERAY_VERSION"' in text
+    assert "ray.io_rayservices.yaml" in text
+    out = _bash(
+        'd=$(tool_dir kuberay); mkdir -p "$d/bin"; '
+        'printf "#!/bin/sh\n" >"$d/bin/kuberay"; chmod +x "$d/bin/kuberay"; '
+        'echo "kuberay $KUBERAY_VERSION" >"$d/bin/.stamp"; '
+        "is_built kuberay && echo built || echo missing; "
+        'mkdir -p "$d/crds"; for c in "${KUBERAY_CRDS[@]}"; do touch "$d/crds/$c"; done; '
+        "is_built kuberay && echo built || echo missing",
+        tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["missing", "built"]
 
 
 def test_kruise_is_built_from_its_module_root_with_upstreams_replaces(tmp_path: Path) -> None:

@@ -39,8 +39,7 @@ The operator outside a cluster (cmd/training-operator.v1/main.go and pkg/cert of
 kwok plays the pods: a Stage `pytorchjob-pod-complete` (kwok's pod-complete, selecting pods owned
 by a PyTorchJob instead of a Job) completes them after their delay annotation, as the Jobs' pods.
 
-RayJob is not covered: KubeRay completes a RayJob by polling the Ray dashboard of its RayCluster's
-head pod, which kwok does not run (docs/testing.md).
+RayCluster and RayJob, with the real KubeRay operator: tests/realtier/test_rayjob_real.py.
 """
 
 from __future__ import annotations
