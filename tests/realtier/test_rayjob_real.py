@@ -61,6 +61,7 @@ request made by the test; point by point in docs/testing.md.
 
 from __future__ import annotations
 
+import json
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -90,6 +91,10 @@ from tests.realtier.harness import (
 from tests.realtier.kueue import kueue_binary
 from tests.realtier.ray_dashboard import StandInDashboard
 from tests.realtier.test_faults_runtime import MANAGER, queues_active, where, workloads
+from tests.realtier.test_fleetview_real import (
+    _cond,  # pyright: ignore[reportPrivateUsage]
+    fleetview,
+)
 from tests.realtier.twin import load_stack, submissions
 from tests.realtier.twin_run import SimulationTools, Twin, running_twin
 from tests.realtier.wait import until
@@ -640,6 +645,14 @@ def test_a_rayjob_runs_once_on_one_worker_with_the_real_kuberay_operator(
         seen=lambda: _state(twin, ns),
     )
     assert where(_workload(manager, ns, "RayJob", name) or {}) == chosen
+    # fleetview finds a RayJob's Workload by its owner, as a Job's, and tells its end.
+    told, _ = fleetview(dict(twin.planes), "why", f"{ns}/{name}", "--json")
+    assert told.returncode == 0, told.stderr
+    assert "Traceback" not in told.stderr, told.stderr
+    answer = json.loads(told.stdout)
+    finished = _cond(_workload(manager, ns, "RayJob", name), "Finished")
+    assert answer["state"] == "finished", answer
+    assert f"The job finished ({finished['reason']}): {finished['message']}" in answer["verdict"]
     assert not _pods(manager, ns, name), "no pod of it on the manager"
     assert not _clusters(manager, ns, name), "no RayCluster made for it on the manager"
 
