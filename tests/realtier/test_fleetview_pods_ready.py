@@ -5,7 +5,7 @@ through the eviction and the requeue backoff; `why`'s verdict and `status`'s war
 The twin: dev's fleet (a manager dispatching team-a to two gated workers of 16 CPU each, their
 user pools at minCount, the real cluster-autoscaler on worker-1 only) whose workers run a short
 waitForPodsReady, set through the stack's own key `kueue.configuration.waitForPodsReady` (20 s,
-requeuingStrategy backoff 40 s, backoffLimitCount 1) so each Kueue runs what the program renders
+requeuingStrategy backoff 25 s, backoffLimitCount 1) so each Kueue runs what the program renders
 for such a stack (builders/kueue.py; the manager's stays off, as the program keeps it). The same
 fleet is written as a stack file, `Pulumi.podsready.yaml` outside the project, and fleetview
 reads its timings from it (`--timings-from PATH`). A held pod is bound to its node and never
@@ -62,6 +62,7 @@ import datetime as dt
 import json
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -93,7 +94,7 @@ pytestmark = [pytest.mark.real]
 
 WORKER: Final = "worker-1"  # the only worker whose autoscaler runs: copies are admitted there
 TIMEOUT: Final = 20  # seconds: the workers' waitForPodsReady timeout
-BACKOFF: Final = 40  # seconds: requeuingStrategy.backoffBaseSeconds (first requeue after it)
+BACKOFF: Final = 25  # seconds: requeuingStrategy.backoffBaseSeconds (first requeue after it)
 PODS_READY: Final = {
     "timeout": f"{TIMEOUT}s",
     "requeuingStrategy": {
@@ -177,8 +178,11 @@ class Driven:
         return json.loads(done.stdout)
 
     def read(self, job: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        """`why` of the job and `status`."""
-        return self.run("why", f"{self.sub.namespace}/{job}"), self.run("status")
+        """`why` of the job and `status`, side by side (each a process reading every plane)."""
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            why = pool.submit(self.run, "why", f"{self.sub.namespace}/{job}")
+            status = pool.submit(self.run, "status")
+            return why.result(), status.result()
 
 
 def _job(sub: Submission, name: str, cpu: str, **kw: Any) -> dict[str, Any]:

@@ -50,10 +50,10 @@ Driven, one after the other (the jobs stay for the later steps, `fv-starting` ex
 
 Proven only offline (tests/test_fleetview_why.py), because on this twin they need minutes or a
 fault another module already drives:
-- `evicted-pods-ready` and `backoff`: a pod held not ready (step 3) is evicted only after the
-  workers' waitForPodsReady timeout, Kueue's 30 minutes, and requeued after a backoff of its
-  own; a shorter timeout on the twin's workers would differ from the stack's (fleetview reads
-  prod's 30 minutes);
+- `evicted-on-worker` (the manager's side of a copy evicted on a worker): on the real Kueue it
+  lasts about a second, the manager dispatching the job again at once
+  (test_fleetview_pods_ready.py drives that eviction on a twin whose workers' waitForPodsReady is
+  20 s, and `evicted-pods-ready` and `backoff` with it; here the workers keep Kueue's 30 minutes);
 - `worker-lost` (before the eviction) is test_fleetview_real.py's: 20 s of workerLostTimeout
   here leave too little room for fleetview's processes on a loaded machine;
   `evicted-worker-lost` lasts only the grace after the eviction (5 s here), and step 8 asks after
