@@ -172,11 +172,12 @@ def _timings(args: argparse.Namespace) -> Timings:
     stack = args.timings_from or args.stack
     if stack is None and not args.kubeconfig:
         stack = selected_stack()
-    if args.timings_from and ("/" in stack or stack.endswith(".yaml")):
-        path = Path(stack)
+    asked: str | None = args.timings_from
+    if asked and ("/" in asked or asked.endswith(".yaml")):
+        path = Path(asked)
         found = STACK_FILE.fullmatch(path.name)
         if found is None:
-            return Timings(note=f"{stack} not used (not a Pulumi.<stack>.yaml file name)")
+            return Timings(note=f"{asked} not used (not a Pulumi.<stack>.yaml file name)")
         read = from_stack_file(found.group(1), path.parent)
         return read if read.note else dataclasses.replace(read, source=str(path))
     return from_stack_file(stack) if stack else Timings()
