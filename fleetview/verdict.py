@@ -268,7 +268,8 @@ def _evicted_before(seen: Seen, check: str, state: str) -> str:
     stops, step 2 deletes the copies, and the manager reserves quota and dispatches new ones at
     once: its Evicted condition turns False ("Previously: ...", workload.go SetQuotaReservation)
     and its own requeueState stays empty. The evicted copy's requeueState (the worker's
-    requeuingStrategy backoff and backoffLimitCount) goes with it: a new copy starts at count 0.
+    requeuingStrategy backoff and backoffLimitCount) mostly goes with it: a new copy starts at
+    count 0 (on the twin a copy was sometimes kept, requeued after its own backoff instead).
     """
     ev = condition(seen.wl, "Evicted") or {}
     message = str(ev.get("message") or "")
@@ -289,9 +290,10 @@ def _evicted_before(seen: Seen, check: str, state: str) -> str:
         return text + "."
     return (
         f"{text}, and its pods are not ready this time either: if waitForPodsReady evicted it, "
-        "the worker's requeuingStrategy does not hold it back (its backoff and "
-        "backoffLimitCount live in the copy's requeueState, and each new copy starts at 0), so "
-        f"it is dispatched again each time its pods miss the timeout; {FIX_PODS_READY}."
+        "the worker's requeuingStrategy may not hold it back (its backoff and "
+        "backoffLimitCount count in the copy's requeueState, and the manager mostly deletes an "
+        "evicted copy and dispatches a new one: each new copy starts at 0), so it can be "
+        f"dispatched again each time its pods miss the timeout; {FIX_PODS_READY}."
     )
 
 

@@ -613,7 +613,7 @@ def test_why_says_a_job_dispatched_again_after_worker_evictions_is_not_held_back
         "waitForPodsReady (30m00s) evicts it in 29m50s if they are not",
         "It was evicted on a worker before (2 times, last on worker-1, dispatched again 15s ago: "
         "multikueue retryCount and the manager's Evicted condition)",
-        "the worker's requeuingStrategy does not hold it back",
+        "the worker's requeuingStrategy may not hold it back",
         "each new copy starts at 0",
         "raise kueue.configuration.waitForPodsReady.timeout",
     )

@@ -29,20 +29,24 @@ What Kueue v0.19.2 does, from its source (kubernetes-sigs/kueue at v0.19.2) and 
   :126-133), the manager releases the quota, step 2 (:380-394) deletes the copies, and with no
   requeueAt of its own (the manager evicted it for a check, not for PodsReady) the backoff ends
   at once and it is dispatched again: within about a second (seen here). The evicted copy's
-  requeueState goes with it; the new copy starts at count 0. So a dispatched job is never held
-  back by the worker's backoff nor deactivated by its backoffLimitCount: it is evicted and
+  requeueState mostly goes with it; the new copy starts at count 0. Not always: once here a copy
+  with count 1 was admitted again on worker-1, kept and requeued after its own backoff (probably
+  the manager reserved again before its MultiKueue controller saw it without quota, so step 2
+  did not run; not examined further). So a dispatched job is not reliably held back by the
+  worker's backoff nor deactivated by its backoffLimitCount: it can be evicted and
   dispatched again once per timeout. Its manager Workload keeps Evicted=False "Previously: ..."
   (workload.go SetQuotaReservation -> resetActiveCondition) and the check's retryCount.
 
-Driven, on one twin, both jobs submitted at once (500m each, held):
-1. `fv-local-unready`, on worker-1's own LocalQueue: evicted by waitForPodsReady, its quota
-   released: `backoff`, with requeueAt (the next attempt's time) and the count.
-2. `fv-unready`, dispatched: admitted on worker-1, evicted there after 20 s and dispatched again;
-   once worker-1 admitted the new copy, `why` says `starting`, that it was evicted on worker-1
-   before (the check's retryCount) and that the worker's backoff does not hold it back, naming
-   the timeout's key; its new copy has no requeueState, the manager none. Then it is deleted.
-3. Still inside step 1's backoff, `fv-filler` (5 x 3200m) takes worker-1's whole quota: once the
-   backoff ends `fv-local-unready` is back in its queue without quota, still Evicted:
+Driven, on one twin, both jobs submitted at once (held):
+1. `fv-local-unready` (1 CPU), on worker-1's own LocalQueue: evicted by waitForPodsReady, its
+   quota released: `backoff`, with requeueAt (the next attempt's time) and the count. At once
+   `fv-filler` (5 x 3100m) takes the rest of worker-1's quota.
+2. `fv-unready` (500m), dispatched: admitted on worker-1, evicted there after 20 s and
+   dispatched again; once worker-1 admitted the new copy, `why` says `starting`, that it was
+   evicted on worker-1 before (the check's retryCount) and that the worker's backoff does not
+   hold it back, naming the timeout's key; its new copy has no requeueState, the manager none.
+   Then it is deleted.
+3. Once the backoff ends `fv-local-unready` is back in its queue without quota, still Evicted:
    `evicted-pods-ready`, naming `kueue.configuration.waitForPodsReady.timeout`
    (docs/kueue-queueing.md).
 
@@ -222,7 +226,7 @@ def driven(autoscaler: Path, twin: Twin, fleet: Fleet) -> Driven:
         f"[manager] MultiKueueCluster {WORKER} Active",
     )
     _submit(manager, _job(sub, UNREADY, "500m", dispatched=True, held=True))
-    _submit(worker, _job(sub, LOCAL, "500m", held=True))
+    _submit(worker, _job(sub, LOCAL, "1", held=True))
     return Driven(twin, sub, fleet.stack_file, {"ready": time.monotonic() - t0})
 
 
@@ -263,6 +267,10 @@ def test_fleetview_says_a_workers_own_job_evicted_by_pods_ready_is_in_backoff(
     # seconds on the condition).
     backoff = (requeue_at - _stamp(str(evicted["lastTransitionTime"]))).total_seconds()
     assert BACKOFF - 1 <= backoff <= BACKOFF + 1, (backoff, requeue, evicted)
+    # For step 3, at once (a read may take seconds on a loaded machine): the filler takes what is
+    # left of worker-1's quota beside fv-unready's copy (15.5 of 16 CPU, 5 pods, one per node of
+    # the pool's 5), so this job (1 CPU) does not fit once its backoff ends, fv-unready gone or not.
+    _submit(worker, _job(sub, FILLER, "3100m", pods=5, run_for="10m"))
     answer, status = driven.read(LOCAL)
     assert dt.datetime.now(dt.UTC) < requeue_at, "fleetview ran past the backoff: too slow"
     _says(
@@ -322,9 +330,8 @@ def test_fleetview_says_a_dispatched_job_evicted_by_a_workers_pods_ready_is_disp
     [check] = wl["status"]["admissionChecks"]
     retries = int(check.get("retryCount") or 0)
     assert (check["state"], retries >= 1) == ("Ready", True), check
-    # Nothing holds it back: the manager keeps no requeueState, the new copy starts at 0.
+    # The manager keeps no requeueState: nothing on its side holds it back.
     assert not wl["status"].get("requeueState"), wl["status"]
-    assert not (_copy(worker, ns, name) or {}).get("status", {}).get("requeueState")
 
     answer, status = driven.read(UNREADY)
     _says(
@@ -334,7 +341,7 @@ def test_fleetview_says_a_dispatched_job_evicted_by_a_workers_pods_ready_is_disp
         f"waitForPodsReady ({TIMEOUT}s) evicts it in ",
         f"It was evicted on a worker before ({retries} time{'s' if retries != 1 else ''}, last "
         f"on {WORKER}, dispatched again ",
-        "the worker's requeuingStrategy does not hold it back",
+        "the worker's requeuingStrategy may not hold it back",
         "each new copy starts at 0",
         FIX,
     )
@@ -367,18 +374,12 @@ def test_fleetview_says_a_dispatched_job_evicted_by_a_workers_pods_ready_is_disp
 def test_fleetview_says_a_workers_own_job_back_from_backoff_without_quota_is_evicted_pods_ready(
     driven: Driven, report: Report
 ) -> None:
-    """Run last: the filler takes worker-1's whole quota (16 CPU: 5 pods, one per node of the
-    pool's 5) while the job is still in backoff (fv-unready is gone by now)."""
-    ns, worker, sub = driven.sub.namespace, driven.worker, driven.sub
+    """Run last: the filler (step 1) took the quota while the job was in backoff."""
+    ns, worker = driven.sub.namespace, driven.worker
     assert driven.requeue_at is not None, "the backoff step did not run"
-    _submit(worker, _job(sub, FILLER, "3200m", pods=5, run_for="10m"))
-    until(
-        lambda: condition(workload_of_job(worker, ns, FILLER), "QuotaReserved") == "True",
-        WAIT,
-        f"[{WORKER}] {FILLER} holds the quota",
-        seen=driven.seen,
-    )
-    assert dt.datetime.now(dt.UTC) < driven.requeue_at, "the filler came after the backoff"
+    reserved = _cond(workload_of_job(worker, ns, FILLER), "QuotaReserved")
+    assert reserved.get("status") == "True", reserved
+    assert _stamp(str(reserved["lastTransitionTime"])) < driven.requeue_at, reserved
 
     # The backoff over, the job is back in its queue but the filler holds the quota: still
     # Evicted (until its next reservation), Requeued=True BackoffFinished.
