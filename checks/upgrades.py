@@ -33,6 +33,8 @@ from upstream.aks_versions import (
 from upstream.k8s import minor_of
 from upstream.kueue import KUEUE_KUBERNETES
 
+UNTESTED_KEY = "kueue.untestedKubernetesMinor"
+
 
 def _name(minor: tuple[int, int]) -> str:
     return f"{minor[0]}.{minor[1]}"
@@ -123,19 +125,56 @@ def check_support_plan(fleet: FleetConfig) -> Iterator[Issue]:
 
 
 def check_kueue_minor(fleet: FleetConfig) -> Iterator[Issue]:
-    """Every cluster runs the pinned Kueue: its control plane stays in Kueue's tested minors."""
+    """Every cluster runs the pinned Kueue: its control plane stays in Kueue's tested minors, or
+    on the one minor after them that `kueue.untestedKubernetesMinor` accepts (a warning)."""
     low, high = KUEUE_KUBERNETES[fleet.kueue.version]
+    after = (high[0], high[1] + 1)
+    accepted: tuple[int, int] | None = None
+    untested = fleet.kueue.untested_kubernetes_minor
+    if untested is not None:
+        written = minor_of(untested)
+        if written != after or untested.count(".") != 1:
+            yield Issue(
+                UNTESTED_KEY,
+                f"{untested!r}: allowed only {_name(after)!r}, the minor after Kueue "
+                f"{fleet.kueue.version}'s newest e2e-tested one ({_name(high)}), or nothing",
+            )
+        else:
+            accepted = written
+    on_it: list[str] = []
     for i, c in enumerate(fleet.clusters):
         if c.source != "aks":
             continue
         minor = minor_of(fleet.version_of(c))
-        if not low <= minor <= high:
+        if minor == accepted:
+            on_it.append(c.name)
+            yield Issue(
+                version_key(i, c),
+                f"{fleet.version_of(c)} for cluster {c.name!r}: Kueue {fleet.kueue.version} was "
+                f"e2e-tested up to Kubernetes {_name(high)}; {UNTESTED_KEY} accepts "
+                f"{_name(after)} untested. Run a non-production stack on it first, and move "
+                "Kueue (kueue.version) when a version tested there is pinned",
+                severity="warning",
+            )
+        elif not low <= minor <= high:
             yield Issue(
                 version_key(i, c),
                 f"{fleet.version_of(c)} for cluster {c.name!r}: Kueue {fleet.kueue.version} runs "
                 f"on Kubernetes {_name(low)} to {_name(high)} (its README's minimum and newest "
-                "e2e-tested minor); move Kueue first (kueue.version) or stay on a tested minor",
+                "e2e-tested minor); move Kueue first (kueue.version) or stay on a tested minor"
+                + (
+                    f", or accept {_name(after)} untested ({UNTESTED_KEY})"
+                    if minor == after
+                    else ""
+                ),
             )
+    if accepted is not None and not on_it:
+        yield Issue(
+            UNTESTED_KEY,
+            f"no AKS cluster is on {_name(accepted)}: remove it, so that a later bump is checked "
+            "again",
+            severity="warning",
+        )
 
 
 def _window_issues(window: MaintenanceWindow, path: str) -> Iterator[Issue]:

@@ -19,6 +19,7 @@ from config.types import (
     DnsLabel,
     DnsSubdomain,
     GoDuration,
+    KubernetesVersion,
     LabelKey,
     LabelValue,
     Quantity,
@@ -234,6 +235,10 @@ class KueueSettings(Model):
     # fetch-crds cache, .cache/crds/kueue/v<version> (docs/upstream-pins.md).
     crd_dir: str | None = None
     version: KueueVersion = DEFAULT_KUEUE_VERSION
+    # A Kubernetes minor past the newest this Kueue version was e2e-tested on, taken on purpose
+    # (e.g. "1.37" with 0.19.2, tested to 1.36): clusters on it are warned instead of refused
+    # (checks.upgrades). Only the one minor after the newest tested; docs/upgrades.md.
+    untested_kubernetes_minor: KubernetesVersion | None = None
     frameworks: list[str] = Field(default_factory=lambda: [BATCH_JOB], max_length=32)
     feature_gates: dict[str, bool] = Field(default_factory=dict[str, bool])
     multi_kueue: MultiKueueManagerSettings = MultiKueueManagerSettings()

@@ -14,20 +14,30 @@ ROLE_NAME: Final = "fleetview-reader"
 
 
 def reader_role() -> dict[str, Any]:
-    """get/list on exactly what fleetview reads; nothing else, no Secrets, no writes."""
+    """get/list on exactly the kinds fleetview lists, get on the visibility API's one
+    subresource it reads; nothing else, no Secrets, no writes."""
     groups: dict[str, list[str]] = {}
     for group, _, plural, _ in KINDS.values():
         groups.setdefault(group, []).append(plural)
+    rules = [
+        {"apiGroups": [group], "resources": sorted(plurals), "verbs": ["get", "list"]}
+        for group, plurals in sorted(groups.items())
+    ]
     # Kueue's visibility API: a ClusterQueue's pending Workloads in order (`why`'s position).
-    groups[VISIBILITY_GROUP] = ["clusterqueues/pendingworkloads"]
+    # A GET of a named ClusterQueue's subresource is verb `get`: `list` matches no request of
+    # it (the real tier reads it with `get` alone and is refused with `list` alone).
+    rules.append(
+        {
+            "apiGroups": [VISIBILITY_GROUP],
+            "resources": ["clusterqueues/pendingworkloads"],
+            "verbs": ["get"],
+        }
+    )
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",
         "metadata": {"name": ROLE_NAME, "labels": {"app.kubernetes.io/name": "fleetview"}},
-        "rules": [
-            {"apiGroups": [group], "resources": sorted(plurals), "verbs": ["get", "list"]}
-            for group, plurals in sorted(groups.items())
-        ],
+        "rules": rules,
     }
 
 

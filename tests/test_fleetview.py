@@ -21,7 +21,8 @@ import pytest
 from rich.console import Console
 
 from fleetview.fetch import read_all
-from fleetview.objects import Snapshot
+from fleetview.objects import KINDS, VISIBILITY_GROUP, Snapshot
+from fleetview.rbac import reader_role
 from fleetview.render import print_status
 from fleetview.status import report
 from fleetview.why import explain
@@ -518,3 +519,27 @@ def test_only_fetch_imports_the_kubernetes_client_in_every_fleetview_module() ->
             if any(n == "kubernetes" or n.startswith("kubernetes.") for n in names):
                 importing.add(path.name)
     assert importing == {"fetch.py"}
+
+
+def test_the_reader_role_lists_what_fleetview_lists_and_gets_only_the_visibility_api() -> None:
+    """get/list on every kind fleetview lists; on Kueue's visibility API `get` alone, the verb
+    of a GET of a named ClusterQueue's pendingworkloads (test_fleetview_states.py reads it
+    through the real Kueue with `get` alone and is refused with `list` alone); no writes."""
+    rules = reader_role()["rules"]
+    listed = {(g, p) for g, _, p, _ in KINDS.values()}
+    assert {
+        (r["apiGroups"][0], res)
+        for r in rules
+        if r["verbs"] == ["get", "list"]
+        for res in r["resources"]
+    } == listed
+    assert [r for r in rules if r["apiGroups"] == [VISIBILITY_GROUP]] == [
+        {
+            "apiGroups": [VISIBILITY_GROUP],
+            "resources": ["clusterqueues/pendingworkloads"],
+            "verbs": ["get"],
+        }
+    ]
+    assert all(len(r["apiGroups"]) == 1 for r in rules)
+    assert {v for r in rules for v in r["verbs"]} == {"get", "list"}
+    assert not any("secrets" in r["resources"] for r in rules)

@@ -1,4 +1,4 @@
-"""The seed scenario (shared/seeds/001, the AKS "Kueue + cluster autoscaler" how-to) as config.
+"""The seed scenario (the AKS "Kueue + cluster autoscaler" how-to) as config.
 
 The expected objects are the seed's `40-autoscale-queue.yaml` (Azure/AKS examples/kueue-and-ray-
 on-aks, final version: namespace cas-kueue-demo, the v1beta2 shapes, the `admissionChecksStrategy`

@@ -171,6 +171,47 @@ def test_no_cluster_runs_a_minor_the_pinned_kueue_is_not_tested_on() -> None:
     assert "Kueue 0.17.8 runs on Kubernetes 1.29 to 1.35" in errors(raw)[0].message
 
 
+def test_an_untested_minor_is_accepted_only_as_the_one_after_the_tested_ones_with_a_warning() -> (
+    None
+):
+    """`kueue.untestedKubernetesMinor`: 1.37 with 0.19.2 (tested to 1.36) turns the refusal into
+    a warning at the cluster's version key; nothing else is accepted by it."""
+    _, issues = parse_fleet(
+        raw_with(kubernetesVersion="1.37", kueue={"untestedKubernetesMinor": "1.37"})
+    )
+    warned = [i for i in issues if i.path == "kubernetesVersion"]
+    assert [i.severity for i in warned] == ["warning"], issues
+    assert "e2e-tested up to Kubernetes 1.36" in warned[0].message
+    assert "kueue.untestedKubernetesMinor accepts 1.37 untested" in warned[0].message
+    # Two minors up is still refused, and the key names the one minor it can take.
+    (issue, *_) = errors(
+        raw_with(kubernetesVersion="1.38", kueue={"untestedKubernetesMinor": "1.37"})
+    )
+    assert issue.path == "kubernetesVersion", issue
+    for written in ("1.38", "1.36", "1.37.1"):
+        raw = raw_with(kueue={"untestedKubernetesMinor": written})
+        assert [(i.path, i.message) for i in errors(raw)] == [
+            (
+                "kueue.untestedKubernetesMinor",
+                f"{written!r}: allowed only '1.37', the minor after Kueue 0.19.2's newest "
+                "e2e-tested one (1.36), or nothing",
+            )
+        ]
+    # 0.17.8 is tested to 1.35: its one untested minor is 1.36.
+    _, issues = parse_fleet(
+        raw_with(kueue={"version": "0.17.8", "untestedKubernetesMinor": "1.36"})
+    )
+    assert [i.severity for i in issues if i.path == "kubernetesVersion"] == ["warning"]
+
+
+def test_an_untested_minor_no_cluster_uses_is_warned_so_it_accepts_no_later_bump() -> None:
+    _, issues = parse_fleet(raw_with(kueue={"untestedKubernetesMinor": "1.37"}))
+    assert [(i.path, i.severity) for i in issues if "untested" in i.path] == [
+        ("kueue.untestedKubernetesMinor", "warning")
+    ], issues
+    assert "no AKS cluster is on 1.37" in str(issues)
+
+
 def test_a_worker_moved_to_1_37_is_refused_as_the_upgrade_page_quotes() -> None:
     """docs/upgrades.md, "Upgrading a worker's Kubernetes minor": AKS serves 1.37, the one-minor
     step is allowed, and the pinned Kueue's range refuses it, with the words the page quotes."""

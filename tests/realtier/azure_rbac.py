@@ -33,6 +33,7 @@ from typing import Any, Final
 from upstream.aks import AKS_RBAC_ROLES
 
 READS: Final = frozenset({"get", "list", "watch"})
+ADMIN_GROUPS_BINDING: Final = "aks-cluster-admin-binding-aad"
 # Writes these roles keep from namespaces and quotas (Admin, Writer).
 _QUOTA_AND_NAMESPACE: Final = frozenset({("", "namespaces"), ("", "resourcequotas")})
 _RBAC_OBJECTS: Final = frozenset(
@@ -154,6 +155,35 @@ def azure_rbac_enabled(cluster_inputs: Mapping[str, Any]) -> bool:
     """The ManagedCluster's `aadProfile.enableAzureRBAC`, as the engine sent it."""
     profile: Mapping[str, Any] = cluster_inputs.get("aadProfile") or {}
     return any(k.lower() == "enableazurerbac" and v is True for k, v in profile.items())
+
+
+def admin_groups(cluster_inputs: Mapping[str, Any]) -> list[str]:
+    """The ManagedCluster's `aadProfile.adminGroupObjectIDs` with managed Entra ID, as sent."""
+    profile: Mapping[str, Any] = cluster_inputs.get("aadProfile") or {}
+    if not any(k.lower() == "managed" and v is True for k, v in profile.items()):
+        return []
+    return [
+        str(g) for k, v in profile.items() if k.lower() == "admingroupobjectids" for g in (v or [])
+    ]
+
+
+def admin_groups_binding(groups: list[str]) -> dict[str, Any]:
+    """What AKS binds for `adminGroupObjectIDs`: `cluster-admin` to each group, by object id
+    (the group claim of an Entra token). The binding's name is AKS's as remembered, not read
+    from a cluster; nothing judges it."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": ADMIN_GROUPS_BINDING},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "cluster-admin",
+        },
+        "subjects": [
+            {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": g} for g in groups
+        ],
+    }
 
 
 def webhook_kubeconfig(url: str) -> str:

@@ -14,10 +14,14 @@ process (tests/realtier/azure_provider.py forwards each provider call here as JS
   pinned Kueue CRDs and a real Kueue manager beside it (what the Kueue chart's pods would be),
   reached at its FQDN, which here is a loopback address whose port 443 relays to the plane.
   Its API server accepts one token, the one the stand-in `kubelogin` prints, as the deploying
-  Entra ID user (its object id as the uid, in no group), and authorizes it as AKS with Azure
-  RBAC does: a webhook the twin serves answers from the role assignments it holds on that
-  cluster, each only once `propagation_seconds` have passed since its creation, never on a
-  cluster in `unpropagated` (tests/realtier/azure_rbac.py).
+  Entra ID user (its object id as the uid, its groups `deployer_groups` as an Entra token
+  carries group object ids; none by default), and authorizes it as AKS with Azure RBAC does: a
+  webhook the twin serves answers from the role assignments it holds on that cluster, each only
+  once `propagation_seconds` have passed since its creation, never on a cluster in
+  `unpropagated` (tests/realtier/azure_rbac.py). With Entra ID, the groups of
+  `aadProfile.adminGroupObjectIDs` are cluster-admin through Kubernetes RBAC, as AKS binds
+  them (a ClusterRoleBinding of `cluster-admin` to each group, kept equal to the list on every
+  PUT).
 - `listManagedClusterUserCredentials` returns AKS's exec kubeconfig for an Entra ID cluster
   (kubelogin, `--server-id`, devicecode), `getClientConfig` the twin's tenant, subscription and
   deploying user.
@@ -68,7 +72,10 @@ from checks import azure_api
 from tests.realtier import kueue_webhooks
 from tests.realtier.azure_nodes import PLANE_CONTROLLERS, AzureNodes, UpgradeBlockedError
 from tests.realtier.azure_rbac import (
+    ADMIN_GROUPS_BINDING,
     Request,
+    admin_groups,
+    admin_groups_binding,
     azure_rbac_enabled,
     decide,
     grant_of,
@@ -85,6 +92,7 @@ from tests.realtier.harness import (  # the private steps of `start_all`, one pl
     ControlPlane,
     Tools,
     _await,  # pyright: ignore[reportPrivateUsage]
+    apply,
     await_each,
     stop_all,
 )
@@ -295,6 +303,9 @@ class AzureTwin:
     # webhook counts it, and clusters whose grants never reach their API server.
     propagation_seconds: float = 0.0
     unpropagated: set[str] = field(default_factory=set[str])
+    # The Entra groups (object ids) in the deploying user's token: read by each plane's API
+    # server when it starts (a token file), so set them before the `up` that creates it.
+    deployer_groups: tuple[str, ...] = ()
     reviews: list[Review] = field(default_factory=list[Review])
     # (monotonic time, path, type, id or urn) of every call the plugin made
     calls: list[tuple[float, str, str, str]] = field(
@@ -342,8 +353,6 @@ class AzureTwin:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        # The Entra ID user kubelogin signs in as: its object id is what role assignments name.
-        (self.workdir / "tokens.csv").write_text(f"{TOKEN},{ENTRA_USER},{DEPLOYER_OBJECT_ID}\n")
 
     def write_plugins(self, plugins: Path, bin_dir: Path) -> None:
         """`pulumi-resource-azure-native` into the engine's plugin directory (on its PATH) and
@@ -732,6 +741,7 @@ class AzureTwin:
             self._on_main(lambda: cluster.plane.swap_control_plane(*binaries))
             cluster.version = version
             self._step(started, name, "control plane", version)
+        bind_admin_groups(cluster.plane, inputs)
         if self.nodes is not None:
             self.nodes.cluster_put(name, inputs, self._on_main, pools)
             for pool, moved in pools.items():
@@ -778,6 +788,12 @@ class AzureTwin:
         relay = Relay(("127.0.0.1", 0))  # bound now: its address goes into the certificate
         webhook = self.workdir / f"authorization-{name}.kubeconfig"
         webhook.write_text(webhook_kubeconfig(f"{self.url}/authorize/{name}"))
+        # The Entra ID user kubelogin signs in as: its object id is what role assignments name,
+        # its groups what adminGroupObjectIDs name (kube-apiserver's token file: token, user,
+        # uid, "groups").
+        tokens = self.workdir / f"tokens-{name}.csv"
+        groups = f',"{",".join(self.deployer_groups)}"' if self.deployer_groups else ""
+        tokens.write_text(f"{TOKEN},{ENTRA_USER},{DEPLOYER_OBJECT_ID}{groups}\n")
         tools = self.tools
         if version != self.base_version and self.next_control_plane is not None:
             tools = dataclasses.replace(
@@ -790,7 +806,7 @@ class AzureTwin:
             self.workdir / "clusters" / name,
             tools,
             apiserver_args=(
-                f"--token-auth-file={self.workdir / 'tokens.csv'}",
+                f"--token-auth-file={tokens}",
                 # Appended to the plane's Node,RBAC (a repeated list flag adds to it): AKS's
                 # guard after Kubernetes RBAC. Its answers are cached as kube-apiserver caches
                 # any webhook's, a "no" for 5 s (default 30 s) so that `up`'s wait sees a grant
@@ -956,6 +972,17 @@ _COMPUTED: Final[dict[str, tuple[str, ...]]] = {
         "currentKubernetesVersion",
     ),
 }
+
+
+def bind_admin_groups(plane: ControlPlane, inputs: dict[str, Any]) -> None:
+    """AKS's binding of `aadProfile.adminGroupObjectIDs` on the cluster, kept equal to the list
+    the ManagedCluster was last sent (none: no binding)."""
+    groups = admin_groups(inputs)
+    if groups:
+        applied = apply(plane, [admin_groups_binding(groups)])
+        assert not applied.rejected, applied.stderr
+    else:
+        plane.kubectl("delete", "clusterrolebinding", ADMIN_GROUPS_BINDING, "--ignore-not-found")
 
 
 def _leaves(value: Any) -> Iterator[Any]:

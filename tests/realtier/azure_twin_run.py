@@ -129,6 +129,21 @@ def twin_session(stack: str, tools: Tools, root: Path) -> Iterator[TwinRun]:
                 repo.stop()
 
 
+def failing_up(session: TwinRun, raw: dict[str, Any], then: dict[str, Any]) -> tuple[float, str]:
+    """`up` with the fleet `raw`, which must fail: its seconds and the engine's output (on one
+    line, whitespace collapsed). The fleet `then` is set afterwards, failed or not."""
+    twin, run, _ = session
+    set_fleet(run, raw)
+    run.log.clear()
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(auto.CommandError):
+            twin.serve(lambda: run.stack.up(on_output=run.add, color="never"))
+    finally:
+        set_fleet(run, then)
+    return time.monotonic() - t0, " ".join(" ".join(run.log).split())
+
+
 def proxied(run: EngineRun, env: dict[str, str], bin_dir: Path) -> None:
     """The Kubernetes provider (which fetches Helm charts) with `env`, the stand-in chart
     repository's proxy and CA; only it: the planes are reached without a proxy either way, but

@@ -20,6 +20,7 @@ import base64
 import contextlib
 import ctypes
 import fcntl
+import functools
 import json
 import os
 import secrets
@@ -391,6 +392,18 @@ class Pki:
     sa_pub: Path
 
 
+def _openssl(openssl: Path, directory: Path, command: str) -> None:
+    """One openssl command in `directory`. Relative file names only (cwd is the directory), so
+    splitting on spaces is safe."""
+    subprocess.run(
+        [str(openssl), *command.split()],
+        cwd=directory,
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+
+
 def make_pki(openssl: Path, directory: Path, name: str, server_ips: Sequence[str] = ()) -> Pki:
     """Generate everything with the openssl CLI; an own config file keeps the distro's out.
 
@@ -403,15 +416,7 @@ def make_pki(openssl: Path, directory: Path, name: str, server_ips: Sequence[str
     )
     (directory / "openssl.cnf").write_text(config)
 
-    def run(command: str) -> None:
-        # Relative file names only (cwd is the directory), so splitting on spaces is safe.
-        subprocess.run(
-            [str(openssl), *command.split()],
-            cwd=directory,
-            capture_output=True,
-            timeout=60,
-            check=True,
-        )
+    run = functools.partial(_openssl, openssl, directory)
 
     # P-256 keys: fast to generate on a loaded machine; Go's TLS stack takes them everywhere.
     ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
@@ -449,6 +454,68 @@ def make_pki(openssl: Path, directory: Path, name: str, server_ips: Sequence[str
     )
 
 
+@dataclass(frozen=True, slots=True)
+class FrontProxy:
+    """The aggregation layer's client side: a CA of its own and the client certificate
+    kube-apiserver presents when it proxies to an aggregated API server (kubeadm's
+    front-proxy-ca and front-proxy-client)."""
+
+    ca_cert: Path
+    client_cert: Path
+    client_key: Path
+
+
+FRONT_PROXY_CLIENT: Final = "front-proxy-client"
+
+
+def make_front_proxy(openssl: Path, directory: Path) -> FrontProxy:
+    """A front-proxy CA and its client certificate, beside a plane's PKI (make_pki's
+    openssl.cnf). Its own CA, as kubeadm's: a client certificate of the plane's CA (the admin's)
+    is never taken for the proxy, and the proxy's certificate alone names no user with rights, so
+    a request the aggregated server did not take as proxied would be refused, not run as admin."""
+    ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+
+    run = functools.partial(_openssl, openssl, directory)
+
+    run(
+        f"req -config openssl.cnf -x509 {ec} -keyout front-proxy-ca.key -out front-proxy-ca.crt"
+        " -days 3 -subj /CN=realtier-front-proxy-ca -extensions ca"
+    )
+    run(
+        f"req -config openssl.cnf -new {ec} -keyout {FRONT_PROXY_CLIENT}.key"
+        f" -out {FRONT_PROXY_CLIENT}.csr -subj /CN={FRONT_PROXY_CLIENT}"
+    )
+    run(
+        f"x509 -req -in {FRONT_PROXY_CLIENT}.csr -CA front-proxy-ca.crt -CAkey front-proxy-ca.key"
+        f" -set_serial 0x{secrets.token_hex(8)} -days 3 -extfile openssl.cnf -extensions client"
+        f" -out {FRONT_PROXY_CLIENT}.crt"
+    )
+    for key in ("front-proxy-ca.key", f"{FRONT_PROXY_CLIENT}.key"):
+        (directory / key).chmod(0o600)
+    return FrontProxy(
+        ca_cert=directory / "front-proxy-ca.crt",
+        client_cert=directory / f"{FRONT_PROXY_CLIENT}.crt",
+        client_key=directory / f"{FRONT_PROXY_CLIENT}.key",
+    )
+
+
+def aggregation_args(proxy: FrontProxy) -> tuple[str, ...]:
+    """kube-apiserver's aggregation layer flags (kubeadm's set): the request-header CA and the
+    one name it accepts, the headers it sets, and the client pair it proxies with. Without
+    `--enable-aggregator-routing`: it changes how a ClusterIP Service is reached (its endpoints
+    instead of its cluster IP); the twin's aggregated servers are reached through an ExternalName
+    Service, which both ways resolve to its name."""
+    return (
+        f"--requestheader-client-ca-file={proxy.ca_cert}",
+        f"--requestheader-allowed-names={FRONT_PROXY_CLIENT}",
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+        "--requestheader-group-headers=X-Remote-Group",
+        "--requestheader-username-headers=X-Remote-User",
+        f"--proxy-client-cert-file={proxy.client_cert}",
+        f"--proxy-client-key-file={proxy.client_key}",
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # The control plane
 
@@ -482,9 +549,14 @@ class ControlPlane:
     apiserver_args: tuple[str, ...] = ()
     # more addresses its serving certificate names (make_pki)
     server_ips: tuple[str, ...] = ()
+    # True: the aggregation layer, with a front-proxy CA and client of its own (make_front_proxy,
+    # aggregation_args), so an APIService can lead to a process beside the plane (Kueue's
+    # visibility API). Off by default: no other plane pays the two certificates.
+    aggregation: bool = False
     timings: Timings = field(default_factory=Timings, init=False)
     _processes: list[_Process] = field(default_factory=list[_Process], init=False, repr=False)
     _pki: Pki | None = field(default=None, init=False, repr=False)
+    _front_proxy: FrontProxy | None = field(default=None, init=False, repr=False)
     _etcd_data: Path | None = field(default=None, init=False, repr=False)
     _etcd_port: int = field(default=0, init=False, repr=False)
     _apiserver_port: int = field(default=0, init=False, repr=False)
@@ -733,6 +805,8 @@ class ControlPlane:
         self._started_at = time.monotonic()
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._pki = make_pki(self._tools.openssl, self.workdir / "pki", self.name, self.server_ips)
+        if self.aggregation:
+            self._front_proxy = make_front_proxy(self._tools.openssl, self.workdir / "pki")
         self._etcd_port = free_port()
         self._apiserver_port = free_port()
         self._write_admin_kubeconfig()
@@ -831,6 +905,7 @@ class ControlPlane:
                 # As on AKS, whose API servers allow privileged containers: what refuses one
                 # in a team namespace is Pod Security admission and its labels, not this flag.
                 "--allow-privileged=true",
+                *(aggregation_args(self._front_proxy) if self._front_proxy else ()),
                 *self.apiserver_args,
             ],
         )

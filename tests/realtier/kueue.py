@@ -4,10 +4,23 @@ Kueue normally runs in the cluster; here it runs on this machine with the plane'
 Everything that needs in-cluster networking is off or on loopback: no internal certificate
 management (no webhook configurations are registered, so the API server never calls it and Jobs
 must be created suspended, with their queue label, by the test), the webhook server and health
-probe on 127.0.0.1, no leader election, no visibility API server. The metrics listener is off
-unless a test asks for it (`metrics_port`): then Kueue serves HTTPS /metrics on 127.0.0.1 at that
-port, with the pair in METRICS_CERT_DIR, and authorizes each scrape against its plane's API server
-(TokenReview, SubjectAccessReview) as in a cluster.
+probe on 127.0.0.1, no leader election. The metrics listener is off unless a test asks for it
+(`metrics_port`): then Kueue serves HTTPS /metrics on 127.0.0.1 at that port, with the pair in
+METRICS_CERT_DIR, and authorizes each scrape against its plane's API server (TokenReview,
+SubjectAccessReview) as in a cluster.
+
+Kueue's visibility API (the VisibilityOnDemand gate, on by default in Kueue) is off unless a test
+asks for it (`visibility`, on a plane started with `aggregation`): then Kueue's visibility server
+listens on 127.0.0.1 at a port of its own (`visibility_port`, Configuration `visibilityServer`)
+with the pair in VISIBILITY_CERT_DIR, and its plane's aggregation layer leads to it through the
+APIServices v1beta2 and v1beta1.visibility.kueue.x-k8s.io as the chart ships them
+(`insecureSkipTLSVerify`, the chart's setting without cert-manager) and a Service of the chart's
+name, `visibility_objects`. The one difference: the Service is ExternalName `localhost` (as
+tests/realtier/karmada.py leads to its aggregated API server), not the chart's ClusterIP Service
+with a selector, since no pod backs it here and Endpoints may not hold a loopback address. The
+aggregator resolves an ExternalName Service to its name and the APIService's port, with or
+without `--enable-aggregator-routing`. The server authenticates the front proxy and authorizes
+each request with its plane's API server (SubjectAccessReview), as in a cluster.
 
 Processes are started and stopped as the harness does it: own process group, SIGKILL when pytest
 dies (PR_SET_PDEATHSIG, so start them from the main thread), stopped by group id.
@@ -35,9 +48,11 @@ from tests.realtier.harness import (
     StartError,
     _Process,
     _terminate,
+    apply,
     await_each,
     cache_paths,
     free_port,
+    namespace,
     spawn_args,
     stop_each,
 )
@@ -49,6 +64,17 @@ CONFIG_API: Final = "config.kueue.x-k8s.io/v1beta2"
 # With internalCertManagement off, v0.19.2's main() watches this fixed path for the metrics
 # server's certificate and exits when the files are missing, even with metrics disabled.
 METRICS_CERT_DIR: Final = Path("/etc/kueue/metrics/certs")
+# v0.19.2 pkg/visibility/server.go `certDir = "/visibility"`: with internalCertManagement off the
+# visibility server serves `/visibility/tls.crt` and `tls.key`, a fixed absolute path no setting
+# moves, and Kueue exits when they are missing. Shared by every twin on the machine, as
+# METRICS_CERT_DIR is (`visibility_certs`); one pair serves any number of Kueues at once.
+VISIBILITY_CERT_DIR: Final = Path("/visibility")
+VISIBILITY_GROUP: Final = "visibility.kueue.x-k8s.io"
+# The versions v0.19.2 serves (server.go `install`) and registers (config/components/visibility).
+VISIBILITY_VERSIONS: Final = ("v1beta2", "v1beta1")
+# The chart's Service name for a release named kueue (`{{ kueue.fullname }}-visibility-server`).
+VISIBILITY_SERVICE: Final = "kueue-visibility-server"
+APIREGISTRATION: Final = "/apis/apiregistration.k8s.io/v1/apiservices"
 
 
 def kueue_binary() -> Path | None:
@@ -91,8 +117,9 @@ def _self_signed(openssl: Path, directory: Path, name: str) -> None:
 # Runs of the tier on one machine (several worktrees, or a test beside scripts/check) share
 # METRICS_CERT_DIR: each holds a shared lock on METRICS_CERT_LOCK while its Kueue managers may
 # (re)start; the last one out removes the pair, and only if a run of the tier made it. The ".make"
-# lock serialises creating the pair.
+# lock serialises creating the pair. VISIBILITY_CERT_DIR is shared the same way.
 METRICS_CERT_LOCK: Final = Path("/tmp/aks-batch-fleet-realtier-kueue-metrics.lock")
+VISIBILITY_CERT_LOCK: Final = Path("/tmp/aks-batch-fleet-realtier-kueue-visibility.lock")
 _METRICS_CERT_MARK: Final = ".made-by-aks-batch-fleet-realtier"
 
 
@@ -103,22 +130,35 @@ def metrics_certs(openssl: Path) -> Iterator[list[Path]]:
     Yields the paths this run created (files, then the directories made for them), empty when
     the files were already there. A pair that no run of the tier made is never touched.
     """
+    with _shared_pair(openssl, METRICS_CERT_DIR, METRICS_CERT_LOCK, "realtier-kueue-metrics") as c:
+        yield c
+
+
+@contextlib.contextmanager
+def visibility_certs(openssl: Path) -> Iterator[list[Path]]:
+    """VISIBILITY_CERT_DIR's pair, as `metrics_certs` makes and removes METRICS_CERT_DIR's."""
+    with _shared_pair(
+        openssl, VISIBILITY_CERT_DIR, VISIBILITY_CERT_LOCK, "realtier-kueue-visibility"
+    ) as created:
+        yield created
+
+
+@contextlib.contextmanager
+def _shared_pair(openssl: Path, directory: Path, lock: Path, subject: str) -> Iterator[list[Path]]:
     created: list[Path] = []
-    files = [METRICS_CERT_DIR / "tls.crt", METRICS_CERT_DIR / "tls.key"]
-    mark = METRICS_CERT_DIR / _METRICS_CERT_MARK
-    make_lock = METRICS_CERT_LOCK.with_suffix(".make")
-    with METRICS_CERT_LOCK.open("a") as use, make_lock.open("a") as make:
+    files = [directory / "tls.crt", directory / "tls.key"]
+    mark = directory / _METRICS_CERT_MARK
+    make_lock = lock.with_suffix(".make")
+    with lock.open("a") as use, make_lock.open("a") as make:
         # Blocks only while the last run out is removing the pair (it holds `use` exclusively).
         fcntl.flock(use, fcntl.LOCK_SH)
         fcntl.flock(make, fcntl.LOCK_EX)
         try:
             if not all(f.exists() for f in files):
                 if any(f.exists() for f in files):
-                    raise StartError(f"{METRICS_CERT_DIR} holds only one of tls.crt/tls.key")
-                missing_dirs = [
-                    d for d in (METRICS_CERT_DIR, *METRICS_CERT_DIR.parents) if not d.exists()
-                ]
-                _self_signed(openssl, METRICS_CERT_DIR, "realtier-kueue-metrics")
+                    raise StartError(f"{directory} holds only one of tls.crt/tls.key")
+                missing_dirs = [d for d in (directory, *directory.parents) if not d.exists()]
+                _self_signed(openssl, directory, subject)
                 created += files
                 created += missing_dirs  # deepest first: the order rmdir needs
                 mark.write_text("\n".join(map(str, [*files, mark, *missing_dirs])) + "\n")
@@ -149,7 +189,15 @@ def _remove_made_pair(mark: Path) -> None:
 # Keys of the program's Configuration the loopback harness sets itself (in-cluster serving,
 # ports, leader election); everything else of `program` runs as the program renders it.
 HARNESS_KEYS: Final = frozenset(
-    {"namespace", "internalCertManagement", "webhook", "metrics", "health", "leaderElection"}
+    {
+        "namespace",
+        "internalCertManagement",
+        "webhook",
+        "metrics",
+        "health",
+        "leaderElection",
+        "visibilityServer",
+    }
 )
 
 
@@ -161,6 +209,7 @@ def manager_configuration(  # noqa: PLR0917 - one per Configuration part
     worker_lost_timeout: str = "2m",
     program: Mapping[str, Any] | None = None,
     metrics_port: int = 0,
+    visibility_port: int = 0,
 ) -> dict[str, object]:
     """The Configuration file (field names as in v0.19.2's apis/config/v1beta2).
 
@@ -168,6 +217,8 @@ def manager_configuration(  # noqa: PLR0917 - one per Configuration part
     manager_config): its settings (waitForPodsReady, fairSharing, the dispatcher, ...) are
     kept; the harness's loopback keys and short MultiKueue timers win. Of its `metrics` block
     only the bind address is the harness's: `metrics_port` (0: no listener) on 127.0.0.1.
+    `visibility_port`: the visibility server's port on 127.0.0.1 (0: Kueue's default, unused
+    while the VisibilityOnDemand gate is off).
     """
     base = {k: v for k, v in (program or {}).items() if k not in HARNESS_KEYS}
     multi = {**(base.pop("multiKueue", None) or {})}
@@ -188,6 +239,11 @@ def manager_configuration(  # noqa: PLR0917 - one per Configuration part
         "metrics": metrics,
         "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
         "leaderElection": {"leaderElect": False},
+        **(
+            {"visibilityServer": {"bindAddress": "127.0.0.1", "bindPort": visibility_port}}
+            if visibility_port
+            else {}
+        ),
         "integrations": {"frameworks": list(frameworks)},
         # MultiKueue is on by default in 0.19 (the manager's controllers watch
         # MultiKueueClusters); short GC/loss timeouts keep a broken test from lingering.
@@ -218,6 +274,11 @@ class KueueManager:
     # True: serve /metrics on a loopback port of its own (`metrics_port` once launched).
     metrics: bool = False
     metrics_port: int = field(default=0, init=False)
+    # True: serve Kueue's visibility API through its plane's aggregation layer (the plane started
+    # with `aggregation`; `visibility_certs` held while it runs); ready once both APIServices are
+    # Available.
+    visibility: bool = False
+    visibility_port: int = field(default=0, init=False)
     started_after: float = field(default=0.0, init=False)  # seconds from start to ready
     _process: _Process | None = field(default=None, init=False, repr=False)
     _health_port: int = field(default=0, init=False, repr=False)
@@ -239,6 +300,20 @@ class KueueManager:
         self._health_port = free_port()
         if self.metrics and not self.metrics_port:  # a restart keeps its port
             self.metrics_port = free_port()
+        gates = dict(self.feature_gates)
+        if self.visibility:
+            if not self.plane.aggregation:
+                raise StartError(f"[{self.name}] visibility needs a plane with `aggregation`")
+            if gates.get("VisibilityOnDemand") is False:
+                raise StartError(f"[{self.name}] visibility asked, the program turns it off")
+            if not self.visibility_port:  # a restart keeps its port
+                self.visibility_port = free_port()
+            applied = apply(self.plane, visibility_objects(self.visibility_port))
+            if applied.rejected:
+                raise StartError(f"[{self.name}] {applied.rejected}: {applied.stderr}")
+        else:
+            # Not served: the visibility server wants its APIService and certificates.
+            gates["VisibilityOnDemand"] = False
         config = self.workdir / "kueue-config.yaml"
         config.write_text(
             yaml.safe_dump(
@@ -250,6 +325,7 @@ class KueueManager:
                     self.worker_lost_timeout,
                     self.program_config,
                     self.metrics_port,
+                    self.visibility_port,
                 )
             )
         )
@@ -261,12 +337,7 @@ class KueueManager:
                 str(self.binary),
                 f"--config={config}",
                 f"--kubeconfig={self.plane.kubeconfig}",
-                # The visibility API server wants an APIService and in-cluster serving.
-                "--feature-gates="
-                + ",".join(
-                    f"{k}={str(v).lower()}"
-                    for k, v in {**self.feature_gates, "VisibilityOnDemand": False}.items()
-                ),
+                "--feature-gates=" + ",".join(f"{k}={str(v).lower()}" for k, v in gates.items()),
             ]
         )
         popen = subprocess.Popen(
@@ -296,9 +367,19 @@ class KueueManager:
                 ok = response.status == 200
         except (urllib.error.URLError, OSError):
             ok = False
+        if ok and self.visibility:
+            ok = all(self._available(v) for v in VISIBILITY_VERSIONS)
         if ok and not self.started_after:
             self.started_after = time.monotonic() - self._started_at
         return ok
+
+    def _available(self, version: str) -> bool:
+        """The aggregator reached this Kueue's visibility server for `version` (its discovery)."""
+        status, body = self.plane.get(f"{APIREGISTRATION}/{version}.{VISIBILITY_GROUP}")
+        if status != 200:
+            return False
+        conditions = (json.loads(body).get("status") or {}).get("conditions") or []
+        return any(c.get("type") == "Available" and c.get("status") == "True" for c in conditions)
 
     def loaded_configuration(self) -> dict[str, Any]:
         """The Configuration the running process loaded, defaults applied: Kueue logs it once at
@@ -328,6 +409,40 @@ class KueueManager:
         process, self._process = self._process, None
         if process is not None:
             _terminate(process)
+
+
+def visibility_objects(port: int) -> list[dict[str, Any]]:
+    """kueue-system, the chart's APIServices of Kueue's visibility API (v0.19.2
+    charts/kueue/templates/visibility, without cert-manager: `insecureSkipTLSVerify`) with the
+    APIService's port, and their Service as ExternalName `localhost` (the module docstring says
+    why)."""
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": VISIBILITY_SERVICE, "namespace": KUEUE_NAMESPACE},
+        "spec": {
+            "type": "ExternalName",
+            "externalName": "localhost",
+            "ports": [{"name": "https", "port": port, "protocol": "TCP", "targetPort": port}],
+        },
+    }
+    apiservices = [
+        {
+            "apiVersion": "apiregistration.k8s.io/v1",
+            "kind": "APIService",
+            "metadata": {"name": f"{version}.{VISIBILITY_GROUP}"},
+            "spec": {
+                "insecureSkipTLSVerify": True,
+                "group": VISIBILITY_GROUP,
+                "groupPriorityMinimum": 100,
+                "service": {"name": VISIBILITY_SERVICE, "namespace": KUEUE_NAMESPACE, "port": port},
+                "version": version,
+                "versionPriority": 100,
+            },
+        }
+        for version in VISIBILITY_VERSIONS
+    ]
+    return [namespace(KUEUE_NAMESPACE), service, *apiservices]
 
 
 @phases.timed(phases.TWINS)

@@ -22,9 +22,9 @@ the engine created, each only once it has propagated (tests/realtier/azure_rbac.
   cluster-autoscaler made from the program's AgentPool request; no pod ran on the manager.
 - An AgentPool update reshapes its nodes and restarts the autoscaler with the new node group; a
   delete removes its nodes (the twin's own behaviour, through the calls the plugin makes).
-- A worker's minor bump while a job runs there: `up` with it is refused by the program (the
-  pinned Kueue is tested up to 1.36, the real tier's next minor is 1.37), so the engine's
-  requests for it go to the twin as the plugin's Update sends them; the control plane moves
+- A worker's minor bump while a job runs there: `up` with it alone is refused by the program
+  (the pinned Kueue is tested up to 1.36, the real tier's next minor is 1.37); with
+  `kueue.untestedKubernetesMinor` accepting 1.37, `up` upgrades it: the control plane moves
   first, then every pool, System pool included, surge then drain; the job completes once.
 - A pool's vmSize change previews as a replace of that AgentPool and nothing else.
 - `destroy` removes everything, Azure resources and planes.
@@ -67,6 +67,7 @@ from tests.realtier.azure_twin import (
 from tests.realtier.azure_twin_run import (
     TwinRun,
     destroy_all,
+    failing_up,
     set_fleet,
     twin_session,
     up_twice,
@@ -79,7 +80,7 @@ from tests.realtier.reimage import is_surge, kubelet_of
 from tests.realtier.test_faults_runtime import where
 from tests.realtier.test_worker_upgrade import version_of
 from tests.realtier.twin import VIRTUAL_NODE_NAME
-from tests.realtier.twin_run import KubectlWatch
+from tests.realtier.twin_run import PodWatch
 from tests.realtier.wait import until
 from upstream.aks import AGENTPOOL_LABEL
 
@@ -163,20 +164,6 @@ def test_up_waits_for_grants_to_propagate_and_creates_both_halves(
         f"first up through Azure RBAC grants that propagate {PROPAGATION_SECONDS:.0f}s after "
         "their creation: it waited and then created everything"
     )
-
-
-class PodWatch(KubectlWatch):
-    """Every (pod, node) a pod of one namespace was seen bound to, on one plane."""
-
-    def __init__(self, plane: ControlPlane, namespace: str) -> None:
-        self.seen: set[tuple[str, str]] = set()
-        # A watch prints one object per event: its own fields, no `items`.
-        fmt = 'jsonpath={.metadata.name}{" "}{.spec.nodeName}{"\\n"}'
-        super().__init__(plane, "pods", fmt, namespace)
-
-    def _line(self, line: str) -> None:
-        words = line.split()
-        self.seen.add((words[0], words[1] if len(words) > 1 else ""))
 
 
 def readme_blocks() -> list[list[str]]:
@@ -274,10 +261,10 @@ def test_readme_quickstart_runs_as_written_against_the_azure_twin(
             watch.stop()
 
     job = yaml.safe_load((ROOT / "examples" / "sleep-job.yaml").read_text())
-    ran_on = {pod: node for pod, node in watches[chosen].seen if node}
+    ran_on = watches[chosen].bound()
     assert len(ran_on) >= job["spec"]["completions"], watches[chosen].seen
     for other in [manager, *[w for w in workers if w != chosen]]:
-        assert not {node for _, node in watches[other].seen if node}, (other, watches[other].seen)
+        assert not watches[other].bound(), (other, watches[other].seen)
     assert not watches[manager].seen, f"a pod on the manager: {watches[manager].seen}"
     # The pods' nodes: the chosen worker's `batch` pool, none of them there before the job
     # (minCount 0), each made by its autoscaler's kwok provider (its node group, its id).
@@ -398,24 +385,23 @@ def _phase(pod: dict[str, Any]) -> str:
     return str((pod.get("status") or {}).get("phase") or "")
 
 
-def test_a_worker_minor_bump_is_refused_by_up_and_upgrades_on_the_twin_with_work_in_it(
+def test_a_worker_minor_bump_through_up_upgrades_with_work_in_it_once_its_minor_is_accepted(
     twin_run: TwinRun, report: Report
 ) -> None:
     """Issue 39: a worker's `kubernetesVersion` bumped to the next minor while a job runs there.
 
-    `up` with the bump is refused by the program before any Azure call: the pinned Kueue
+    `up` with the bump alone is refused by the program before any Azure call: the pinned Kueue
     (0.19.2) is tested up to 1.36 (upstream/kueue.py KUEUE_KUBERNETES, checks.upgrades), and the
-    next minor the real tier has is 1.37. So the engine's requests for the bump are sent to the
-    twin as the plugin's Update sends them (`put`, as the pool-update test does): the
-    ManagedCluster's inputs with the new `kubernetesVersion` and the System pool's
-    `orchestratorVersion` (builders/azure_cluster.py sends the cluster's version there), then
-    each AgentPool's with the new `orchestratorVersion` (`fleet.pool_version_of`), in the
-    engine's order (an AgentPool names its cluster's output). The twin upgrades the control
-    plane first, then the System pool, then the batch pool, node by node, surge then drain
-    (tests/realtier/azure_nodes.py `upgrade`); the batch node's drain waits on the job's pods
-    (the program's PodDisruptionBudget refuses their eviction) until they complete; the job
-    completes exactly once. A skip, a downgrade and a pool above its control plane are refused
-    with AKS's words. The engine's state keeps 1.36 (the later tests only preview and destroy)."""
+    next minor the real tier has is 1.37. With `kueue.untestedKubernetesMinor: "1.37"` (the
+    documented way to take that minor on purpose) `up` does it: the engine sends the
+    ManagedCluster's update (the new `kubernetesVersion` and the System pool's
+    `orchestratorVersion`, builders/azure_cluster.py), then each AgentPool's
+    (`fleet.pool_version_of`), and Azure is asked to change nothing else. The twin upgrades the
+    control plane first, then the System pool, then the batch pool, node by node, surge then
+    drain (tests/realtier/azure_nodes.py `upgrade`); the batch node's drain waits on the job's
+    pods (the program's PodDisruptionBudget refuses their eviction) until they complete; the job
+    completes exactly once. A skip, a downgrade and a pool above its control plane, sent to the
+    twin directly, are refused with AKS's words. The later tests run the bumped stack."""
     twin, run, raw = twin_run
     if run.created is None:
         pytest.skip("the first up did not pass")
@@ -519,16 +505,34 @@ def test_a_worker_minor_bump_is_refused_by_up_and_upgrades_on_the_twin_with_work
         twin.put(AGENT_POOL, {**agent_pools[0].inputs, "orchestratorVersion": minor}, **UPDATE)
     assert version_of(plane) == before_version
 
-    # The bump as the engine sends it: the cluster (control plane, System pool), then its pools.
-    cluster_inputs["kubernetesVersion"] = minor
-    for profile in cluster_inputs["agentPoolProfiles"]:
-        profile["orchestratorVersion"] = minor
+    # The bump through `up`, the untested minor accepted on purpose (docs/upgrades.md): the
+    # engine sends the cluster (control plane, System pool), then its pools.
+    accepted = json.loads(json.dumps(raw))
+    accepted["clusters"][[c["name"] for c in raw["clusters"]].index(chosen)][
+        "kubernetesVersion"
+    ] = minor
+    accepted["kueue"]["untestedKubernetesMinor"] = minor
+    set_fleet(run, accepted)
     first_step, first_record = len(twin.upgrade_steps), len(twin.nodes.upgrades)
+    calls = len(twin.calls)
+    run.log.clear()
     t_bump = time.monotonic()
-    twin.put(MANAGED_CLUSTER, cluster_inputs, **UPDATE)
-    for record in agent_pools:
-        twin.put(AGENT_POOL, {**record.inputs, "orchestratorVersion": minor}, **UPDATE)
+    try:
+        bumped_up = twin.serve(lambda: run.stack.up(on_output=run.add, color="never"))
+    except auto.CommandError:
+        set_fleet(run, raw)
+        raise
     bump_seconds = time.monotonic() - t_bump
+    assert bumped_up.summary.result == "succeeded", run.tail()
+    # The later tests run the stack as it now is.
+    raw.clear()
+    raw.update(accepted)
+    said = " ".join(" ".join(run.log).split())
+    assert f"kueue.untestedKubernetesMinor accepts {minor} untested" in said, run.tail()
+    # Azure was asked to change that cluster and its pools only.
+    updated = {c[3] for c in twin.calls[calls:] if c[1] == "/update"}
+    assert updated == {cluster_record.id, *(r.id for r in agent_pools)}, updated
+    assert not [c for c in twin.calls[calls:] if c[1] in ("/create", "/delete")]
 
     # ARM reports the new versions.
     (cluster_record,) = [
@@ -609,7 +613,7 @@ def test_a_worker_minor_bump_is_refused_by_up_and_upgrades_on_the_twin_with_work
     assert condition(mine_wl, "Evicted") in {None, "False"}, mine_wl["status"]
     assert where(mine_wl) == chosen, mine_wl["status"]
     for worker, watch in others.items():
-        assert not {n for _, n in watch.seen if n}, f"{BUMP_JOB} ran on {worker}: {watch.seen}"
+        assert not watch.bound(), f"{BUMP_JOB} ran on {worker}: {watch.seen}"
     copies = [
         w
         for w in items(plane, f"{KUEUE_API}/namespaces/{NAMESPACE}/workloads")
@@ -620,8 +624,8 @@ def test_a_worker_minor_bump_is_refused_by_up_and_upgrades_on_the_twin_with_work
     durations = ", ".join(f"{s.what} {s.at - s.started:.1f}s" for s in mine)
     report(
         f"minor bump of {chosen} ({before_version} -> {next_version}): up refused by the program "
-        f"in {refused_seconds:.1f}s (Kueue {kueue}'s tested minors), nothing sent to Azure; the "
-        f"engine's requests through the twin with {BUMP_PODS} pods running there "
+        f"in {refused_seconds:.1f}s (Kueue {kueue}'s tested minors), nothing sent to Azure; "
+        f"then up with the untested minor accepted, {BUMP_PODS} pods running there "
         f"({running_at_bump:.0f}s in): {bump_seconds:.1f}s ({durations}); batch drain held "
         f"{[f'{d.node} {d.seconds:.1f}s' for d in held]}; job complete once {t_done:.0f}s in"
     )
@@ -681,18 +685,11 @@ def test_a_grant_that_never_propagates_stops_up_with_the_documented_message(
         pytest.skip("the destroy did not pass")
     bounded = json.loads(json.dumps(raw))
     bounded.setdefault("access", {})["authorizationTimeoutSeconds"] = NEVER_SECONDS
-    set_fleet(run, bounded)
     twin.unpropagated = {NEVER}
-    run.log.clear()
-    t0 = time.monotonic()
     try:
-        with pytest.raises(auto.CommandError):
-            twin.serve(lambda: run.stack.up(on_output=run.add, color="never"))
+        seconds, output = failing_up(twin_run, bounded, raw)
     finally:
         twin.unpropagated = set()
-        set_fleet(run, raw)
-    seconds = time.monotonic() - t0
-    output = " ".join(" ".join(run.log).split())
     (cluster_id,) = [
         r.id
         for r in twin.of_type("containerservice:ManagedCluster")

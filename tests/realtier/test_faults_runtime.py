@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import shlex
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -82,8 +82,14 @@ JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
 
 
 def _dev_twin(
-    tools: Tools, simulation: SimulationTools, tmp_path: Path, fleet: FleetConfig | None = None
+    tools: Tools,
+    simulation: SimulationTools,
+    tmp_path: Path,
+    fleet: FleetConfig | None = None,
+    visibility: Collection[str] = (),
 ) -> Iterator[Twin]:
+    """dev's twin, its user pools at minCount; `visibility`: the clusters whose Kueue serves its
+    visibility API (running_twin's `kueue_visibility`)."""
     binary = kueue_binary()
     if binary is None:
         pytest.skip("real tier: kueue not built")
@@ -98,6 +104,7 @@ def _dev_twin(
         nodes=nodes_at_min,
         worker_lost_timeout=f"{WORKER_LOST_TIMEOUT:.0f}s",
         fleet_value=fleet,
+        kueue_visibility=visibility,
     ) as started:
         try:
             yield started

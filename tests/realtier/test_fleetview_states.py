@@ -21,9 +21,15 @@ Driven, one after the other (the jobs stay for the later steps, `fv-starting` ex
    manager's quota but not worker-1's, which has 16 CPU: `nominated`, in the first round of the
    Incremental dispatcher, worker-2 next.
    `fv-gated` (batch, 3 CPU) holds worker-1's quota and its ProvisioningRequest stays unanswered:
-   `at-gate`. `fv-backlog` (16 CPU) does not fit the manager's remaining quota: `pending`,
-   position unknown (the twin's Kueue serves no visibility API). `fv-local`, on worker-2's own
-   LocalQueue, is found there and is `at-gate`. No warning.
+   `at-gate`. `fv-backlog` and `fv-behind` (16 CPU each, no priority class, created in that
+   order in two later seconds) do not fit the manager's remaining quota: both `pending`,
+   `fv-backlog` with Kueue's message and "0 Workloads ahead of it", `fv-behind` "1 Workload ahead
+   of it" (Kueue's scheduler may not have tried it yet, and then it has no message). The
+   positions are what fleetview reads from Kueue's visibility API, which the manager's Kueue
+   serves through its plane's aggregation layer (tests/realtier/kueue.py), checked against that
+   API read with kubectl as admin, as fleetview's read-only role and as roles granting only
+   `get` (read) or only `list` (refused). `fv-local`, on worker-2's own LocalQueue, is found
+   there and is `at-gate`. No warning.
 2. A gated job past its booking expiry: the cluster-autoscaler ends a booking (BookingExpired,
    CapacityReservationTimeExpired) 10 minutes after its request's Provisioned condition, a
    constant of the autoscaler with no flag. Instead of waiting, the fixture moves the
@@ -84,6 +90,8 @@ import yaml
 
 from checks.stack import parse_fleet
 from config.models import FleetConfig
+from fleetview.objects import VISIBILITY_GROUP
+from fleetview.rbac import reader_binding, reader_role
 from tests.realtier import test_faults_runtime as runtime
 from tests.realtier.autoscaler import TOOL
 from tests.realtier.faults import (
@@ -133,13 +141,14 @@ BOOKING_EXPIRED: Final = "CapacityReservationTimeExpired"
 PODS_READY_TIMEOUT: Final = 1800.0  # the workers' waitForPodsReady: Kueue's 30m (dev and prod)
 JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
 
-RUNNING, STARTING, FINISHED, WAITING, GATED, BACKLOG, URGENT, LOCAL = (
+RUNNING, STARTING, FINISHED, WAITING, GATED, BACKLOG, BEHIND, URGENT, LOCAL = (
     "fv-running",
     "fv-starting",
     "fv-finished",
     "fv-waiting",
     "fv-gated",
     "fv-backlog",
+    "fv-behind",
     "fv-urgent",
     "fv-local",
 )
@@ -169,7 +178,8 @@ def twin(
 ) -> Iterator[Twin]:
     workdir = tmp_path_factory.mktemp("fleetview-states")
     held = held_not_ready(simulation, workdir / "held-stages")
-    yield from _dev_twin(tools, held, workdir, states_fleet())
+    # The manager's Kueue serves its visibility API (fv-backlog's position); the workers' not.
+    yield from _dev_twin(tools, held, workdir, states_fleet(), visibility=(MANAGER,))
 
 
 # ---- driving and reading -------------------------------------------------------------------
@@ -362,6 +372,79 @@ def _row_states(status: dict[str, Any]) -> dict[str, str]:
     return {w["name"]: w["state"] for d in manager["dispatchSets"] for w in d["workloads"]}
 
 
+VISIBILITY: Final = "/apis/visibility.kueue.x-k8s.io/v1beta2"
+READERS: Final = "fleetview-readers"  # the group fleetview's role is bound to here
+
+
+def _pending_workloads(
+    plane: ControlPlane, cq: str, *impersonate: str
+) -> list[tuple[str, str, str, int, int]]:
+    """`kubectl get --raw` of a ClusterQueue's pendingworkloads through the plane's aggregation
+    layer (as admin, or as `--as`/`--as-group` in `impersonate`): namespace, name, LocalQueue
+    and the two positions of each item, in Kueue's order."""
+    done = plane.kubectl(
+        "get", "--raw", f"{VISIBILITY}/clusterqueues/{cq}/pendingworkloads", *impersonate
+    )
+    return [
+        (
+            i["metadata"]["namespace"],
+            i["metadata"]["name"],
+            i["localQueueName"],
+            i["positionInClusterQueue"],
+            i["positionInLocalQueue"],
+        )
+        for i in json.loads(done.stdout)["items"]
+    ]
+
+
+def _visibility_verbs(
+    plane: ControlPlane, cq: str, listed: list[tuple[str, str, str, int, int]]
+) -> str:
+    """What the real visibility API asks of a reader: fleetview's read-only role (`python -m
+    fleetview rbac`, bound to a group) reads the list admin read; a role granting only `get` on
+    clusterqueues/pendingworkloads does too, one granting only `list` is refused (403). A read
+    passes twice: the API server authorizes it before its aggregator proxies it, and Kueue's
+    visibility server asks the API server again about the proxied user (SubjectAccessReview)."""
+    only = {
+        verb: {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": f"fv-visibility-{verb}"},
+            "rules": [
+                {
+                    "apiGroups": [VISIBILITY_GROUP],
+                    "resources": ["clusterqueues/pendingworkloads"],
+                    "verbs": [verb],
+                }
+            ],
+        }
+        for verb in ("get", "list")
+    }
+    bindings = [
+        {
+            **reader_binding(group),
+            "metadata": {"name": f"fv-visibility-{group}"},
+            "roleRef": {**reader_binding(group)["roleRef"], "name": role},
+        }
+        for group, role in (("fv-get", "fv-visibility-get"), ("fv-list", "fv-visibility-list"))
+    ]
+    _submit(plane, reader_role(), reader_binding(READERS), *only.values(), *bindings)
+    as_reader = ("--as=fleetview-user", f"--as-group={READERS}")
+    assert _pending_workloads(plane, cq, *as_reader) == listed
+    assert _pending_workloads(plane, cq, "--as=get-user", "--as-group=fv-get") == listed
+    refused = plane.kubectl(
+        "get",
+        "--raw",
+        f"{VISIBILITY}/clusterqueues/{cq}/pendingworkloads",
+        "--as=list-user",
+        "--as-group=fv-list",
+        check=False,
+    )
+    assert refused.returncode != 0, refused.stdout
+    assert "forbidden" in refused.stderr.lower(), refused.stderr
+    return "read as fleetview's role and with get alone; list alone refused"
+
+
 def _says(answer: dict[str, Any], state_: str, *parts: str) -> None:
     assert answer["state"] == state_, answer
     for part in parts:
@@ -496,22 +579,29 @@ def driven(autoscaler: Path, twin: Twin) -> Driven:
     names[LOCAL] = str(local["metadata"]["name"])
     [gate] = [c["name"] for c in (_copy(w1, ns, names[GATED]) or {})["status"]["admissionChecks"]]
 
-    # The backlog: more than the manager's quota left. Created in a later second than fv-waiting's
-    # Workload, so that Kueue requeues fv-waiting first whenever both lose their reservation (the
-    # holds below): Kueue 0.19.2 orders equal priorities by creationTimestamp, whole seconds, and
-    # breaks a tie by UID (pkg/cache/queue/cluster_queue.go baseCompareFunc), a coin toss that a
-    # quiet machine, driving these jobs within one second, lost half the time.
-    _after_creation_second(workload_of_job(manager, ns, WAITING))
-    _submit(manager, _job(sub, BACKLOG, "2", pods=8))
-    names[BACKLOG] = _named(manager, ns, BACKLOG)
+    # The backlog: more than the manager's quota left, fv-backlog then fv-behind, each created in
+    # a later second than the Workload before, so that Kueue requeues fv-waiting first whenever
+    # they all lose their reservation (the holds below) and orders fv-backlog before fv-behind:
+    # Kueue 0.19.2 orders equal priorities by creationTimestamp, whole seconds, and breaks a tie
+    # by UID (pkg/cache/queue/cluster_queue.go baseCompareFunc), a coin toss that a quiet
+    # machine, driving these jobs within one second, lost half the time. fv-backlog is the head:
+    # the steps below wait for its messages. (Made the other way round, in one run the job
+    # behind had no QuotaReserved condition after 90 s: Kueue had not tried it yet.)
+    before = WAITING
+    for job in (BACKLOG, BEHIND):
+        _after_creation_second(workload_of_job(manager, ns, before))
+        _submit(manager, _job(sub, job, "2", pods=8))
+        names[job] = _named(manager, ns, job)
+        before = job
     until(
         lambda: (
             "insufficient unused quota"
             in _message(workload_of_job(manager, ns, BACKLOG), "QuotaReserved")
-            and _pending_count(manager) >= 1
+            and _pending_count(manager) >= 2
         ),
         WAIT,
-        f"[manager] {BACKLOG} pending for quota, counted by ClusterQueue {sub.cluster_queue}",
+        f"[manager] {BACKLOG} pending for quota, {BEHIND} behind it, counted by ClusterQueue "
+        f"{sub.cluster_queue}",
         seen=seen,
     )
     took["driven"] = time.monotonic() - t0
@@ -527,7 +617,7 @@ def test_fleetview_names_each_state_of_a_healthy_fleet_under_backlog_with_no_war
 ) -> None:
     ns, fv, names = driven.sub.namespace, driven.fv, driven.names
     t0 = time.monotonic()
-    answers, status = fv.read(ns, RUNNING, FINISHED, WAITING, GATED, BACKLOG, LOCAL)
+    answers, status = fv.read(ns, RUNNING, FINISHED, WAITING, GATED, BACKLOG, BEHIND, LOCAL)
     took = time.monotonic() - t0
     assert [c["reachable"] for c in status["clusters"]] == [True, True, True], status["clusters"]
     assert status["timings"]["dispatcher"] == "Incremental", status["timings"]
@@ -575,12 +665,25 @@ def test_fleetview_names_each_state_of_a_healthy_fleet_under_backlog_with_no_war
         "(Pending, first attempt); the cluster autoscaler says waiting",
         incremental,
     )
+    # Kueue's own order of the manager's ClusterQueue, read as admin: fv-backlog first.
+    cq, local = driven.sub.cluster_queue, driven.sub.local_queue
+    listed = _pending_workloads(driven.manager, cq)
+    assert listed == [
+        (ns, names[BACKLOG], local, 0, 0),
+        (ns, names[BEHIND], local, 1, 1),
+    ], listed
     _says(
         answers[BACKLOG],
         "pending",
-        f"It waits for quota on {MANAGER} (ClusterQueue {driven.sub.cluster_queue}): "
+        f"It waits for quota on {MANAGER} (ClusterQueue {cq}): "
         + _message(driven.wl(BACKLOG), "QuotaReserved"),
-        f"its position in the queue is unknown (visibility API on {MANAGER}: ",
+        f"; 0 Workloads ahead of it in ClusterQueue {cq} (0 in LocalQueue {local}), of 2 pending.",
+    )
+    _says(
+        answers[BEHIND],
+        "pending",
+        f"It waits for quota on {MANAGER} (ClusterQueue {cq}): ",
+        f"; 1 Workload ahead of it in ClusterQueue {cq} (1 in LocalQueue {local}), of 2 pending.",
     )
     assert answers[BACKLOG]["phase"] == "pending", answers[BACKLOG]
     assert answers[LOCAL]["cluster"] == UNSCALED, answers[LOCAL]
@@ -593,13 +696,14 @@ def test_fleetview_names_each_state_of_a_healthy_fleet_under_backlog_with_no_war
     )
     # `status` shows `why`'s judgement of every manager Workload.
     rows = _row_states(status)
-    for job in (RUNNING, FINISHED, WAITING, GATED, BACKLOG):
+    for job in (RUNNING, FINISHED, WAITING, GATED, BACKLOG, BEHIND):
         assert rows[names[job]] == answers[job]["state"], (job, rows)
+    verbs = _visibility_verbs(driven.manager, cq, listed)
     report(
-        f"fleetview states on the twin: running, finished, nominated, at-gate, pending and a "
-        f"worker-only at-gate job, no warning; twin ready + jobs driven in "
-        f"{driven.took['driven']:.0f}s (running at {driven.took['running']:.0f}s), status and 6 "
-        f"whys in {took:.1f}s"
+        f"fleetview states on the twin: running, finished, nominated, at-gate, pending (0 and 1 "
+        f"ahead, from Kueue's visibility API; {verbs}) and a worker-only at-gate job, no "
+        f"warning; twin ready + jobs driven in {driven.took['driven']:.0f}s (running at "
+        f"{driven.took['running']:.0f}s), status and {len(answers)} whys in {took:.1f}s"
     )
 
 

@@ -68,7 +68,7 @@ from tests.realtier.test_faults_runtime import (
 )
 from tests.realtier.test_twin_jobs import PODS, job_for
 from tests.realtier.twin import Submission, fleet_nodes, load_stack, submissions
-from tests.realtier.twin_run import KubectlWatch, SimulationTools, Twin, running_twin
+from tests.realtier.twin_run import PodWatch, SimulationTools, Twin, running_twin
 from tests.realtier.wait import until
 from upstream.kueue import POD_SET_LABEL
 from upstream.podsecurity import (
@@ -178,54 +178,6 @@ def template(twin: Twin, pool: str) -> dict[str, Any]:
     """The node the twin registers for the pool (at maxCount): the shape of a surge node."""
     [group] = [g for g in fleet_nodes(twin.fleet)[REIMAGED] if g.pool == pool]
     return dict(group.nodes[0])
-
-
-# ---- watching pods -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class PodSeen:
-    at: float
-    pod: str  # namespace/name
-    node: str
-    podset: str  # Kueue's podset label, "" on a pod Kueue did not admit
-    phase: str
-    disruption: str  # the DisruptionTarget condition's reason, "" without one
-    job: str
-
-
-class PodWatch(KubectlWatch):
-    """Every state a pod of one namespace was seen in, on one plane."""
-
-    _FORMAT: Final = (
-        r"jsonpath={.metadata.namespace}/{.metadata.name}|{.spec.nodeName}|"
-        r"{.metadata.labels.kueue\.x-k8s\.io/podset}|{.status.phase}|"
-        r'{.status.conditions[?(@.type=="DisruptionTarget")].reason}|'
-        r'{.metadata.labels.batch\.kubernetes\.io/job-name}{"\n"}'
-    )
-
-    def __init__(self, plane: ControlPlane, namespace: str) -> None:
-        self.seen: list[PodSeen] = []
-        super().__init__(plane, "pods", self._FORMAT, namespace)
-
-    def _line(self, line: str) -> None:
-        fields = line.split("|")
-        if len(fields) == 6:
-            self.seen.append(PodSeen(time.monotonic(), *fields))
-
-    def pods(self) -> dict[str, list[PodSeen]]:
-        out: dict[str, list[PodSeen]] = {}
-        for s in list(self.seen):
-            out.setdefault(s.pod, []).append(s)
-        return out
-
-    def running_since(self, job_name: str) -> float | None:
-        """When every pod of the job was first seen Running (None until PODS were)."""
-        first: dict[str, float] = {}
-        for s in list(self.seen):
-            if s.job == job_name and s.phase == "Running":
-                first.setdefault(s.pod, s.at)
-        return max(first.values()) if len(first) >= PODS else None
 
 
 # ---- helpers -----------------------------------------------------------------------------------
@@ -446,7 +398,7 @@ def test_a_reimage_with_jobs_running_quarantines_their_nodes_and_every_job_finis
         waits: dict[str, float] = {}
         ran_on: dict[str, str] = {}
         for n in queued:
-            started = [w.running_since(n) for w in watches.values()]
+            started = [w.running_since(n, PODS) for w in watches.values()]
             at = min(t for t in started if t is not None)
             waits[n] = round(at - t_queued, 1)
             ran_on[n] = next((str(where(w)) for w in finished.values() if owner(w) == n), "?")

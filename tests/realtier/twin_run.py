@@ -28,7 +28,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,6 +75,7 @@ from tests.realtier.kueue import (
     metrics_certs,
     start_kueues,
     stop_kueues,
+    visibility_certs,
     wait_for_token,
 )
 from tests.realtier.twin import KWOK_ANNOTATION, PoolNodes, fleet_nodes, load_stack, twin_fleet
@@ -288,6 +289,55 @@ class KubectlWatch:
         self._thread.join(timeout=10)
 
 
+@dataclass(frozen=True, slots=True)
+class PodSeen:
+    at: float
+    pod: str  # namespace/name
+    node: str
+    podset: str  # Kueue's podset label, "" on a pod Kueue did not admit
+    phase: str
+    disruption: str  # the DisruptionTarget condition's reason, "" without one
+    job: str
+
+
+class PodWatch(KubectlWatch):
+    """Every state a pod of one namespace was seen in, on one plane."""
+
+    _FORMAT: Final = (
+        r"jsonpath={.metadata.namespace}/{.metadata.name}|{.spec.nodeName}|"
+        r"{.metadata.labels.kueue\.x-k8s\.io/podset}|{.status.phase}|"
+        r'{.status.conditions[?(@.type=="DisruptionTarget")].reason}|'
+        r'{.metadata.labels.batch\.kubernetes\.io/job-name}{"\n"}'
+    )
+
+    def __init__(self, plane: ControlPlane, namespace: str) -> None:
+        self.seen: list[PodSeen] = []
+        super().__init__(plane, "pods", self._FORMAT, namespace)
+
+    def _line(self, line: str) -> None:
+        fields = line.split("|")
+        if len(fields) == 6:
+            self.seen.append(PodSeen(time.monotonic(), *fields))
+
+    def bound(self) -> dict[str, str]:
+        """Each pod (namespace/name) that was seen on a node, and the node."""
+        return {s.pod: s.node for s in list(self.seen) if s.node}
+
+    def pods(self) -> dict[str, list[PodSeen]]:
+        out: dict[str, list[PodSeen]] = {}
+        for s in list(self.seen):
+            out.setdefault(s.pod, []).append(s)
+        return out
+
+    def running_since(self, job_name: str, pods: int) -> float | None:
+        """When every pod of the job was first seen Running (None until `pods` were)."""
+        first: dict[str, float] = {}
+        for s in list(self.seen):
+            if s.job == job_name and s.phase == "Running":
+                first.setdefault(s.pod, s.at)
+        return max(first.values()) if len(first) >= pods else None
+
+
 class JobWatch(KubectlWatch):
     """Every state a Job was seen in, on one plane."""
 
@@ -421,6 +471,7 @@ def _kueue_for(  # noqa: PLR0917 - one per KueueManager part
     workdir: Path,
     worker_lost_timeout: str,
     metrics: bool = False,
+    visibility: bool = False,
 ) -> KueueManager:
     """The Kueue manager of one twin cluster, configured as the program configures it."""
     cluster = fleet.cluster(plane.name)
@@ -435,6 +486,7 @@ def _kueue_for(  # noqa: PLR0917 - one per KueueManager part
         program_config=manager_config(fleet.kueue, cluster),
         feature_gates=feature_gates(fleet.kueue, cluster),
         metrics=metrics,
+        visibility=visibility,
     )
 
 
@@ -489,6 +541,7 @@ def running_twin(
     by_engine: bool = False,
     fleet_value: FleetConfig | None = None,
     kueue_metrics: bool = False,
+    kueue_visibility: Collection[str] = (),
 ) -> Iterator[Twin]:
     """Start the stack's twin (planes, nodes, scheduler, kwok, Kueue, objects); always stop it.
 
@@ -501,17 +554,31 @@ def running_twin(
     `by_engine` what `pulumi up` of the twin's stack makes (tests/realtier/twin_engine.py).
     `kueue_metrics`: each Kueue serves /metrics on a loopback port of its own
     (`twin.kueues[name].metrics_port`).
+    `kueue_visibility`: the clusters whose Kueue serves its visibility API through their plane's
+    aggregation layer (tests/realtier/kueue.py; the others' planes and Kueues are as without).
     """
     if fleet_value is not None and by_engine:
         raise ValueError("by_engine deploys Pulumi.<stack>.yaml: no `fleet_value` with it")
     t0 = time.monotonic()
     stack_fleet = load_stack(stack) if fleet_value is None else fleet_value
+    unknown = set(kueue_visibility) - {c.name for c in stack_fleet.clusters}
+    if unknown:
+        raise ValueError(f"kueue_visibility: {sorted(unknown)} not clusters of the fleet")
     planes = {
-        c.name: ControlPlane(c.name, workdir / c.name, tools, controllers=TWIN_CONTROLLERS)
+        c.name: ControlPlane(
+            c.name,
+            workdir / c.name,
+            tools,
+            controllers=TWIN_CONTROLLERS,
+            aggregation=c.name in kueue_visibility,
+        )
         for c in stack_fleet.clusters
     }
     kueues: dict[str, KueueManager] = {}
-    with metrics_certs(tools.openssl):
+    with contextlib.ExitStack() as certs:
+        certs.enter_context(metrics_certs(tools.openssl))
+        if kueue_visibility:
+            certs.enter_context(visibility_certs(tools.openssl))
         try:
             start_all(planes.values())
             fleet = twin_fleet(stack_fleet, {n: p.kubeconfig for n, p in planes.items()})
@@ -522,7 +589,13 @@ def running_twin(
             kueues.update(
                 {
                     name: _kueue_for(
-                        fleet, plane, kueue_binary, workdir, worker_lost_timeout, kueue_metrics
+                        fleet,
+                        plane,
+                        kueue_binary,
+                        workdir,
+                        worker_lost_timeout,
+                        kueue_metrics,
+                        name in kueue_visibility,
                     )
                     for name, plane in planes.items()
                 }
