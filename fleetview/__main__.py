@@ -10,10 +10,14 @@ cluster could not be read (one line per such cluster on stderr; the answer is st
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
+import re
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
 
 import yaml
 from rich.console import Console
@@ -33,6 +37,7 @@ from fleetview.settings import Timings, from_stack_file
 from fleetview.status import DEFAULT_STRANDED_AFTER, report
 from fleetview.why import explain, states
 
+STACK_FILE: Final = re.compile(r"Pulumi\.(.+)\.yaml")
 EXIT_OK = 0
 EXIT_FLAGGED = 1  # status: a warning fired under --fail-on warning; why: no Workload found
 EXIT_UNREAD = 2  # bad usage, no kubeconfigs, or a cluster could not be read
@@ -88,9 +93,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     common.add_argument(
         "--timings-from",
-        metavar="STACK",
-        help="judge waits by this stack's dispatcher and timeouts (Pulumi.STACK.yaml); default: "
-        "the stack read, else Kueue's defaults",
+        metavar="STACK|PATH",
+        help="judge waits by this stack's dispatcher and timeouts (Pulumi.STACK.yaml in the "
+        "project, or a path to a Pulumi.<stack>.yaml file elsewhere); default: the stack read, "
+        "else Kueue's defaults",
     )
     parser = argparse.ArgumentParser(
         prog="python -m fleetview",
@@ -159,10 +165,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _timings(args: argparse.Namespace) -> Timings:
-    """The stack whose file says the dispatcher and timeouts: asked for, read, or selected."""
+    """The stack whose file says the dispatcher and timeouts: asked for, read, or selected.
+
+    `--timings-from` is a stack name, or a path (it has a `/` or ends in `.yaml`) to a
+    `Pulumi.<stack>.yaml` file outside the project (a copy, an edited stack, a twin's)."""
     stack = args.timings_from or args.stack
     if stack is None and not args.kubeconfig:
         stack = selected_stack()
+    asked: str | None = args.timings_from
+    if asked and ("/" in asked or asked.endswith(".yaml")):
+        path = Path(asked)
+        found = STACK_FILE.fullmatch(path.name)
+        if found is None:
+            return Timings(note=f"{asked} not used (not a Pulumi.<stack>.yaml file name)")
+        read = from_stack_file(found.group(1), path.parent)
+        return read if read.note else dataclasses.replace(read, source=str(path))
     return from_stack_file(stack) if stack else Timings()
 
 

@@ -30,6 +30,21 @@ FIX_REDISPATCH = (
 )
 
 
+# docs/kueue-queueing.md "waitForPodsReady: what each cluster runs": the setting that times a
+# start out, by where the eviction happened (a worker or standalone cluster, or the manager).
+PODS_READY_DOCS = '(docs/kueue-queueing.md "waitForPodsReady: what each cluster runs")'
+FIX_PODS_READY = (
+    "if its pods need longer (a GPU pool from zero, a large image), raise "
+    f"kueue.configuration.waitForPodsReady.timeout {PODS_READY_DOCS}; if they never get ready, "
+    "their events say why (image, scheduling, probes)"
+)
+FIX_PODS_READY_MANAGER = (
+    "the manager's own timeout evicted it (kueue.managerConfiguration.waitForPodsReady, off "
+    f"unless the stack sets it) {PODS_READY_DOCS}: raise it, or remove it to leave the start to "
+    "the worker's"
+)
+
+
 def _preemptor_words(seen: Seen) -> str:
     found = ks.preemptor(seen.wl)
     if found is None:
@@ -177,9 +192,10 @@ def _evicted(seen: Seen, ev: Mapping[str, Any], kind: str, show: str) -> tuple[s
     elif kind == "pods-ready-timeout":
         timeout = seen.timings.pods_ready_timeout_on(cluster)
         bound = f" ({human(timeout)} here)" if timeout else ""
+        fix = FIX_PODS_READY_MANAGER if seen.home.is_manager else FIX_PODS_READY
         what = (
             f"It was evicted on {cluster} by waitForPodsReady{bound} {human(since)} ago: its pods "
-            f"were not all ready in time ({message})"
+            f"were not all ready in time ({message}); {fix}"
         )
         state = "evicted-pods-ready"
     elif kind == "queue-stopped":
@@ -234,14 +250,50 @@ def _evicted_on_worker(seen: Seen, since: float | None, message: str) -> str:
             bound = f" ({human(timeout)})" if timeout else ""
             cause = (
                 f"waitForPodsReady{bound} evicted its copy there: its pods were not all ready in "
-                f"time ({ev.get('message')}); if they need longer (a GPU pool from zero, a large "
-                "image), raise kueue.configuration.waitForPodsReady.timeout "
-                '(docs/kueue-queueing.md "waitForPodsReady: what each cluster runs")'
+                f"time ({ev.get('message')}); {FIX_PODS_READY}"
             )
     where = worker or "a worker"
     return (
         f"It was evicted on {where} and the manager evicted it too, {human(since)} ago, to "
         f"dispatch it again: {cause}"
+    )
+
+
+def _evicted_before(seen: Seen, check: str, state: str) -> str:
+    """A dispatched job a worker evicted before, admitted again: what the manager remembers.
+
+    Kueue v0.19.2 (multikueue/workload.go step 4) turns a copy's eviction on a worker into the
+    check's Retry, the manager evicts (workload_controller.go reconcileCheckBasedEviction), and
+    evict.go resetChecksOnEviction counts it in the check's retryCount. Once the manager's Job
+    stops, step 2 deletes the copies, and the manager reserves quota and dispatches new ones at
+    once: its Evicted condition turns False ("Previously: ...", workload.go SetQuotaReservation)
+    and its own requeueState stays empty. The evicted copy's requeueState (the worker's
+    requeuingStrategy backoff and backoffLimitCount) mostly goes with it: a new copy starts at
+    count 0 (on the twin a copy was sometimes kept, requeued after its own backoff instead).
+    """
+    ev = condition(seen.wl, "Evicted") or {}
+    message = str(ev.get("message") or "")
+    found = ks.WORKER_IN_MESSAGE.search(message)
+    if ev.get("status") != "False" or found is None:
+        return ""
+    retries = next(
+        (int(c.get("retryCount") or 0) for c in check_states(seen.wl) if c.get("name") == check),
+        0,
+    )
+    times = f"{retries} time{'s' if retries != 1 else ''}, " if retries else ""
+    since = human(age(ev.get("lastTransitionTime"), seen.now))
+    text = (
+        f" It was evicted on a worker before ({times}last on {found.group(1)}, dispatched again "
+        f"{since} ago: {check} retryCount and the manager's Evicted condition)"
+    )
+    if state != "starting":
+        return text + "."
+    return (
+        f"{text}, and its pods are not ready this time either: if waitForPodsReady evicted it, "
+        "the worker's requeuingStrategy may not hold it back (its backoff and "
+        "backoffLimitCount count in the copy's requeueState, and the manager mostly deletes an "
+        "evicted copy and dispatches a new one: each new copy starts at 0), so it can be "
+        f"dispatched again each time its pods miss the timeout; {FIX_PODS_READY}."
     )
 
 
@@ -322,7 +374,7 @@ def _dispatched(seen: Seen, show: str) -> tuple[str, str, str]:
         return (
             state,
             f"It was dispatched to {worker} (AdmissionCheck {check}, MultiKueueConfig {config}); "
-            f"{story.rstrip('.')}.",
+            f"{story.rstrip('.')}.{_evicted_before(seen, check, state)}",
             nxt,
         )
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from fleetview.kubelogin import convert, login_of
 from tests.conftest import ROOT
@@ -326,6 +327,37 @@ def test_status_judges_waits_by_the_stack_named_in_timings_from(
     )
     plain = json.loads(_cli("status", "--json", "--kubeconfig", kc).stdout)["timings"]
     assert (plain["source"], plain["dispatcher"]) == ("Kueue v0.19.2 defaults", "AllAtOnce")
+
+
+def test_timings_from_takes_a_stack_files_path_outside_the_project(
+    tmp_path: Path, healthy: str
+) -> None:
+    """A fleet that is no committed stack (an edited copy, the real tier's twins) is judged by
+    its own file: `--timings-from PATH` to a Pulumi.<stack>.yaml."""
+    kc = _write(tmp_path, "manager", kubeconfig("manager", healthy))
+    doc = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    kueue = doc["config"]["aks-batch-fleet:fleet"]["kueue"]
+    kueue["multiKueue"] = {"dispatcher": "Incremental", "workerLostTimeout": "20s"}
+    edited = tmp_path / "elsewhere" / "Pulumi.twin.yaml"
+    edited.parent.mkdir()
+    edited.write_text(yaml.safe_dump(doc))
+    out = _cli("status", "--json", "--timings-from", str(edited), "--kubeconfig", kc)
+    assert out.returncode == 0, out.stderr
+    timings = json.loads(out.stdout)["timings"]
+    assert (timings["source"], timings["dispatcher"], timings["workerLostTimeoutSeconds"]) == (
+        str(edited),
+        "Incremental",
+        20.0,
+    )
+    # A path whose name is not a stack file's is not read, and says so.
+    other = tmp_path / "fleet.yaml"
+    other.write_text(yaml.safe_dump(doc))
+    out = _cli("status", "--json", "--timings-from", str(other), "--kubeconfig", kc)
+    timings = json.loads(out.stdout)["timings"]
+    assert (timings["source"], timings["note"]) == (
+        "Kueue v0.19.2 defaults",
+        f"{other} not used (not a Pulumi.<stack>.yaml file name)",
+    )
 
 
 def test_garbage_kubeconfigs_are_one_line_each_never_a_traceback(tmp_path: Path) -> None:

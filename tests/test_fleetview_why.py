@@ -244,6 +244,22 @@ def evicted_on_worker() -> Obj:
     )
 
 
+def redispatched_after_worker_evictions(retries: int = 2) -> Obj:
+    """The manager's side as the real Kueue leaves it a moment after worker-1 evicted the copy
+    (tests/realtier/test_fleetview_pods_ready.py): it stopped its Job, deleted the copies (no
+    quota: multikueue/workload.go step 2), reserved quota again at once (no requeueAt, so
+    Requeued=True BackoffFinished at once) and worker-1 admitted a new copy. Evicted is False
+    "Previously: ..." (workload.go SetQuotaReservation); the check counts the evictions
+    (evict.go resetChecksOnEviction) and is Ready again."""
+    wl = dispatched("worker-1", 12)
+    wl["status"]["conditions"] += [
+        cond("Evicted", "False", "QuotaReserved", f"Previously: {ON_WORKER}", 15),
+        cond("Requeued", "True", "BackoffFinished", "The workload backoff was finished", 15),
+    ]
+    wl["status"]["admissionChecks"][0]["retryCount"] = retries
+    return wl
+
+
 def copy_evicted_by_pods_ready() -> Obj:
     return copy(
         [
@@ -316,6 +332,7 @@ def scenarios() -> Iterator[tuple[str, Obj]]:
         "lost": lost_holding_quota(600),
         "evicted-on-worker": evicted_on_worker(),
         "copy-pods-ready": copy_evicted_by_pods_ready(),
+        "redispatched": redispatched_after_worker_evictions(),
         "team-b": team_b_in_backoff(),
         "gate-copy": gate_copy,
         "gate-pr": gate_pr,
@@ -579,6 +596,41 @@ def test_why_says_evicted_by_waitforpodsready_on_a_worker_and_which_setting_appl
     assert "Now it is back in its queue" in answer["verdict"]
 
 
+def test_why_says_a_job_dispatched_again_after_worker_evictions_is_not_held_back_by_backoff() -> (
+    None
+):
+    starting = admitted_copy(
+        cond("PodsReady", "False", "WaitForStart", "Not all pods are ready or succeeded", 10), 10
+    )
+    answer = why(
+        manager(redispatched_after_worker_evictions()),
+        worker("worker-1", starting),
+        worker("worker-2"),
+    )
+    says(
+        answer,
+        "starting",
+        "waitForPodsReady (30m00s) evicts it in 29m50s if they are not",
+        "It was evicted on a worker before (2 times, last on worker-1, dispatched again 15s ago: "
+        "multikueue retryCount and the manager's Evicted condition)",
+        "the worker's requeuingStrategy may not hold it back",
+        "each new copy starts at 0",
+        "raise kueue.configuration.waitForPodsReady.timeout",
+    )
+    # Running this time: the earlier eviction is said, not the pods-ready advice.
+    running = admitted_copy(pods_ready(5), 10)
+    answer = why(
+        manager(redispatched_after_worker_evictions(1)),
+        worker("worker-1", running),
+        worker("worker-2"),
+    )
+    says(answer, "running", "It was evicted on a worker before (1 time, last on worker-1")
+    assert "requeuingStrategy" not in answer["verdict"]
+    # Never evicted: nothing said.
+    plain = why(manager(dispatched("worker-1", 12)), worker("worker-1", starting))
+    assert "before" not in plain["verdict"]
+
+
 def test_why_says_evicted_by_waitforpodsready_once_the_backoff_is_over() -> None:
     # The backoff over: workload_controller.go sets Requeued=True (BackoffFinished) and clears
     # requeueAt; Evicted stays True until the next reservation.
@@ -592,8 +644,15 @@ def test_why_says_evicted_by_waitforpodsready_once_the_backoff_is_over() -> None
         answer,
         "evicted-pods-ready",
         "evicted on worker-1 by waitForPodsReady (30m00s here) 30s ago",
+        # the documented fix where the pods run (a worker, or a single cluster)
+        "raise kueue.configuration.waitForPodsReady.timeout (docs/kueue-queueing.md",
     )
     assert "back in its queue (requeued 2 times so far, last 5s ago)" in answer["verdict"]
+    # Evicted by the manager's own waitForPodsReady (on only where the stack sets it): its key.
+    on_manager = team_b_in_backoff()
+    on_manager["status"]["requeueState"] = {"count": 2}
+    answer = why(manager(on_manager), target="team-b/train")
+    says(answer, "evicted-pods-ready", "kueue.managerConfiguration.waitForPodsReady")
 
 
 def test_why_says_evicted_because_its_queue_stopped() -> None:

@@ -5,6 +5,8 @@ plane lost and back, a Kueue manager killed -9 and restarted, and what the plane
   `pod-complete.stage.kwok.x-k8s.io/delay` annotation (kwok's convention; a Go duration), so a
   Job's pods stay Running that long. Without the annotation pods complete at once, as in the
   twin's default Stages.
+- `held_not_ready`: kwok's Stages with pod-ready skipping pods annotated HELD: such a pod is
+  bound to its node and stays Pending, never ready (a slow image pull), for waitForPodsReady.
 - `lose_plane` / `restore_plane`: a worker cluster gone as its manager sees it. Its API server
   is killed (connections refused, as for an AKS API server that is down or unreachable) and
   every other process of it (etcd, controller manager, scheduler, kwok, its Kueue) is stopped
@@ -58,6 +60,33 @@ def timed_simulation(sim: SimulationTools, workdir: Path) -> SimulationTools:
         stages.append(out)
     if not any("delay" in yaml.safe_load(p.read_text())["spec"] for p in stages):
         raise StartError(f"no pod-complete Stage among {[p.name for p in sim.kwok_stages]}")
+    return dataclasses.replace(sim, kwok_stages=tuple(stages))
+
+
+# A pod annotated so is bound to its node but never made ready: `held_not_ready`'s pod-ready Stage
+# skips it, as a pod pulling a slow image would wait (jobs.suspended_job(held=True) sets it).
+HELD: Final = "pod-ready.stage.kwok.x-k8s.io/hold"
+
+
+def held_not_ready(sim: SimulationTools, workdir: Path) -> SimulationTools:
+    """The twin's Stages, pod-ready skipping the pods annotated HELD (they stay Pending, bound to
+    their node, not ready); every other pod is made ready at once, as before."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    stages: list[Path] = []
+    held = False
+    for path in sim.kwok_stages:
+        doc: dict[str, Any] = yaml.safe_load(path.read_text())
+        if doc.get("metadata", {}).get("name") == "pod-ready":
+            # kwok v0.8.0 pkg/utils/expression/selector.go: DoesNotExist matches a missing key.
+            doc["spec"]["selector"]["matchExpressions"].append(
+                {"key": f'.metadata.annotations["{HELD}"]', "operator": "DoesNotExist"}
+            )
+            held = True
+        out = workdir / path.name
+        out.write_text(yaml.safe_dump(doc, sort_keys=False))
+        stages.append(out)
+    if not held:
+        raise StartError(f"no pod-ready Stage among {[p.name for p in sim.kwok_stages]}")
     return dataclasses.replace(sim, kwok_stages=tuple(stages))
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from tests.realtier.faults import COMPLETE_DELAY, KUEUE_API, items
+from tests.realtier.faults import COMPLETE_DELAY, HELD, KUEUE_API, items
 from tests.realtier.harness import ControlPlane
 from upstream.kueue import MULTIKUEUE_CONTROLLER, QUEUE_LABEL
 from upstream.podsecurity import (
@@ -35,12 +35,14 @@ def suspended_job(
     pods: int | None = None,
     run_for: str | None = None,
     labels: Mapping[str, str] | None = None,
+    held: bool = False,
 ) -> dict[str, Any]:
     """A suspended, restricted Job for LocalQueue `queue` in `namespace`.
 
     `requests` per pod (and the same `limits` unless `limits=False`); `dispatched`: managed by
     MultiKueue (a manager's Job); `pods`: parallelism and completions (Job's default 1 when
-    None); `run_for`: kwok completes each pod after that long (else the stages' default)."""
+    None); `run_for`: kwok completes each pod after that long (else the stages' default);
+    `held`: its pods never get ready on a twin started with faults.held_not_ready."""
     resources: dict[str, Any] = {"requests": dict(requests)}
     if limits:
         resources["limits"] = dict(requests)
@@ -59,8 +61,11 @@ def suspended_job(
             ],
         }
     }
-    if run_for is not None:
-        template["metadata"] = {"annotations": {COMPLETE_DELAY: run_for}}
+    annotations = {COMPLETE_DELAY: run_for} if run_for is not None else {}
+    if held:
+        annotations[HELD] = "true"
+    if annotations:
+        template["metadata"] = {"annotations": annotations}
     spec: dict[str, Any] = {"suspend": True, "template": template}
     if pods is not None:
         spec["parallelism"] = pods

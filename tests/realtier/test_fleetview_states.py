@@ -38,10 +38,10 @@ Driven, one after the other (the jobs stay for the later steps, `fv-starting` ex
    BookingExpired on its next scan (about a second). Kueue leaves the admitted job alone; `why`
    says `running` (it reads the request as expired), and `status` raises no warning.
 3. `fv-starting` (urgent, 500m) is admitted on worker-1 but its pod, bound to a node, never gets
-   ready: the twin's kwok pod-ready Stage skips pods annotated `HELD` (as a slow image pull would
-   hold them). Kueue's PodsReady is False (WaitForStart): `starting`, with the time the workers'
-   waitForPodsReady (Kueue's 30 minutes) leaves it counted from its Admitted; no warning. Then it
-   is deleted, so the later steps see worker-1's quota as before.
+   ready: the twin's kwok pod-ready Stage skips pods annotated `HELD` (faults.held_not_ready, as
+   a slow image pull would hold them). Kueue's PodsReady is False (WaitForStart): `starting`,
+   with the time the workers' waitForPodsReady (Kueue's 30 minutes) leaves it counted from its
+   Admitted; no warning. Then it is deleted, so the later steps see worker-1's quota as before.
 4. The manager's LocalQueue `stopPolicy: Hold`: `fv-backlog` is `queue-stopped` (not waiting for
    quota); no warning (an operator's hold). Resumed.
 5. The manager's ClusterQueue `stopPolicy: Hold`: `fv-backlog` is `queue-stopped`, and `status`
@@ -56,10 +56,10 @@ Driven, one after the other (the jobs stay for the later steps, `fv-starting` ex
 
 Proven only offline (tests/test_fleetview_why.py), because on this twin they need minutes or a
 fault another module already drives:
-- `evicted-pods-ready` and `backoff`: a pod held not ready (step 3) is evicted only after the
-  workers' waitForPodsReady timeout, Kueue's 30 minutes, and requeued after a backoff of its
-  own; a shorter timeout on the twin's workers would differ from the stack's (fleetview reads
-  prod's 30 minutes);
+- `evicted-on-worker` (the manager's side of a copy evicted on a worker): on the real Kueue it
+  lasts about a second, the manager dispatching the job again at once
+  (test_fleetview_pods_ready.py drives that eviction on a twin whose workers' waitForPodsReady is
+  20 s, and `evicted-pods-ready` and `backoff` with it; here the workers keep Kueue's 30 minutes);
 - `worker-lost` (before the eviction) is test_fleetview_real.py's: 20 s of workerLostTimeout
   here leave too little room for fleetview's processes on a loaded machine;
   `evicted-worker-lost` lasts only the grace after the eviction (5 s here), and step 8 asks after
@@ -99,10 +99,11 @@ from tests.realtier.faults import (
     cluster_active,
     condition,
     get_json,
+    held_not_ready,
     items,
     lose_plane,
 )
-from tests.realtier.harness import ControlPlane, Report, StartError, Tools, apply
+from tests.realtier.harness import ControlPlane, Report, Tools, apply
 from tests.realtier.jobs import suspended_job, workload_of_job
 from tests.realtier.test_faults_runtime import (
     MANAGER,
@@ -137,9 +138,6 @@ WAIT: Final = 90.0  # every wait below; a scale-up on worker-1 is the longest (2
 # (provisioningrequest/conditions/conditions.go CapacityReservationTimeExpiredReason).
 RESERVATION: Final = dt.timedelta(minutes=10)
 BOOKING_EXPIRED: Final = "CapacityReservationTimeExpired"
-# A pod annotated so is bound to its node but never made ready: the twin's pod-ready Stage skips
-# it (_held_not_ready), as a pod pulling a slow image would wait. The name is this module's.
-HELD: Final = "pod-ready.stage.kwok.x-k8s.io/hold"
 PODS_READY_TIMEOUT: Final = 1800.0  # the workers' waitForPodsReady: Kueue's 30m (dev and prod)
 JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
 
@@ -174,34 +172,12 @@ def states_fleet() -> FleetConfig:
     return fleet
 
 
-def _held_not_ready(sim: SimulationTools, workdir: Path) -> SimulationTools:
-    """The twin's Stages, pod-ready skipping the pods annotated HELD (they stay Pending, bound to
-    their node, not ready); every other pod is made ready at once, as before."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    stages: list[Path] = []
-    held = False
-    for path in sim.kwok_stages:
-        doc: dict[str, Any] = yaml.safe_load(path.read_text())
-        if doc.get("metadata", {}).get("name") == "pod-ready":
-            # kwok v0.8.0 pkg/utils/expression/selector.go: DoesNotExist matches a missing key.
-            doc["spec"]["selector"]["matchExpressions"].append(
-                {"key": f'.metadata.annotations["{HELD}"]', "operator": "DoesNotExist"}
-            )
-            held = True
-        out = workdir / path.name
-        out.write_text(yaml.safe_dump(doc, sort_keys=False))
-        stages.append(out)
-    if not held:
-        raise StartError(f"no pod-ready Stage among {[p.name for p in sim.kwok_stages]}")
-    return dataclasses.replace(sim, kwok_stages=tuple(stages))
-
-
 @pytest.fixture(scope="module")
 def twin(
     tools: Tools, simulation: SimulationTools, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Twin]:
     workdir = tmp_path_factory.mktemp("fleetview-states")
-    held = _held_not_ready(simulation, workdir / "held-stages")
+    held = held_not_ready(simulation, workdir / "held-stages")
     # The manager's Kueue serves its visibility API (fv-backlog's position); the workers' not.
     yield from _dev_twin(tools, held, workdir, states_fleet(), visibility=(MANAGER,))
 
@@ -222,7 +198,7 @@ def _job(
 ) -> dict[str, Any]:
     labels = {PRIORITY_LABEL: priority} if priority else None
     requests = {"cpu": cpu, "memory": "64Mi"}
-    job = suspended_job(
+    return suspended_job(
         name,
         sub.namespace,
         sub.local_queue,
@@ -231,11 +207,8 @@ def _job(
         pods=pods,
         run_for=run_for,
         labels=labels,
+        held=held,
     )
-    if held:
-        template = job["spec"]["template"].setdefault("metadata", {})
-        template.setdefault("annotations", {})[HELD] = "true"
-    return job
 
 
 def _submit(plane: ControlPlane, *jobs: dict[str, Any]) -> None:
