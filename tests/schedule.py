@@ -37,7 +37,7 @@ LONGEST_FIRST: Final = (
     "realtier/test_rayjob_real.py",  # not in that run: 99 alone, 174 at load 12 (2026-12-06)
     "realtier/test_worker_drain.py",  # 93
     "realtier/test_fleetview_pods_ready.py",  # not in that run: 91-124 alone (2026-12-06)
-    "realtier/test_azure_twin_entra_groups.py",  # not in that run: measured alone below
+    "realtier/test_azure_twin_entra_groups.py",  # not in that run: 68 alone (2026-12-06)
     "realtier/test_worker_maintenance.py",  # 91
     "realtier/test_first_up.py",  # 78
     "realtier/test_provisioning_gate.py",  # 77
