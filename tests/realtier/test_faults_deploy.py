@@ -3,7 +3,9 @@
 An interrupted `pulumi up`: the engine is killed (SIGKILL, the CLI process the Automation API
 runs) halfway through a first `up` and halfway through an update; the documented recovery steps
 (docs/operations.md), run as written, must converge to the objects an uninterrupted run makes,
-with no orphan on any plane and no credential left behind.
+with no orphan on any plane and no credential left behind. An object a dead run left on a
+cluster (its own field manager, unknown to the state) is adopted by the recovery and changed by
+the update like any other.
 
 A Kueue upgrade with work in the queues: the stack deployed with `kueue.version: 0.17.8` (the
 managers are `kueue-previous`, v0.17.1: the module proxy serves no later 0.17), Jobs running on
@@ -102,6 +104,7 @@ KILL_FIRST_UP_AFTER: Final = 55
 # team-b's namespace creates on two clusters were pending).
 KILL_UPDATE_AFTER: Final = 2
 NEW_TEAM: Final = "team-b"
+KUEUE_API: Final = "/apis/kueue.x-k8s.io/v1beta2"
 # What the program makes lives in these API groups (asserted against the state's types); every
 # listable resource of them is compared, so an object no state knows is seen too.
 # The API groups of what the program makes on the planes (PodDisruptionBudgets: policy).
@@ -341,14 +344,56 @@ def _program_groups(types: set[str]) -> set[str]:
     }
 
 
+# ---- an object a dead run made -------------------------------------------------------------
+
+DEAD_RUN_MANAGER: Final = "pulumi-kubernetes-deadrun0"
+DEAD_RUN_CLUSTER: Final = "worker-1"
+
+
+def _team_queue(raw: dict[str, Any], cluster: str) -> dict[str, Any]:
+    """The team's ClusterQueue on `cluster`, as the program renders it from `raw`."""
+    [queue] = [
+        m.obj
+        for m in kueue_objects(parse_fleet(raw, source="test")[0])[cluster]
+        if m.kind == "ClusterQueue" and m.name == TEAM
+    ]
+    return queue
+
+
+def _leave_dead_runs_object(plane: ControlPlane) -> None:
+    """What a killed `up` leaves: an object the program makes, on the cluster under the dead
+    run's own field manager (pulumi-kubernetes draws one per resource), unknown to the state."""
+    left = plane.kubectl(
+        "apply",
+        "--server-side",
+        f"--field-manager={DEAD_RUN_MANAGER}",
+        "-f",
+        "-",
+        stdin=json.dumps(_team_queue(stack_raw(STACK), plane.name)),
+        check=False,
+    )
+    assert left.returncode == 0, left.stderr
+
+
+def _quota(queue: Mapping[str, Any]) -> str:
+    return str(queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"])
+
+
 # ---- the test ---------------------------------------------------------------------------------
 
 
 def test_a_killed_up_recovers_by_the_readme_to_an_uninterrupted_runs_objects(
     fleet: Fleet, tmp_path: Path, report: Report
 ) -> None:
+    """Also: an object a dead run made (its own field manager, unknown to the state) is adopted
+    by the recovery and can still be changed by the next `up`: the program applies with force,
+    so the change meets no server-side apply conflict against the dead run's manager (it did,
+    when the program applied without force)."""
     planes = fleet.planes
     before = _snapshot(planes)
+    # A run that died before this test's own: worker-1's team ClusterQueue is on the cluster
+    # under that run's field manager (whether or not the killed `up` below reaches it).
+    _leave_dead_runs_object(planes[DEAD_RUN_CLUSTER])
     cut = _deploy(tmp_path / "cut")
     _configure(cut, planes, stack_raw(STACK))
     cli, provider = cut.engine.cli, cut.engine.provider
@@ -372,6 +417,13 @@ def test_a_killed_up_recovers_by_the_readme_to_an_uninterrupted_runs_objects(
     update_kill = Kill(cli, KILL_UPDATE_AFTER)
     update_killed, update_lingering = _killed_up(cut, update_kill, provider)
     update_recovery, update_steps = _recover(cut, tmp_path / "update-killed.json")
+    # The dead run's object, adopted, now carries the update's quota (halved).
+    status, body = planes[DEAD_RUN_CLUSTER].get(f"{KUEUE_API}/clusterqueues/{TEAM}")
+    assert status == 200, body
+    live = json.loads(body)
+    wanted = _quota(_team_queue(_updated_raw(), DEAD_RUN_CLUSTER))
+    assert _quota(live) == wanted, (_quota(live), wanted)
+    field_managers = [f["manager"] for f in live["metadata"].get("managedFields") or []]
     updated = _snapshot(planes)
     updated_urns = cut.urns()
     assert _program_groups(cut.types()) <= {"core", *GROUPS}, cut.types()
@@ -433,6 +485,11 @@ def test_a_killed_up_recovers_by_the_readme_to_an_uninterrupted_runs_objects(
         f"by kind/namespace/name/owners); destroy then left no orphan; credentials: "
         f"{credential_list}"
     )
+    report(
+        f"ClusterQueue {DEAD_RUN_CLUSTER}/{TEAM} left by a dead run's field manager "
+        f"({DEAD_RUN_MANAGER}), adopted by the recovery, then changed (nominalQuota "
+        f"{_quota(live)}); field managers after: {field_managers}"
+    )
 
 
 # ---- a Kueue upgrade with work in the queues ----------------------------------------------------
@@ -443,7 +500,6 @@ JOBS: Final = 6
 # the other 2 wait in the manager's queue through the upgrade.
 JOB_CPU: Final = 8
 RUNNING: Final = 4
-KUEUE_API: Final = "/apis/kueue.x-k8s.io/v1beta2"
 CRD_TYPE: Final = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 WAIT: Final = 120.0
 WORKERS: Final = ("worker-1", "worker-2")
@@ -477,67 +533,6 @@ class UpgradeFleet:
             "kwok" if complete else "kwok-no-complete",
             kwok_argv(plane, self.sim.kwok, stages),
         )
-
-
-# ---- what a killed `up` leaves behind, then changed -----------------------------------------
-
-
-def test_an_object_a_killed_up_made_can_still_be_changed(
-    fleet: Fleet, tmp_path: Path, report: Report
-) -> None:
-    """A killed `up` leaves the objects it was creating on the cluster, owned by its own field
-    manager (pulumi-kubernetes draws one per resource) and unknown to the state; the documented
-    recovery adopts them under a new manager. The next change of one of their fields must not
-    fail with a server-side apply conflict against the dead run's manager (it did, when the
-    program applied without force; seen as a flaky recovery in the test above)."""
-    planes = fleet.planes
-    cut = _deploy(tmp_path / "cut")
-    _configure(cut, planes, stack_raw(STACK))
-    worker = "worker-1"
-    [queue] = [
-        m.obj
-        for m in kueue_objects(parse_fleet(stack_raw(STACK), source="test")[0])[worker]
-        if m.kind == "ClusterQueue" and m.name == TEAM
-    ]
-    dead = "pulumi-kubernetes-deadrun0"
-    left = planes[worker].kubectl(
-        "apply",
-        "--server-side",
-        f"--field-manager={dead}",
-        "-f",
-        "-",
-        stdin=json.dumps(queue),
-        check=False,
-    )
-    assert left.returncode == 0, left.stderr
-    # No destroy after: the planes are this test's own and go with it.
-    adopted = cut.up()  # the recovery's `up`: creates adopt what the dead run made
-    assert adopted.summary.result == "succeeded", cut.tail()
-    _configure(cut, planes, _updated_raw())  # team-a's quota halved, among others
-    t0 = time.monotonic()
-    changed = cut.up()
-    assert changed.summary.result == "succeeded", cut.tail()
-    seconds = time.monotonic() - t0
-    status, body = planes[worker].get(f"{KUEUE_API}/clusterqueues/{TEAM}")
-    assert status == 200, body
-    live = json.loads(body)
-    quota = live["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"]
-    want = _updated_raw()
-    (team_a,) = [
-        q
-        for c in want["clusters"]
-        if c["name"] == worker
-        for q in c["queues"]["clusterQueues"]
-        if q["name"] == TEAM
-    ]
-    wanted = team_a["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"]
-    assert str(quota) == str(wanted), (quota, wanted)
-    managers = [f["manager"] for f in live["metadata"].get("managedFields") or []]
-    report(
-        f"ClusterQueue {worker}/{TEAM} left by a dead run's field manager ({dead}), adopted by "
-        f"up, then its quota changed by the next up in {seconds:.1f}s (nominalQuota {quota}); "
-        f"field managers after: {managers}"
-    )
 
 
 def _node(name: str) -> dict[str, Any]:
