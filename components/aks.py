@@ -183,8 +183,12 @@ class AksCluster(pulumi.ComponentResource):
                 repository_opts={"repo": spec.repo},
                 namespace=spec.namespace,
                 values=spec.values,
+                # Goes with the cluster (components/kube.py, deleted_with_clusters).
                 opts=pulumi.ResourceOptions(
-                    parent=self, provider=self.provider, depends_on=list(self.pools.values())
+                    parent=self,
+                    provider=self.provider,
+                    depends_on=list(self.pools.values()),
+                    deleted_with=mc,
                 ),
             )
         self.cluster_name = mc.name

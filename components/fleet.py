@@ -23,6 +23,7 @@ from components.azure import register_azure
 from components.existing import ExistingCluster, ExistingClusterArgs
 from components.frameworks import JobOperators, JobOperatorsArgs
 from components.karmada import Karmada, KarmadaArgs
+from components.kube import deleted_with_clusters
 from components.kueue import Kueue, KueueArgs
 from components.monitoring import AzureMonitor, AzureMonitorArgs
 from components.multikueue import MultiKueue, MultiKueueArgs
@@ -139,6 +140,20 @@ class Fleet(pulumi.ComponentResource):
                     ),
                     pulumi.ResourceOptions(parent=self),
                 )
+        # What the components below apply in an AKS cluster goes with that cluster when it is
+        # deleted (components/kube.py, deleted_with_clusters); clusters that exist stay.
+        in_clusters = pulumi.ResourceOptions(
+            parent=self,
+            transformations=[
+                deleted_with_clusters(
+                    [
+                        (c.provider, c.managed_cluster)
+                        for c in self.clusters.values()
+                        if isinstance(c, AksCluster)
+                    ]
+                )
+            ],
+        )
         # Job operators (operators): on their workers, and the kinds' CRDs alone on the manager.
         self.job_operators: dict[str, JobOperators] = {}
         releases, overlays = kuberay_releases(cfg), training_operator_installs(cfg)
@@ -157,7 +172,7 @@ class Fleet(pulumi.ComponentResource):
                     overlay_dir=args.training_operator_overlay,
                     crd_files=crds,
                 ),
-                pulumi.ResourceOptions(parent=self),
+                in_clusters,
             )
         # Kueue on every cluster, through that cluster's provider (same version fleet-wide), with
         # its queue objects as deployed (builders.fleet: the one composition preflight renders).
@@ -183,7 +198,7 @@ class Fleet(pulumi.ComponentResource):
                     crd_files=args.kueue_crd_files,
                     secret_values=args.kueue_values_secret,
                 ),
-                pulumi.ResourceOptions(parent=self),
+                in_clusters,
             )
         self.multikueue: MultiKueue | None = None
         if dispatching and manager is not None:
@@ -197,7 +212,7 @@ class Fleet(pulumi.ComponentResource):
                     kueue_releases={n: k.ready for n, k in self.kueues.items()},
                     kueue_objects={n: k.objects for n, k in self.kueues.items() if n != manager},
                 ),
-                pulumi.ResourceOptions(parent=self),
+                in_clusters,
             )
             linked = self.multikueue.manager.clusters
             self.kueues[manager].apply_objects(
@@ -219,7 +234,7 @@ class Fleet(pulumi.ComponentResource):
                     existing_kubeconfig=args.karmada_kubeconfig,
                     kruise_crd_files=args.kruise_crd_files,
                 ),
-                pulumi.ResourceOptions(parent=self),
+                in_clusters,
             )
         self.kubeconfigs = pulumi.Output.secret(
             pulumi.Output.all(**{n: c.kubeconfig for n, c in self.clusters.items()})

@@ -127,3 +127,34 @@ def apply_manifests(
             child = pulumi.ResourceOptions.merge(child, replace)
         made[m.key] = kube_object(name_of(m), obj, child)
     return made
+
+
+def deleted_with_clusters(
+    clusters: Sequence[tuple[pulumi.ProviderResource, pulumi.Resource]],
+) -> pulumi.ResourceTransformation:
+    """Every resource applied through one of these clusters' Kubernetes providers is
+    `deleted_with` that cluster: a `destroy`, or a cluster's removal, deletes the cluster and
+    skips the Delete of each object in it (the cluster's deletion takes them), instead of
+    deleting, and waiting on, every Helm release, namespace and queue object first. A resource
+    in a cluster that stays (a manager's Secret for a retired worker) is deleted as before.
+
+    An in-process transformation (children inherit it from the component given it): it sees
+    the provider object itself. Objects a provider registers on its own (the children of a
+    `yaml/v2:ConfigGroup`) do not pass through it and are deleted one by one, as before.
+    """
+
+    def transform(
+        args: pulumi.ResourceTransformationArgs,
+    ) -> pulumi.ResourceTransformationResult | None:
+        provider = args.opts.provider
+        if provider is None or not isinstance(args.resource, pulumi.CustomResource):
+            return None
+        cluster = next((c for p, c in clusters if p is provider), None)
+        if cluster is None or args.opts.deleted_with is not None:
+            return None
+        return pulumi.ResourceTransformationResult(
+            args.props,
+            pulumi.ResourceOptions.merge(args.opts, pulumi.ResourceOptions(deleted_with=cluster)),
+        )
+
+    return transform

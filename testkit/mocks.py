@@ -79,6 +79,8 @@ class Registered:
     delete_before_replace: bool = False
     # The `version` option the SDK sent: for a provider, the plugin version the engine loads.
     version: str = ""
+    # The `deleted_with` option: the URN whose deletion takes this resource with it.
+    deleted_with: str = ""
 
 
 # The input that carries a resource's Azure name (the provider auto-names it when absent).
@@ -219,6 +221,7 @@ class StrictMonitor(pulumi_mocks.MockMonitor):
                 replace_on_changes=list(request.replaceOnChanges),
                 delete_before_replace=request.deleteBeforeReplace,
                 version=request.version,
+                deleted_with=request.deletedWith,
             )
         return super().RegisterResource(request)
 

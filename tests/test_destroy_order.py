@@ -55,3 +55,36 @@ def test_team_namespace_goes_before_the_queues_that_admit_from_it(stack: str) ->
         assert ns.urn not in depends_on(graph, cq)
         checked += 1
     assert checked
+
+
+MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
+KUBERNETES_PROVIDER = "pulumi:providers:kubernetes"
+
+
+@pytest.mark.parametrize("stack", COMMITTED_STACKS)
+def test_what_is_applied_in_an_aks_cluster_is_deleted_with_that_cluster(stack: str) -> None:
+    """`destroy` (or a cluster's removal) deletes an AKS cluster without first deleting, one by
+    one, every object the stack applied in it: each carries `deleted_with` its own cluster
+    (components/kube.py). Objects through any other provider (Karmada's API server, a cluster
+    that exists, the retire guard) are deleted as before."""
+    graph = built_stack(stack).graph
+    cluster_of: dict[str, str] = {}  # a Kubernetes provider's URN -> its ManagedCluster's URN
+    for provider in graph.of_type(KUBERNETES_PROVIDER):
+        for cluster in graph.of_type(MANAGED_CLUSTER):
+            if cluster.parent == provider.parent:  # the same AksCluster component
+                cluster_of[provider.urn] = cluster.urn
+    assert cluster_of, f"{stack}: no AKS cluster's Kubernetes provider"
+    inside, outside = 0, 0
+    for r in graph.resources:
+        if not r.custom or r.type.startswith("pulumi:providers:"):
+            continue
+        # A provider reference is "<urn>::<id>".
+        cluster = cluster_of.get(r.provider.rsplit("::", 1)[0]) if r.provider else None
+        if cluster is None:
+            assert not r.deleted_with, f"{r.urn} is deleted with {r.deleted_with}"
+            outside += 1
+        else:
+            assert r.deleted_with == cluster, f"{r.urn}: deleted with {r.deleted_with!r}"
+            inside += 1
+    assert inside > 0, "nothing applied in an AKS cluster"
+    assert outside > 0, "nothing outside the AKS clusters' providers"

@@ -176,6 +176,17 @@ class Review:
     allowed: bool
 
 
+def active_namespaces(plane: ControlPlane) -> list[str]:
+    """The plane's namespaces that are not terminating (none when it does not answer)."""
+    status, body = plane.get("/api/v1/namespaces")
+    if status != 200:  # HTTP OK
+        return []
+    items = json.loads(body)["items"]
+    return sorted(
+        i["metadata"]["name"] for i in items if (i.get("status") or {}).get("phase") == "Active"
+    )
+
+
 @dataclass
 class Cluster:
     """A ManagedCluster's plane, its Kueue and its FQDN relay."""
@@ -307,6 +318,9 @@ class AzureTwin:
     # server when it starts (a token file), so set them before the `up` that creates it.
     deployer_groups: tuple[str, ...] = ()
     reviews: list[Review] = field(default_factory=list[Review])
+    # A deleted ManagedCluster's Active namespaces the moment its delete arrived (what the
+    # stack applied in it is deleted with it, not before: components/kube.py).
+    namespaces_at_delete: dict[str, list[str]] = field(default_factory=dict[str, list[str]])
     # (monotonic time, path, type, id or urn) of every call the plugin made
     calls: list[tuple[float, str, str, str]] = field(
         default_factory=list[tuple[float, str, str, str]]
@@ -876,6 +890,7 @@ class AzureTwin:
             name = str(found.inputs["resourceName"])
             cluster = self.clusters.pop(name, None)
             if cluster is not None:
+                self.namespaces_at_delete[name] = active_namespaces(cluster.plane)
                 self._on_main(lambda: self._stop_cluster(cluster))
             for child in children:
                 self.resources.pop(child, None)

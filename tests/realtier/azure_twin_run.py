@@ -31,7 +31,7 @@ from tests.realtier import kueue_webhooks
 from tests.realtier.autoscaler import TOOL as AUTOSCALER
 from tests.realtier.autoscaler import find_autoscaler
 from tests.realtier.azure_nodes import AzureNodes, PoolRequest, cluster_request, pool_request
-from tests.realtier.azure_twin import AzureTwin
+from tests.realtier.azure_twin import AzureTwin, active_namespaces
 from tests.realtier.chart_repo import ChartRepo
 from tests.realtier.conftest import kueue_crd_paths
 from tests.realtier.engine import EngineRun, find_engine, workspace
@@ -284,14 +284,21 @@ def destroy_all(session: TwinRun, report: Report) -> None:
     twin, run, _ = session
     if run.created is None:
         pytest.skip("the first up did not pass")
+    # What the stack applied in each cluster is deleted with it (components/kube.py): when the
+    # cluster's delete arrives, its namespaces are all there, none terminating.
+    namespaces = {name: active_namespaces(c.plane) for name, c in twin.clusters.items()}
+    assert all(namespaces.values()), namespaces
     t0 = time.monotonic()
     destroyed = twin.serve(lambda: run.stack.destroy(on_output=run.add, color="never"))
     counts = op_counts(destroyed.summary.resource_changes)
     assert counts.get("delete") == run.created, counts
     assert twin.resources == {}, sorted(twin.resources)
     assert twin.clusters == {}, sorted(twin.clusters)
+    assert twin.namespaces_at_delete == namespaces, (twin.namespaces_at_delete, namespaces)
     first_azure = min(t for t, path, _, _ in twin.calls if path == "/delete" and t >= t0)
     report(
         f"pulumi destroy through the Azure twin: {time.monotonic() - t0:.1f}s, the first Azure "
-        f"delete after {first_azure - t0:.1f}s (the Kubernetes half goes first)"
+        f"delete after {first_azure - t0:.1f}s; each cluster deleted with its "
+        f"{sum(map(len, namespaces.values()))} namespaces still active (deleted with it, not "
+        f"one by one)"
     )
