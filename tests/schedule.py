@@ -16,50 +16,47 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final
 
-# Paths under tests/, longest first. Seconds: the run of 2026-12-06 12:37 UTC.
+# Paths under tests/, longest first. Seconds: the run of 2026-12-06 14:27 UTC.
 LONGEST_FIRST: Final = (
-    "realtier/test_faults_deploy.py",  # 634
-    "realtier/test_azure_twin.py",  # 392
-    "realtier/test_faults_runtime.py",  # 346
-    "realtier/test_pulumi_engine.py",  # 325
-    "realtier/test_manager_maintenance.py",  # 302
-    "realtier/test_karmada_engine.py",  # 255
-    "realtier/test_azure_twin_prod.py",  # 254
-    "realtier/test_worker_upgrade.py",  # 194
-    "realtier/test_kueue_preemption.py",  # 181
-    "realtier/test_twin_jobs.py",  # 170
-    "realtier/test_karmada.py",  # 156
-    "realtier/test_rayjob_real.py",  # 152
-    "realtier/test_worker_add.py",  # 134
-    "realtier/test_karmada_failover.py",  # 132
-    "realtier/test_alerts_prometheus.py",  # 126
-    "realtier/test_fleetview_states.py",  # 113
-    "realtier/test_worker_drain.py",  # 108
-    "realtier/test_provisioning_gate.py",  # 93
-    "realtier/test_first_up.py",  # 91
-    "realtier/test_azure_twin_entra_groups.py",  # 87
-    "realtier/test_worker_maintenance.py",  # 86
-    "realtier/test_fleetview_pods_ready.py",  # 83
-    "realtier/test_pytorchjob_real.py",  # 77
-    "realtier/test_api_servers.py",  # 68
-    "realtier/test_kueue_manager_config.py",  # 62
-    "realtier/test_kruise.py",  # 61
-    "realtier/test_dashboard_prometheus.py",  # 51
-    "test_azure_api.py",  # 48
-    "test_bench.py",  # 47
-    "realtier/test_fleetview_real.py",  # 47
-    "test_config_error_lines.py",  # 45
-    "realtier/test_kueue_contention.py",  # 34
+    "realtier/test_faults_deploy.py",  # 378
+    "realtier/test_faults_runtime.py",  # 323
+    "realtier/test_azure_twin.py",  # 315
+    "realtier/test_manager_maintenance.py",  # 248
+    "realtier/test_pulumi_engine.py",  # 192
+    "realtier/test_azure_twin_prod.py",  # 187
+    "realtier/test_karmada_engine.py",  # 185
+    "realtier/test_twin_jobs.py",  # 178
+    "realtier/test_worker_upgrade.py",  # 164
+    "realtier/test_kueue_preemption.py",  # 155
+    "realtier/test_worker_add.py",  # 124
+    "realtier/test_alerts_prometheus.py",  # 114
+    "realtier/test_karmada_failover.py",  # 111
+    "realtier/test_rayjob_real.py",  # 104
+    "realtier/test_karmada.py",  # 98
+    "realtier/test_worker_drain.py",  # 81
+    "realtier/test_worker_maintenance.py",  # 78
+    "realtier/test_provisioning_gate.py",  # 74
+    "realtier/test_fleetview_pods_ready.py",  # 74
+    "realtier/test_fleetview_states.py",  # 73
+    "realtier/test_first_up.py",  # 62
+    "realtier/test_azure_twin_entra_groups.py",  # 57
+    "realtier/test_kruise.py",  # 48
+    "realtier/test_pytorchjob_real.py",  # 43
+    "realtier/test_api_servers.py",  # 42
+    "test_bench.py",  # 42
+    "realtier/test_dashboard_prometheus.py",  # 41
+    "test_azure_api.py",  # 38
+    "realtier/test_kueue_manager_config.py",  # 37
+    "realtier/test_fleetview_real.py",  # 34
+    "test_config_error_lines.py",  # 30
     "test_fleetview_unattended.py",  # 29
-    "test_committed_stacks.py",  # 28
-    "realtier/test_extra_spec_real.py",  # 25
-    "test_stack.py",  # 25
-    "test_program_secrets.py",  # 22
-    "test_multikueue_component.py",  # 19
-    "test_azure_monitor_ingestion.py",  # 16
-    "test_mutation_property.py",  # 15
+    "realtier/test_kueue_contention.py",  # 26
+    "test_committed_stacks.py",  # 23
+    "realtier/test_extra_spec_real.py",  # 21
+    "test_stack.py",  # 19
+    "test_program_secrets.py",  # 15
     "realtier/test_kueue_dispatch.py",  # 5
-    "realtier/test_metrics_rbac.py",  # 2
+    "realtier/test_metrics_rbac.py",  # 1
     "realtier/test_pod_security.py",  # 1
 )
 

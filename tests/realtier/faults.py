@@ -201,6 +201,12 @@ def condition(obj: Mapping[str, Any] | None, kind: str) -> str | None:
     return None
 
 
+def condition_of(obj: Mapping[str, Any] | None, kind: str) -> dict[str, Any]:
+    """The whole condition of that type (status, reason, message, times); {} when absent."""
+    conditions = ((obj or {}).get("status") or {}).get("conditions") or []
+    return next((dict(c) for c in conditions if c.get("type") == kind), {})
+
+
 def cluster_active(manager: ControlPlane, worker: str) -> str | None:
     """The Active condition of the manager's MultiKueueCluster for `worker`."""
     return condition(get_json(manager, f"{KUEUE_API}/multikueueclusters/{worker}"), "Active")

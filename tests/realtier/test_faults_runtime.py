@@ -37,6 +37,7 @@ import pytest
 
 from config.models import FleetConfig
 from config.resolve import with_mirrored_queues
+from fleetview.verdict import FIX_REDISPATCH
 from tests.realtier.autoscaler import nodes_at_min, start_autoscalers
 from tests.realtier.conftest import kueue_crd_paths
 from tests.realtier.e2e import run_documented
@@ -54,6 +55,7 @@ from tests.realtier.faults import (
     thaw_all,
     timed_simulation,
 )
+from tests.realtier.fleetview_cli import fleetview
 from tests.realtier.harness import ControlPlane, Report, Tools, apply
 from tests.realtier.kueue import kueue_binary
 from tests.realtier.pulumi_cli import OPERATIONS, section
@@ -529,6 +531,28 @@ def _strand(twin: Twin, autoscaler: Path, tools: Tools, name: str) -> Stranded:
     return Stranded(sub, workers, restart, offset)
 
 
+# fleetview's --stranded-after: under HELD, so the stranded Workload's workers have been Active
+# longer than the grace when the test asks.
+FLEETVIEW_GRACE: Final = "20"
+
+
+def _fleetview_says_stranded(twin: Twin, ns: str, job: str) -> str:
+    """What an on-call person runs on the stranded Job: `why` calls it stranded and gives the
+    documented step, `status` warns of it; one line of what they said."""
+    options = ("--json", "--timings-from", STACK, "--stranded-after", FLEETVIEW_GRACE)
+    why, _ = fleetview(twin.planes, "why", f"{ns}/{job}", *options)
+    assert why.returncode == 0, why.stderr
+    answer = json.loads(why.stdout)
+    assert answer["state"] == "stranded", answer
+    assert FIX_REDISPATCH in answer["verdict"], answer["verdict"]
+    status, _ = fleetview(twin.planes, "status", *options)
+    assert status.returncode == 0, status.stderr
+    warned = [w for w in json.loads(status.stdout)["warnings"] if job in w["object"]]
+    assert [w["kind"] for w in warned] == ["Undispatched"], warned
+    assert "nominated to no worker and no copy on any" in warned[0]["message"], warned
+    return f"why {answer['state']}, status {warned[0]['kind']} on {warned[0]['cluster']}"
+
+
 def test_a_workload_reserved_while_no_worker_answers_is_dispatched_after_the_operator_step(
     twin: Twin, autoscaler: Path, tools: Tools, report: Report, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -575,6 +599,7 @@ def test_a_workload_reserved_while_no_worker_answers_is_dispatched_after_the_ope
             )
             time.sleep(1.0)
         t_control = time.monotonic()
+        told = _fleetview_says_stranded(twin, ns, name)
         t_step = time.monotonic()
         listed = redispatch(manager)
         assert listed == [(ns, n) for n in stranded], (
@@ -597,6 +622,7 @@ def test_a_workload_reserved_while_no_worker_answers_is_dispatched_after_the_ope
         f"restarted (ready in {restart:.1f}s): every worker Active {t_active - t_thawed:.1f}s "
         f"after they returned; a Job submitted then completed, and the Workload was still "
         f"undispatched {t_control - t_active:.0f}s later ({stranded}); "
+        f"fleetview: {told}; "
         f"after the operator step the Job completed once on {ran_on[0]} in "
         f"{t_done - t_step:.1f}s; test {time.monotonic() - t0:.0f}s"
     )

@@ -77,7 +77,8 @@ import yaml
 from checks.stack import parse_fleet
 from config.models import FleetConfig
 from config.schema import FULL_KEY
-from tests.realtier.faults import KUEUE_API, condition, get_json, held_not_ready
+from tests.realtier.faults import KUEUE_API, condition, condition_of, get_json, held_not_ready
+from tests.realtier.fleetview_cli import fleetview
 from tests.realtier.harness import ControlPlane, Report, Tools, apply
 from tests.realtier.jobs import suspended_job, workload_of_job
 from tests.realtier.test_faults_runtime import (
@@ -85,10 +86,6 @@ from tests.realtier.test_faults_runtime import (
     _dev_twin,  # pyright: ignore[reportPrivateUsage]
     ready_to_dispatch,
     state,
-)
-from tests.realtier.test_fleetview_real import (
-    _cond,  # pyright: ignore[reportPrivateUsage]
-    fleetview,
 )
 from tests.realtier.twin import Submission, load_stack
 from tests.realtier.twin_run import SimulationTools, Twin
@@ -241,7 +238,7 @@ def test_fleetview_says_a_workers_own_job_evicted_by_pods_ready_is_in_backoff(
 
     def in_backoff() -> dict[str, Any] | None:
         wl = workload_of_job(worker, ns, LOCAL)
-        evicted = _cond(wl, "Evicted")
+        evicted = condition_of(wl, "Evicted")
         requeue = ((wl or {}).get("status") or {}).get("requeueState") or {}
         return (
             wl
@@ -260,7 +257,7 @@ def test_fleetview_says_a_workers_own_job_evicted_by_pods_ready_is_in_backoff(
     name = str(wl["metadata"]["name"])
     requeue = wl["status"]["requeueState"]
     requeue_at = _stamp(str(requeue["requeueAt"]))
-    evicted = _cond(wl, "Evicted")
+    evicted = condition_of(wl, "Evicted")
     assert evicted["message"] == f"Exceeded the PodsReady timeout {ns}/{name}", evicted
     assert requeue["count"] == 1, requeue
     # workload.go UpdateRequeueState: base x 2^0, jitter 0.0001, from the eviction (whole
@@ -309,7 +306,7 @@ def test_fleetview_says_a_dispatched_job_evicted_by_a_workers_pods_ready_is_disp
         copy = _copy(worker, ns, str(wl["metadata"]["name"])) if wl else None
         if wl is None or copy is None:
             return None
-        evicted = _cond(wl, "Evicted")
+        evicted = condition_of(wl, "Evicted")
         ready = condition(copy, "PodsReady") == "False" and condition(wl, "Admitted") == "True"
         return (
             wl
@@ -377,7 +374,7 @@ def test_fleetview_says_a_workers_own_job_back_from_backoff_without_quota_is_evi
     """Run last: the filler (step 1) took the quota while the job was in backoff."""
     ns, worker = driven.sub.namespace, driven.worker
     assert driven.requeue_at is not None, "the backoff step did not run"
-    reserved = _cond(workload_of_job(worker, ns, FILLER), "QuotaReserved")
+    reserved = condition_of(workload_of_job(worker, ns, FILLER), "QuotaReserved")
     assert reserved.get("status") == "True", reserved
     assert _stamp(str(reserved["lastTransitionTime"])) < driven.requeue_at, reserved
 
@@ -387,9 +384,9 @@ def test_fleetview_says_a_workers_own_job_back_from_backoff_without_quota_is_evi
         wl = workload_of_job(worker, ns, LOCAL)
         return (
             wl
-            if _cond(wl, "Requeued").get("reason") == "BackoffFinished"
+            if condition_of(wl, "Requeued").get("reason") == "BackoffFinished"
             and condition(wl, "Evicted") == "True"
-            and "insufficient unused quota" in str(_cond(wl, "QuotaReserved").get("message"))
+            and "insufficient unused quota" in str(condition_of(wl, "QuotaReserved").get("message"))
             else None
         )
 
@@ -406,7 +403,7 @@ def test_fleetview_says_a_workers_own_job_back_from_backoff_without_quota_is_evi
         f"It was evicted on {WORKER} by waitForPodsReady ({TIMEOUT}s here) ",
         FIX,
         "Now it is back in its queue and waits for quota (requeued 1 time so far, last ",
-        str(_cond(wl, "QuotaReserved")["message"]),
+        str(condition_of(wl, "QuotaReserved")["message"]),
     )
     assert status["warnings"] == [], status["warnings"]
     assert "requeue backoff" not in answer["verdict"], answer["verdict"]

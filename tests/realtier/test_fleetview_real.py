@@ -7,26 +7,24 @@ killed, the rest of it frozen: tests/realtier/faults.py) and comes back. Each ti
 fleetview status --json` and `why` run as a user would, with the planes' kubeconfig files, and must
 name the right cluster and cause; with a worker gone, `status` answers within its bound.
 
-FLEETVIEW_CAPTURE=DIR keeps the human outputs (docs/observability.md shows such a capture).
+FLEETVIEW_CAPTURE=DIR keeps the human outputs (docs/observability.md shows such a capture;
+tests/realtier/fleetview_cli.py).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, Final
 
 import pytest
 
 from tests.realtier import test_kueue_dispatch as dispatch
 from tests.realtier.e2e import TEAM
-from tests.realtier.faults import cluster_active, lose_plane, restore_plane
-from tests.realtier.harness import ROOT, ControlPlane, Report, apply
+from tests.realtier.faults import cluster_active, condition_of, lose_plane, restore_plane
+from tests.realtier.fleetview_cli import fleetview
+from tests.realtier.harness import ControlPlane, Report, apply
 from tests.realtier.jobs import suspended_job, workload_of_job
 from tests.realtier.kueue import KueueManager
 from tests.realtier.test_kueue_dispatch import KUEUE_API, Wired
@@ -50,39 +48,10 @@ def _job(name: str, cpu: str) -> dict[str, Any]:
     return suspended_job(name, TEAM, TEAM, requests, limits=False, dispatched=True)
 
 
-def fleetview(
-    planes: dict[str, ControlPlane], *args: str, capture: str | None = None
-) -> tuple[subprocess.CompletedProcess[str], float]:
-    """`python -m fleetview ARGS --kubeconfig NAME=PATH ...`: its result and wall time."""
-    sources = [
-        a for n in ("manager", *WORKERS) for a in ("--kubeconfig", f"{n}={planes[n].kubeconfig}")
-    ]
-    t0 = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "fleetview", *args, *sources],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "COLUMNS": "118"},
-        check=False,
-    )
-    elapsed = time.monotonic() - t0
-    keep = os.environ.get("FLEETVIEW_CAPTURE")
-    if keep and capture:
-        (Path(keep) / f"{capture}.txt").write_text(done.stdout)
-    return done, elapsed
-
-
 def _json(planes: dict[str, ControlPlane], *args: str) -> tuple[dict[str, Any], float]:
     done, elapsed = fleetview(planes, *args, "--json")
     assert "Traceback" not in done.stderr, done.stderr
     return json.loads(done.stdout), elapsed
-
-
-def _cond(wl: dict[str, Any] | None, kind: str) -> dict[str, Any]:
-    conditions = ((wl or {}).get("status") or {}).get("conditions") or []
-    return next((c for c in conditions if c.get("type") == kind), {})
 
 
 def _pending_count(manager: ControlPlane) -> int:
@@ -125,7 +94,9 @@ def jobs(
         applied = apply(manager, [_job(PENDING, "24")])
         assert not applied.rejected, applied.stderr
         until(
-            lambda: _cond(workload_of_job(manager, TEAM, PENDING), "QuotaReserved").get("message"),
+            lambda: condition_of(workload_of_job(manager, TEAM, PENDING), "QuotaReserved").get(
+                "message"
+            ),
             WAIT,
             f"[manager] Workload of {PENDING} QuotaReserved=False with Kueue's reason",
             seen=lambda: json.dumps((workload_of_job(manager, TEAM, PENDING) or {}).get("status")),

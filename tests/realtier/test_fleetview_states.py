@@ -49,7 +49,10 @@ Driven, one after the other (the jobs stay for the later steps, `fv-starting` ex
 6. `fv-backlog`'s Workload `spec.active=false`: `deactivated`; no warning.
 7. `fv-urgent` (urgent, 16 CPU) preempts `fv-waiting` (the lowest priority): `preempted`, naming
    the urgent Workload; `fv-urgent` is `nominated` (worker-1's quota is taken); no warning.
-8. worker-1 lost (its API server killed, the rest of it frozen: faults.lose_plane). After the
+8. A dispatch set of worker-1 alone for a namespace only the manager has: `fv-orphan-job` is
+   nominated to worker-1, where Kueue cannot create its copy: `copy-missing`, and `status`
+   warns Undispatched. Its objects are deleted after (the tests run in file order).
+9. worker-1 lost (its API server killed, the rest of it frozen: faults.lose_plane). After the
    twin's workerLostTimeout (20 s) the manager evicts `fv-running`, and as its manager Job keeps
    the lost worker's pod count it keeps its quota: past the grace `evicted-holding-quota`, and
    `status` warns EvictedHoldingQuota besides Unreachable and MultiKueueClusterNotActive.
@@ -63,8 +66,8 @@ fault another module already drives:
 - `worker-lost` (before the eviction) is test_fleetview_real.py's: 20 s of workerLostTimeout
   here leave too little room for fleetview's processes on a loaded machine;
   `evicted-worker-lost` lasts only the grace after the eviction (5 s here), and step 8 asks after
-  it; `stranded` and `copy-missing` need the manager's Kueue killed mid-dispatch
-  (test_faults_runtime.py drives that);
+  it; `stranded` needs the manager's Kueue killed mid-dispatch, and test_faults_runtime.py,
+  which drives that, asks fleetview there;
 - `gate-retry`: a ProvisioningRequest the autoscaler fails and Kueue retries after its backoff
   (test_provisioning_gate.py drives the failure, not the retry's minute).
 """
@@ -98,11 +101,13 @@ from tests.realtier.faults import (
     KUEUE_API,
     cluster_active,
     condition,
+    condition_of,
     get_json,
     held_not_ready,
     items,
     lose_plane,
 )
+from tests.realtier.fleetview_cli import fleetview
 from tests.realtier.harness import ControlPlane, Report, Tools, apply
 from tests.realtier.jobs import suspended_job, workload_of_job
 from tests.realtier.test_faults_runtime import (
@@ -112,9 +117,7 @@ from tests.realtier.test_faults_runtime import (
     state,
 )
 from tests.realtier.test_fleetview_real import (
-    _cond,  # pyright: ignore[reportPrivateUsage]
     _pending_count,  # pyright: ignore[reportPrivateUsage]
-    fleetview,
 )
 from tests.realtier.test_kueue_preemption import FIXTURE, PRIORITY_LABEL
 from tests.realtier.test_provisioning_gate import (
@@ -123,6 +126,7 @@ from tests.realtier.test_provisioning_gate import (
 from tests.realtier.twin import Submission, load_stack
 from tests.realtier.twin_run import PROVISIONING_API, SimulationTools, Twin
 from tests.realtier.wait import until
+from upstream.kueue import MULTIKUEUE_CONTROLLER
 
 pytestmark = [pytest.mark.real]
 
@@ -250,7 +254,7 @@ def _held_admitted(plane: ControlPlane, ns: str, wl_name: str) -> bool:
 
 
 def _message(wl: dict[str, Any] | None, kind: str) -> str:
-    return str(_cond(wl, kind).get("message") or "")
+    return str(condition_of(wl, kind).get("message") or "")
 
 
 def _await_offered(twin: Twin, ns: str, names: dict[str, str]) -> None:
@@ -293,9 +297,9 @@ def _move_booking_back(plane: ControlPlane, ns: str, workload: str) -> Booking:
     more than the autoscaler's reservation time (status subresource, as admin): on its next
     scan the real autoscaler finds the booking over, as it would 10 minutes after Provisioned."""
     [pr] = _requests(plane, ns, workload)
-    provisioned = _cond(pr, "Provisioned")
+    provisioned = condition_of(pr, "Provisioned")
     assert provisioned.get("status") == "True", pr["status"]
-    assert not _cond(pr, "BookingExpired"), pr["status"]  # nothing ended it before the move
+    assert not condition_of(pr, "BookingExpired"), pr["status"]  # nothing ended it before the move
     stamp = _stamp(str(provisioned["lastTransitionTime"]))
     moved_at = dt.datetime.now(dt.UTC).replace(microsecond=0)
     assert moved_at - stamp < RESERVATION, stamp  # unmoved, the booking would still run
@@ -637,7 +641,7 @@ def test_fleetview_names_each_state_of_a_healthy_fleet_under_backlog_with_no_war
         f"It was dispatched to {AUTOSCALED} (AdmissionCheck ",
         f"it is admitted on {AUTOSCALED} and runs there (PodsReady since",
     )
-    finished = _cond(driven.wl(FINISHED), "Finished")
+    finished = condition_of(driven.wl(FINISHED), "Finished")
     _says(
         answers[FINISHED],
         "finished",
@@ -715,7 +719,7 @@ def test_fleetview_says_a_gated_job_past_its_booking_expiry_runs_without_a_warni
     ns, names, booking = driven.sub.namespace, driven.names, driven.booking
     w1 = driven.twin.planes[AUTOSCALED]
     pr = _booking(w1, ns, booking.name)
-    expired = _cond(pr, "BookingExpired")
+    expired = condition_of(pr, "BookingExpired")
     # The real autoscaler ended it, after the move and not before: its reason, its time.
     assert (expired.get("status"), expired.get("reason")) == ("True", BOOKING_EXPIRED), expired
     assert _stamp(str(expired["lastTransitionTime"])) >= booking.moved_at, (expired, booking)
@@ -775,12 +779,12 @@ def test_fleetview_says_an_admitted_job_whose_pods_are_not_ready_is_starting_wit
     w1 = driven.twin.planes[AUTOSCALED]
     try:
         copy = _copy(w1, ns, names[STARTING])
-        ready = _cond(copy, "PodsReady")
+        ready = condition_of(copy, "PodsReady")
         assert condition(copy, "Admitted") == "True", (copy or {}).get("status")
         assert ready.get("status") == "False", ready
         [pod] = _pods(w1, ns, STARTING)
         assert (pod["status"]["phase"], bool(pod["spec"].get("nodeName"))) == ("Pending", True)
-        admitted = _stamp(str(_cond(copy, "Admitted")["lastTransitionTime"]))
+        admitted = _stamp(str(condition_of(copy, "Admitted")["lastTransitionTime"]))
         before = dt.datetime.now(dt.UTC)
         answers, status = driven.fv.read(ns, STARTING)
         after = dt.datetime.now(dt.UTC)
@@ -894,7 +898,7 @@ def test_fleetview_says_a_deactivated_job_waits_for_spec_active_without_a_warnin
     manager, ns = driven.manager, driven.sub.namespace
     _patch(manager, "workload", driven.names[BACKLOG], {"spec": {"active": False}}, ns)
     until(
-        lambda: str(_cond(driven.wl(BACKLOG), "Evicted").get("reason", "")).startswith(
+        lambda: str(condition_of(driven.wl(BACKLOG), "Evicted").get("reason", "")).startswith(
             "Deactivated"
         ),
         WAIT,
@@ -922,7 +926,7 @@ def test_fleetview_names_the_workload_that_preempted_a_job_without_a_warning(
     until(
         lambda: (
             (wl := driven.wl(WAITING))
-            and _cond(wl, "Evicted").get("reason") == "Preempted"
+            and condition_of(wl, "Evicted").get("reason") == "Preempted"
             and condition(wl, "QuotaReserved") == "False"
             and condition(driven.wl(URGENT), "QuotaReserved") == "True"
             and _copy(driven.twin.planes[AUTOSCALED], ns, names[URGENT]) is not None
@@ -949,6 +953,120 @@ def test_fleetview_names_the_workload_that_preempted_a_job_without_a_warning(
     assert rows[names[GATED]] == "at-gate", rows
     # worker-1's quota is taken (fv-running, fv-gated): the urgent job waits there, in its round.
     assert rows[names[URGENT]] == "nominated", rows
+
+
+# ---- a copy no worker can take ------------------------------------------------------------------
+
+ORPHAN: Final = "fv-orphan"  # namespace, LocalQueue, ClusterQueue, check and config: manager only
+ORPHAN_JOB: Final = "fv-orphan-job"
+ORPHAN_WORKER: Final = AUTOSCALED
+
+
+def _orphan_objects(manager: ControlPlane, sub: Submission) -> list[dict[str, Any]]:
+    """A dispatch set of one worker (worker-1) for a namespace only the manager has: its own
+    MultiKueueConfig and AdmissionCheck, and a ClusterQueue shaped as the program renders the
+    manager's (its quota, its check renamed, no cohort) for that namespace alone."""
+    live = get_json(manager, f"{KUEUE_API}/clusterqueues/{sub.cluster_queue}")
+    assert live is not None
+    checks = [
+        c["name"]
+        for c in (live["spec"].get("admissionChecksStrategy") or {}).get("admissionChecks") or []
+    ] + list(live["spec"].get("admissionChecks") or [])
+    assert len(checks) == 1, checks
+    spec = json.loads(json.dumps(live["spec"]).replace(f'"{checks[0]}"', f'"{ORPHAN}"'))
+    for key in ("cohort", "cohortName", "fairSharing", "preemption"):
+        spec.pop(key, None)
+    spec["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": ORPHAN}}
+    api = "kueue.x-k8s.io/v1beta2"
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ORPHAN}},
+        {
+            "apiVersion": api,
+            "kind": "MultiKueueConfig",
+            "metadata": {"name": ORPHAN},
+            "spec": {"clusters": [ORPHAN_WORKER]},
+        },
+        {
+            "apiVersion": api,
+            "kind": "AdmissionCheck",
+            "metadata": {"name": ORPHAN},
+            "spec": {
+                "controllerName": MULTIKUEUE_CONTROLLER,
+                "parameters": {
+                    "apiGroup": "kueue.x-k8s.io",
+                    "kind": "MultiKueueConfig",
+                    "name": ORPHAN,
+                },
+            },
+        },
+        {"apiVersion": api, "kind": "ClusterQueue", "metadata": {"name": ORPHAN}, "spec": spec},
+        {
+            "apiVersion": api,
+            "kind": "LocalQueue",
+            "metadata": {"name": ORPHAN, "namespace": ORPHAN},
+            "spec": {"clusterQueue": ORPHAN},
+        },
+    ]
+
+
+def _delete_orphans(manager: ControlPlane) -> None:
+    """The job, then its Workload (no finalizer holds a queue), then the rest; each gone."""
+    gone = ("--ignore-not-found", "--wait=true", "--timeout=60s")
+    manager.kubectl("delete", "job", ORPHAN_JOB, "-n", ORPHAN, *gone, check=False)
+    manager.kubectl("delete", "workloads", "--all", "-n", ORPHAN, *gone, check=False)
+    for kind, where in (
+        ("localqueue", ("-n", ORPHAN)),
+        ("clusterqueue", ()),
+        ("admissioncheck", ()),
+        ("multikueueconfig", ()),
+        ("namespace", ()),
+    ):
+        manager.kubectl("delete", kind, ORPHAN, *where, *gone, check=False)
+    assert get_json(manager, f"{KUEUE_API}/clusterqueues/{ORPHAN}") is None, "left behind"
+
+
+def test_fleetview_says_a_job_no_nominated_worker_holds_a_copy_of_is_copy_missing_and_warns(
+    driven: Driven, report: Report
+) -> None:
+    """Kueue 0.19.2 creates a Workload's copies as it nominates workers
+    (multikueue/workload.go nominateAndSynchronizeWorkers); one it cannot create (here: the
+    namespace is on the manager alone) leaves the job nominated with no copy anywhere and an
+    error in the manager's log. `why` says `copy-missing` and where to look; `status` warns."""
+    manager, worker = driven.manager, driven.twin.planes[ORPHAN_WORKER]
+    try:
+        _submit(manager, *_orphan_objects(manager, driven.sub))
+        until(
+            lambda: (
+                condition(get_json(manager, f"{KUEUE_API}/admissionchecks/{ORPHAN}"), "Active")
+                == "True"
+            ),
+            WAIT,
+            f"[manager] AdmissionCheck {ORPHAN} Active",
+        )
+        job = suspended_job(
+            ORPHAN_JOB, ORPHAN, ORPHAN, {"cpu": "500m", "memory": "64Mi"}, dispatched=True
+        )
+        _submit(manager, job)
+
+        def nominated() -> dict[str, Any] | None:
+            w = workload_of_job(manager, ORPHAN, ORPHAN_JOB)
+            names = ((w or {}).get("status") or {}).get("nominatedClusterNames") or []
+            return w if ORPHAN_WORKER in names else None
+
+        wl = until(nominated, WAIT, f"[manager] {ORPHAN_JOB} nominated to {ORPHAN_WORKER}")
+        wl_name = str(wl["metadata"]["name"])
+        # Past fleetview's grace (a one-worker set: no dispatcher round on top).
+        time.sleep(float(GRACE) + 2.0)
+        assert _copy(worker, ORPHAN, wl_name) is None, "the copy exists: nothing is missing"
+        answers, status = driven.fv.read(ORPHAN, ORPHAN_JOB)
+    finally:
+        _delete_orphans(manager)
+    answer = answers[ORPHAN_JOB]
+    _says(answer, "copy-missing", f"nominated to {ORPHAN_WORKER}", "none of them holds a copy")
+    warned = [w for w in status["warnings"] if ORPHAN in w["object"]]
+    assert [(w["kind"], w["cluster"]) for w in warned] == [("Undispatched", MANAGER)], warned
+    assert "but no copy on any of them" in warned[0]["message"], warned
+    report(f"fleetview on a copy no worker could take: why {answer['state']}; status warned")
 
 
 def test_fleetview_follows_a_job_on_a_lost_worker_to_its_eviction_still_holding_quota(

@@ -77,7 +77,15 @@ from config.loader import PINNED_CRDS
 from config.models import FleetConfig
 from tests.realtier.autoscaler import nodes_at_min, start_autoscalers
 from tests.realtier.conftest import kueue_crd_paths
-from tests.realtier.faults import COMPLETE_DELAY, condition, get_json, items, timed_simulation
+from tests.realtier.faults import (
+    COMPLETE_DELAY,
+    condition,
+    condition_of,
+    get_json,
+    items,
+    timed_simulation,
+)
+from tests.realtier.fleetview_cli import fleetview
 from tests.realtier.harness import (
     ControlPlane,
     StartError,
@@ -91,10 +99,6 @@ from tests.realtier.harness import (
 from tests.realtier.kueue import kueue_binary
 from tests.realtier.ray_dashboard import StandInDashboard
 from tests.realtier.test_faults_runtime import MANAGER, queues_active, where, workloads
-from tests.realtier.test_fleetview_real import (
-    _cond,  # pyright: ignore[reportPrivateUsage]
-    fleetview,
-)
 from tests.realtier.twin import load_stack, submissions
 from tests.realtier.twin_run import SimulationTools, Twin, running_twin
 from tests.realtier.wait import until
@@ -650,7 +654,7 @@ def test_a_rayjob_runs_once_on_one_worker_with_the_real_kuberay_operator(
     assert told.returncode == 0, told.stderr
     assert "Traceback" not in told.stderr, told.stderr
     answer = json.loads(told.stdout)
-    finished = _cond(_workload(manager, ns, "RayJob", name), "Finished")
+    finished = condition_of(_workload(manager, ns, "RayJob", name), "Finished")
     assert answer["state"] == "finished", answer
     assert f"The job finished ({finished['reason']}): {finished['message']}" in answer["verdict"]
     assert not _pods(manager, ns, name), "no pod of it on the manager"
