@@ -532,6 +532,35 @@ def _submission(twin: Twin) -> tuple[str, str]:
     return sub.namespace, sub.local_queue
 
 
+def _completed_once(
+    twin: Twin, watch: Watch, ns: str, name: str, t0: float
+) -> tuple[dict[str, Any], float]:
+    """The manager's RayJob Complete and SUCCEEDED, run once and never failed (KubeRay's own
+    count, `status.succeeded`/`failed`, set by checkBackoffLimitAndUpdateStatusIfNeeded in
+    rayjob_controller.go and copied back by MultiKueue), then its Workload Finished. Returns
+    the RayJob's status and the seconds from `t0` to Complete."""
+    manager = twin.planes[MANAGER]
+
+    def complete() -> bool:
+        watch.poll()
+        status = (_obj(manager, "rayjobs", ns, name) or {}).get("status") or {}
+        return status.get("jobDeploymentStatus") == "Complete"
+
+    until(complete, DONE_TIMEOUT, "the manager's RayJob Complete", seen=lambda: _state(twin, ns))
+    done_at = time.monotonic() - t0
+    status = (_obj(manager, "rayjobs", ns, name) or {})["status"]
+    assert status["jobStatus"] == "SUCCEEDED", status
+    assert status.get("succeeded") == 1, status
+    assert not status.get("failed"), status
+    until(
+        lambda: condition(_workload(manager, ns, "RayJob", name), "Finished") == "True",
+        DONE_TIMEOUT,
+        "the manager's Workload Finished",
+        seen=lambda: _state(twin, ns),
+    )
+    return status, done_at
+
+
 def _run(watch: Watch, what: str) -> tuple[str, float]:
     t0 = time.monotonic()
     chosen = until(
@@ -626,28 +655,7 @@ def test_a_rayjob_runs_once_on_one_worker_with_the_real_kuberay_operator(
     _check_pods(twin.planes[chosen], ns, name)
 
     # Complete once on the worker, reported on the manager.
-    def complete() -> bool:
-        watch.poll()
-        status = (_obj(manager, "rayjobs", ns, name) or {}).get("status") or {}
-        return status.get("jobDeploymentStatus") == "Complete"
-
-    until(complete, DONE_TIMEOUT, "the manager's RayJob Complete", seen=lambda: _state(twin, ns))
-    done_at = time.monotonic() - t0
-    status = (_obj(manager, "rayjobs", ns, name) or {})["status"]
-    assert status["jobStatus"] == "SUCCEEDED", status
-    # KubeRay's own count of the job's runs (`status.succeeded`/`failed`, set by
-    # checkBackoffLimitAndUpdateStatusIfNeeded in rayjob_controller.go), copied back by
-    # MultiKueue: once, never failed.
-    assert status.get("succeeded") == 1, status
-    assert not status.get("failed"), status
-    wl = _workload(manager, ns, "RayJob", name)
-    assert wl is not None
-    until(
-        lambda: condition(_workload(manager, ns, "RayJob", name), "Finished") == "True",
-        DONE_TIMEOUT,
-        "the manager's Workload Finished",
-        seen=lambda: _state(twin, ns),
-    )
+    status, done_at = _completed_once(twin, watch, ns, name, t0)
     assert where(_workload(manager, ns, "RayJob", name) or {}) == chosen
     # fleetview finds a RayJob's Workload by its owner, as a Job's, and tells its end.
     told, _ = fleetview(dict(twin.planes), "why", f"{ns}/{name}", "--json")
@@ -741,23 +749,7 @@ def test_a_k8sjobmode_rayjob_gates_its_submitter_with_the_ray_pods_and_completes
     [submitter] = _submitter_pods(twin.planes[chosen], ns, name)
     assert submitter["spec"].get("nodeName"), "the submitter bound to a (kwok) node"
 
-    def complete() -> bool:
-        watch.poll()
-        status = (_obj(manager, "rayjobs", ns, name) or {}).get("status") or {}
-        return status.get("jobDeploymentStatus") == "Complete"
-
-    until(complete, DONE_TIMEOUT, "the manager's RayJob Complete", seen=lambda: _state(twin, ns))
-    done_at = time.monotonic() - t0
-    status = (_obj(manager, "rayjobs", ns, name) or {})["status"]
-    assert status["jobStatus"] == "SUCCEEDED", status
-    assert status.get("succeeded") == 1, status
-    assert not status.get("failed"), status
-    until(
-        lambda: condition(_workload(manager, ns, "RayJob", name), "Finished") == "True",
-        DONE_TIMEOUT,
-        "the manager's Workload Finished",
-        seen=lambda: _state(twin, ns),
-    )
+    status, done_at = _completed_once(twin, watch, ns, name, t0)
     # One submission, from the submitter, to its head; KubeRay itself submitted nothing.
     dashboard = ray_twin.dashboards[chosen]
     posts = [r for r in dashboard.requests if r.method == "POST" and r.path == "/api/jobs/"]
