@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from fleetview.objects import condition, is_true, parse_time
+from fleetview.objects import ORIGIN_LABEL, age, condition, is_true, parse_time
 
 # apis/kueue/v1beta2/workload_types.go: reasons of the Evicted condition.
 EVICTED_BY_PREEMPTION: Final = "Preempted"
@@ -74,6 +74,27 @@ def eviction_kind(wl: Mapping[str, Any]) -> str | None:
     if reason == EVICTED_ON_MANAGER:
         return "evicted-on-manager"
     return "other"
+
+
+def stuck_copy_for(wl: Mapping[str, Any], now: dt.datetime) -> float | None:
+    """Seconds since a worker's MultiKueue copy was evicted at its gate while it still holds
+    quota; None for anything else. Such a copy stays so: jobframework/reconciler.go releases an
+    evicted Workload's quota by stopping its Job, and MultiKueue creates the Job on a worker
+    only at admission (multikueue/workload.go step 6b, SyncJob), so the provisioning check's
+    retry (provisioning/controller.go) never runs there, and the manager acts on a copy's
+    eviction only once its check is Ready (step 4). Seen on the real Kueue v0.19.2
+    (tests/realtier/test_fleetview_gate_retry.py); upstream kubernetes-sigs/kueue#8089."""
+    labels = (wl.get("metadata") or {}).get("labels") or {}
+    ev = evicted(wl)
+    if (
+        ORIGIN_LABEL not in labels
+        or ev is None
+        or eviction_kind(wl) != "admission-check"
+        or not holds_quota(wl)
+        or is_true(wl, "Admitted")
+    ):
+        return None
+    return age(ev.get("lastTransitionTime"), now) or 0.0
 
 
 def preemptor(wl: Mapping[str, Any]) -> tuple[str, str, str] | None:

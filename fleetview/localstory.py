@@ -20,7 +20,7 @@ from fleetview.objects import (
     parse_time,
 )
 from fleetview.seen import Seen, at, kubectl, message_of, pr_message, requests_of
-from fleetview.status import check_states, provisioning_state, queue_of
+from fleetview.status import FIX_STUCK_COPY, check_states, provisioning_state, queue_of
 
 
 def _is_provisioning(snap: Snapshot, check: str) -> bool:
@@ -88,6 +88,18 @@ def local_story(
                 show,
             )
         if kind == "admission-check":
+            stuck = ks.stuck_copy_for(wl, now)
+            if stuck is not None and stuck > seen.grace:
+                return (
+                    "gate-stuck",
+                    f"on {cluster} its gate failed and Kueue evicted this copy {human(stuck)} "
+                    f"ago ({ev.get('message')}), but the copy still holds {cluster}'s quota: "
+                    "Kueue 0.19.2 releases it by stopping the copy's Job, which MultiKueue makes "
+                    "on a worker only at admission, so the gate does not try again there. The "
+                    f"fix: {FIX_STUCK_COPY}: "
+                    + kubectl(cluster, f"delete workload -n {ns} {wl_name}"),
+                    show,
+                )
             return gate_story(cluster, wl, snap, seen)
         return (
             "evicted",
@@ -161,22 +173,27 @@ def gate_story(
             continue
         state = str(gate.get("state") or "Pending")
         retries = int(gate.get("retryCount") or 0)
-        # Retry (or Pending after the eviction a Retry causes, retryCount kept): the next
-        # attempt is lastTransitionTime + requeueAfterSeconds (workload_types.go
-        # AdmissionCheckState; provisioning/controller.go UpdateAdmissionCheckRequeueState).
+        # In Retry the next attempt is lastTransitionTime + requeueAfterSeconds (provisioning/
+        # controller.go UpdateAdmissionCheckRequeueState; pkg/workload/admissionchecks.go
+        # GetMaxRetryTime, which the workload controller copies to requeueState.requeueAt).
+        # After the eviction the check is Pending again with a new lastTransitionTime
+        # (evict.go resetChecksOnEviction): then requeueAt, not the check, says when.
         after = gate.get("requeueAfterSeconds")
         next_try = ""
         changed = parse_time(gate.get("lastTransitionTime"))
-        if after and changed is not None and (state == "Retry" or retries):
+        if after and changed is not None and state == "Retry":
             next_try = f", next attempt at {at(changed + dt.timedelta(seconds=int(after)), now)}"
         _, requeue_at = ks.requeue_state(wl)
         if not next_try and requeue_at is not None and requeue_at > now:
             next_try = f", next attempt at {at(requeue_at, now)}"
-        said = (
-            f"{provisioning_state(newest)}: {pr_message(newest)}".rstrip(": ")
-            if newest is not None
-            else "no ProvisioningRequest yet"
-        )
+        if newest is None:
+            said = "says no ProvisioningRequest yet"
+        elif not (newest.get("status") or {}).get("conditions"):
+            # Not even Accepted: no autoscaler has looked at it (none runs, or it does not
+            # serve ProvisioningRequests), or it has not got to it yet.
+            said = f"has not answered ProvisioningRequest {name(newest)} (no condition on it yet)"
+        else:
+            said = f"says {provisioning_state(newest)}: {pr_message(newest)}".rstrip(": ")
         limit = _retry_limit(snap, str(gate.get("name")))
         failing = state == "Retry" or retries > 0
         # retryCount counts the failed attempts already behind an eviction (evict.go); in Retry
@@ -195,7 +212,7 @@ def gate_story(
         return (
             "gate-retry" if failing else "at-gate",
             f"on {cluster} it {holding} at its provisioning gate {gate.get('name')} "
-            f"({state}, {tried}{next_try}{last}); the cluster autoscaler says {said}",
+            f"({state}, {tried}{next_try}{last}); the cluster autoscaler {said}",
             kubectl(cluster, f"get provisioningrequests -n {ns} -o yaml")
             + " ; then the cluster autoscaler's events and logs",
         )

@@ -32,6 +32,11 @@ from upstream.k8s import quantity_value
 DEFAULT_STRANDED_AFTER: Final = DEFAULT_GRACE
 
 SCHEMA_VERSION: Final = 1
+# A worker's MultiKueue copy evicted at its gate and holding quota (kueuestate.stuck_copy_for).
+FIX_STUCK_COPY: Final = (
+    "delete the copy on that worker; the manager's Kueue makes a new one and its gate starts "
+    'again (docs/operations.md "A dispatched job stuck at a worker\'s gate")'
+)
 
 
 def workload_phase(wl: Mapping[str, Any]) -> str:
@@ -453,6 +458,21 @@ def warnings(
                 found = _stranding(snaps, snap, wl, now, grace=stranded_after, timings=timings)
                 if found is not None:
                     out.append(found)
+        else:
+            for wl in sorted(snap.workloads, key=ref):
+                since = ks.stuck_copy_for(wl, now)
+                if since is not None and since > stranded_after:
+                    ev = ks.evicted(wl) or {}
+                    out.append(
+                        _warning(
+                            "StuckCopy",
+                            snap.cluster,
+                            ref(wl),
+                            f"evicted at its gate {human(since)} ago and still holds quota: "
+                            f"the gate does not try again here ({ev.get('message')}); "
+                            + FIX_STUCK_COPY,
+                        )
+                    )
         for pr in sorted(snap.provisioning_requests, key=ref):
             found = _request_warning(snap, pr, now)
             if found is not None:

@@ -419,7 +419,10 @@ def _dispatched(seen: Seen, show: str) -> tuple[str, str, str]:
         told = "; ".join(story.rstrip(".") for _, (_, story, _) in stories)
         missing = [w for w in seen.nominated if w not in seen.copies]
         gap = f"; no copy read on {', '.join(missing)}" if missing else ""
-        gate = next((st for _, (st, _, _) in stories if st in ("at-gate", "gate-retry")), None)
+        # A copy stuck at its gate outranks one whose gate failed, which outranks one merely
+        # waiting at its gate (whatever the workers' order).
+        states = {st for _, (st, _, _) in stories}
+        gate = next((st for st in ("gate-stuck", "gate-retry", "at-gate") if st in states), None)
         return (
             gate or "nominated",
             f"{lead} and waits for a worker to admit it: nominated to "

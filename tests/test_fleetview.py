@@ -128,7 +128,14 @@ def failed_pr() -> Obj:
     return provisioning_request(
         TEAM,
         WL,
-        [cond("Failed", "True", "FailedToCreatePods", "max node group size reached")],
+        [
+            cond(
+                "Failed",
+                "True",
+                "FailedToCreatePods",
+                "missing pod templates, 1 pod templates were referenced, 1 templates were missing",
+            )
+        ],
     )
 
 

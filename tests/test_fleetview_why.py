@@ -64,6 +64,14 @@ PODS_READY_TIMEOUT = f"Exceeded the PodsReady timeout {TEAM}/{WL}"
 RESET = "Reset to Pending after eviction. Previously: "
 
 
+# The cluster autoscaler's words when a request's PodTemplate is gone (processors/provreq
+# injector.go, FailedToCreatePods): the failure tests/realtier/test_fleetview_gate_retry.py drives.
+MISSING_TEMPLATES = (
+    "missing pod templates, 1 pod templates were referenced, 1 templates were missing: "
+    "ppt-wl-provisioning-1-main"
+)
+
+
 def why(*snaps: Snapshot, timings: Timings | None = None, target: str = f"{TEAM}/{JOB}") -> Any:
     return explain(list(snaps), target, NOW, 300, timings)
 
@@ -297,7 +305,7 @@ def copy_at_gate_after_failure() -> tuple[Obj, Obj]:
     """A copy whose ProvisioningRequest failed once: provisioning/controller.go sets Retry with
     requeueAfterSeconds, the copy is evicted, evict.go resets the check to Pending with
     retryCount 1, and workload_controller.go puts requeueAt at the check's retry time."""
-    failed = "Retrying after failure: max node group size reached"
+    failed = f"Retrying after failure: {MISSING_TEMPLATES}"
     evicted = f'Evicted due to AdmissionCheck in Retry state: "provisioning" ({failed})'
     wl = copy(
         [
@@ -318,7 +326,13 @@ def copy_at_gate_after_failure() -> tuple[Obj, Obj]:
         WL,
         [
             cond("Accepted", "True", "Accepted", "Provisioning Request was accepted", 140),
-            cond("Failed", "True", "FailedToCreatePods", "max node group size reached", 25),
+            cond(
+                "Failed",
+                "True",
+                "FailedToCreatePods",
+                MISSING_TEMPLATES,
+                25,
+            ),
         ],
     )
     return wl, pr
@@ -448,7 +462,7 @@ def test_why_says_at_a_workers_gate_with_retry_count_next_attempt_and_the_autosc
         "waits at its provisioning gate provisioning (Pending, attempt 2 of 4, next attempt at "
         "20:00:40Z (in 40s); after attempt 4 the check is Rejected and the Workload deactivated)",
     )
-    assert "the cluster autoscaler says failed: max node group size reached" in answer["verdict"]
+    assert f"the cluster autoscaler says failed: {MISSING_TEMPLATES}" in answer["verdict"]
     assert "holds quota and waits at" not in answer["verdict"]  # the eviction gave it back
     # The attempts left follow the gate's ProvisioningRequestConfig (retryStrategy).
     strict = why(
@@ -466,7 +480,7 @@ def test_why_says_at_a_workers_gate_with_retry_count_next_attempt_and_the_autosc
             check_state(
                 "provisioning",
                 "Retry",
-                "Retrying after failure: max node group size reached",
+                f"Retrying after failure: {MISSING_TEMPLATES}",
                 5,
                 requeue_after=60,
             )
@@ -480,6 +494,105 @@ def test_why_says_at_a_workers_gate_with_retry_count_next_attempt_and_the_autosc
         "failed, next attempt at 20:00:55Z (in 55s); after attempt 4 the check is Rejected and "
         "the Workload deactivated)"
     ) in now["verdict"]
+
+
+def test_why_says_gate_retry_when_any_nominated_workers_copy_retries_its_gate() -> None:
+    """A copy whose request failed outranks another worker's copy merely waiting at its gate,
+    whichever worker is listed first."""
+    gate_copy, pr = copy_at_gate_after_failure()
+    waiting = copy(
+        [quota_reserved(100)],
+        [check_state("provisioning", "Pending", "", 100)],
+        admitted_to=TEAM,
+    )
+    answer = why(
+        manager(reserved(200, ["worker-1", "worker-2"])),
+        worker("worker-1", waiting),
+        worker("worker-2", gate_copy, prs=(pr,)),
+    )
+    says(answer, "gate-retry", "nominated to worker-1, worker-2 since quota was reserved")
+    assert (
+        "on worker-1 it holds quota and waits at its provisioning gate provisioning "
+        in (answer["verdict"])
+    )
+    assert "(Pending, attempt 2 of 4, next attempt at" in answer["verdict"]
+
+
+def copy_stuck_at_gate(evicted_ago: float) -> Obj:
+    """A worker's copy (MultiKueue origin label) evicted at its gate before admission, as the
+    real Kueue 0.19.2 leaves it: Evicted=True (AdmissionCheck) and still QuotaReserved=True,
+    the check reset to Pending with retryCount 1 (test_fleetview_gate_retry.py)."""
+    evicted = (
+        'Evicted due to AdmissionCheck in Retry state: "provisioning" '
+        f"(Retrying after failure: {MISSING_TEMPLATES})"
+    )
+    return copy(
+        [quota_reserved(140), cond("Evicted", "True", "AdmissionCheck", evicted, evicted_ago)],
+        [
+            check_state(
+                "provisioning",
+                "Pending",
+                RESET + "Retry",
+                evicted_ago,
+                retry_count=1,
+                requeue_after=30,
+            )
+        ],
+        admitted_to=TEAM,
+    )
+
+
+def test_why_says_gate_stuck_for_a_copy_evicted_at_its_gate_that_holds_quota_past_the_grace() -> (
+    None
+):
+    """Kueue 0.19.2 never releases such a copy's quota (no Job on the worker before admission):
+    past the grace `why` says so and names the fix, and `status` warns StuckCopy."""
+    waiting = copy(
+        [quota_reserved(100)], [check_state("provisioning", "Pending", "", 100)], admitted_to=TEAM
+    )
+    home = manager(reserved(600, ["worker-1", "worker-2"]))
+    stuck = worker("worker-1", copy_stuck_at_gate(400))
+    answer = why(home, stuck, worker("worker-2", waiting))
+    says(
+        answer,
+        "gate-stuck",
+        "on worker-1 its gate failed and Kueue evicted this copy 6m40s ago (Evicted due to "
+        'AdmissionCheck in Retry state: "provisioning"',
+        "but the copy still holds worker-1's quota",
+        "the gate does not try again there. The fix: delete the copy on that worker; the "
+        "manager's Kueue makes a new one",
+        f"kubectl --kubeconfig worker-1.kubeconfig delete workload -n {TEAM} {WL}",
+        "on worker-2 it holds quota and waits at its provisioning gate",
+    )
+    assert warnings_of(home, stuck) == [("StuckCopy", f"{TEAM}/{WL}")]
+    # Inside the grace it is an eviction in flight: Kueue's retry, no warning.
+    fresh = worker("worker-1", copy_stuck_at_gate(20))
+    assert why(home, fresh, worker("worker-2", waiting))["state"] == "gate-retry"
+    assert warnings_of(home, fresh) == []
+    # A worker's own job (no origin label) releases its quota through its Job: never StuckCopy.
+    own = copy_stuck_at_gate(400)
+    del own["metadata"]["labels"]["kueue.x-k8s.io/multikueue-origin"]
+    assert warnings_of(home, worker("worker-1", own)) == []
+
+
+def test_why_says_the_autoscaler_has_not_answered_a_request_with_no_condition() -> None:
+    """A request with no condition (not even Accepted) is one no autoscaler has looked at:
+    not "waiting", which is what an autoscaler that accepted it and found no capacity says."""
+    waiting = copy(
+        [quota_reserved(100)],
+        [check_state("provisioning", "Pending", "", 100)],
+        admitted_to=TEAM,
+    )
+    unanswered = provisioning_request(TEAM, WL, [])
+    answer = why(
+        manager(reserved(200, ["worker-1"])), worker("worker-1", waiting, prs=(unanswered,))
+    )
+    says(
+        answer,
+        "at-gate",
+        "(Pending, first attempt); the cluster autoscaler has not answered ProvisioningRequest "
+        f"{WL}-provisioning-1 (no condition on it yet)",
+    )
 
 
 def test_why_says_admitted_and_starting_with_the_pods_ready_timeout_left() -> None:
