@@ -68,8 +68,9 @@ fault another module already drives:
   `evicted-worker-lost` lasts only the grace after the eviction (5 s here), and step 8 asks after
   it; `stranded` needs the manager's Kueue killed mid-dispatch, and test_faults_runtime.py,
   which drives that, asks fleetview there;
-- `gate-retry`: a ProvisioningRequest the autoscaler fails and Kueue retries after its backoff
-  (test_provisioning_gate.py drives the failure, not the retry's minute).
+- `gate-retry` and `gate-stuck`: a ProvisioningRequest the autoscaler fails, for a worker's own
+  job and for a dispatched one, are test_fleetview_gate_retry.py's (a twin of their own, whose
+  gates retry after 30 s).
 """
 
 from __future__ import annotations
@@ -666,7 +667,7 @@ def test_fleetview_names_each_state_of_a_healthy_fleet_under_backlog_with_no_war
         "at-gate",
         f"nominated to {AUTOSCALED} since quota was reserved",
         f"on {AUTOSCALED} it holds quota and waits at its provisioning gate {driven.gate} "
-        "(Pending, first attempt); the cluster autoscaler says waiting",
+        "(Pending, first attempt); the cluster autoscaler has not answered ProvisioningRequest ",
         incremental,
     )
     # Kueue's own order of the manager's ClusterQueue, read as admin: fv-backlog first.
@@ -696,7 +697,7 @@ def test_fleetview_names_each_state_of_a_healthy_fleet_under_backlog_with_no_war
         "at-gate",
         f"It is queued on {UNSCALED}'s own LocalQueue {driven.sub.local_queue} (not through the "
         f"manager). On {UNSCALED} it holds quota and waits at its provisioning gate",
-        "(Pending, first attempt); the cluster autoscaler says waiting",
+        "(Pending, first attempt); the cluster autoscaler has not answered ProvisioningRequest ",
     )
     # `status` shows `why`'s judgement of every manager Workload.
     rows = _row_states(status)
