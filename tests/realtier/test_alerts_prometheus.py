@@ -21,7 +21,7 @@ one's admission, and a Job larger than the manager's quota left pending: a backl
 HEALTHY_CYCLES evaluations of the rule group (counted by its `lastEvaluation` advancing), every
 rule is healthy (evaluated without error) and no alert is pending or firing.
 
-Lost: the first worker's plane is lost as tests/realtier/faults.py's `lose_plane` loses it (its
+Lost: the first worker's plane is lost as testkit/realtier/faults.py's `lose_plane` loses it (its
 API server killed, every other process of it, its Kueue included, stopped with SIGSTOP: the
 scrape of its Kueue times out). Measured from that moment: the seconds until Prometheus shows
 `FleetKueueUnreachable{fleet_cluster=<worker>}` pending and firing, each within a bound (the
@@ -47,10 +47,11 @@ import yaml
 
 from builders.alerts import GROUP, alert_rules, rule_file
 from builders.monitoring import CLUSTER_LABEL, SCRAPE_JOB, monitoring_objects
-from tests.realtier.autoscaler import start_autoscalers
-from tests.realtier.faults import kill_kueue, lose_plane, restart_kueue, restore_plane, thaw_all
-from tests.realtier.harness import Report, Tools, apply
-from tests.realtier.jobs import workload_of_job
+from testkit.realtier.autoscaler import start_autoscalers
+from testkit.realtier.faults import kill_kueue, lose_plane, restart_kueue, restore_plane, thaw_all
+from testkit.realtier.harness import Report, Tools, apply
+from testkit.realtier.jobs import workload_of_job
+from testkit.realtier.twin_run import Twin
 from tests.realtier.test_dashboard_prometheus import (
     SCRAPE_INTERVAL,
     STACK,
@@ -72,7 +73,6 @@ from tests.realtier.test_dashboard_prometheus import (
 from tests.realtier.test_dashboard_prometheus import binaries as binaries  # noqa: PLC0414
 from tests.realtier.test_dashboard_prometheus import simulation as simulation  # noqa: PLC0414
 from tests.realtier.test_dashboard_prometheus import twin as twin  # noqa: PLC0414
-from tests.realtier.twin_run import Twin
 
 pytestmark = [pytest.mark.real]
 

@@ -58,9 +58,9 @@ from builders.dashboard import DATASOURCE_VARIABLE, fleet_dashboard
 from builders.monitoring import CLUSTER_LABEL, SCRAPE_JOB, monitoring_objects
 from checks.stack import parse_fleet
 from config.models import FleetConfig
-from tests.realtier.autoscaler import find_autoscaler, nodes_at_min, start_autoscalers
-from tests.realtier.conftest import kueue_crd_paths
-from tests.realtier.harness import (
+from testkit.realtier.autoscaler import find_autoscaler, nodes_at_min, start_autoscalers
+from testkit.realtier.crds import kueue_crd_paths
+from testkit.realtier.harness import (
     ROOT,
     ControlPlane,
     Report,
@@ -72,9 +72,9 @@ from tests.realtier.harness import (
     cache_paths,
     free_port,
 )
-from tests.realtier.jobs import suspended_job, workload_of_job
-from tests.realtier.kueue import kueue_binary
-from tests.realtier.twin_run import SimulationTools, Twin, find_simulation_tools, running_twin
+from testkit.realtier.jobs import suspended_job, workload_of_job
+from testkit.realtier.kueue import kueue_binary
+from testkit.realtier.twin_run import SimulationTools, Twin, find_simulation_tools, running_twin
 from upstream.azure_monitor import (
     AMA_NAMESPACE,
     AMA_SCRAPE_CONFIGMAP,

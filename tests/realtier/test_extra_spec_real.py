@@ -24,12 +24,12 @@ from typing import Any, Final
 
 import pytest
 
-from tests.realtier.faults import condition, get_json
-from tests.realtier.harness import FIELD_MANAGER, ControlPlane, Report, Tools, apply, object_ref
-from tests.realtier.jobs import workload_of_job
+from testkit.realtier.faults import condition, get_json
+from testkit.realtier.harness import FIELD_MANAGER, ControlPlane, Report, Tools, apply, object_ref
+from testkit.realtier.jobs import workload_of_job
+from testkit.realtier.twin_run import SimulationTools, Twin, fixture_twin
+from testkit.realtier.wait import holds, until
 from tests.realtier.test_kueue_contention import _job
-from tests.realtier.twin_run import SimulationTools, Twin, fixture_twin
-from tests.realtier.wait import holds, until
 from tests.test_extra_spec import BAD_FIELDS, FIXTURE, _render_unchecked
 from upstream.kueue import QUEUE_LABEL
 

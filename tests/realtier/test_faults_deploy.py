@@ -13,14 +13,14 @@ the workers and others queued; the twin stops the old managers, `up` with 0.19.2
 CRDs and objects (the program's part), the twin starts the 0.19.2 managers (on AKS the Helm
 release does that part). Nothing may be recreated; queued work is admitted, running work ends.
 
-As in test_pulumi_engine.py: the real engine (tests/realtier/engine.py), three fresh planes as
+As in test_pulumi_engine.py: the real engine (testkit/realtier/engine.py), three fresh planes as
 `source: existing` clusters, Kueue `manifests-only` with the real manager beside each plane (the
 CRDs applied first: Kueue exits when they are not served). The killed-`up` tests deploy the
 committed dev stack's twin (`twin_engine.stack_raw`, the ProvisioningRequest CRD served for its
 gates; no nodes: they judge objects, not jobs). The upgrade test keeps the hand-written e2e fleet
-(tests/realtier/e2e.py: no gate, flavors without pools): its workers run Jobs on one kwok node each
-under Kueue 0.17.1 then 0.19.2, and a gate would need the cluster autoscaler's answer, which this
-tier has not been run against Kueue 0.17.
+(testkit/realtier/e2e.py: no gate, flavors without pools): its workers run Jobs on one kwok node
+each under Kueue 0.17.1 then 0.19.2, and a gate would need the cluster autoscaler's answer, which
+this tier has not been run against Kueue 0.17.
 """
 
 from __future__ import annotations
@@ -41,10 +41,10 @@ from pulumi import automation as auto
 
 from builders.fleet import kueue_objects
 from checks.stack import parse_fleet
-from tests.realtier.conftest import install_crds, kueue_crd_paths
-from tests.realtier.e2e import TEAM, e2e_raw
-from tests.realtier.engine import EngineRun, configure, find_engine, settle_inline_runs, workspace
-from tests.realtier.harness import (
+from testkit.realtier.crds import install_crds, kueue_crd_paths
+from testkit.realtier.e2e import TEAM, e2e_raw
+from testkit.realtier.engine import EngineRun, configure, find_engine, settle_inline_runs, workspace
+from testkit.realtier.harness import (
     CONTROLLERS,
     PLANES,
     ControlPlane,
@@ -57,15 +57,15 @@ from tests.realtier.harness import (
     start_all,
     stop_all,
 )
-from tests.realtier.jobs import suspended_job
-from tests.realtier.kueue import (
+from testkit.realtier.jobs import suspended_job
+from testkit.realtier.kueue import (
     KueueManager,
     kueue_binary,
     metrics_certs,
     start_kueues,
     stop_kueues,
 )
-from tests.realtier.pulumi_cli import (
+from testkit.realtier.pulumi_cli import (
     OPERATIONS,
     ObjectRef,
     alive,
@@ -80,9 +80,9 @@ from tests.realtier.pulumi_cli import (
     section,
     shell_commands,
 )
-from tests.realtier.twin import KWOK_ANNOTATION, load_stack
-from tests.realtier.twin_engine import stack_raw
-from tests.realtier.twin_run import (
+from testkit.realtier.twin import KWOK_ANNOTATION, load_stack
+from testkit.realtier.twin_engine import stack_raw
+from testkit.realtier.twin_run import (
     TWIN_CONTROLLERS,
     JobWatch,
     SimulationTools,
@@ -247,7 +247,7 @@ def _killed_up(deploy: EngineRun, kill: Kill, provider: Path) -> tuple[float, in
     def up() -> None:
         try:
             # Checkpoints for this `up` only: the state it leaves when killed is what the
-            # recovery reads (tests/realtier/engine.py).
+            # recovery reads (testkit/realtier/engine.py).
             with deploy.checkpoints():
                 deploy.stack.up(on_output=deploy.add, on_event=kill.on_event, color="never")
         except BaseException as exc:  # judged in the test's thread

@@ -1,6 +1,6 @@
 """Faults at run time on the dev stack's twin (issue 17): a worker lost mid-job, the manager's
 Kueue killed -9 mid-dispatch. Jobs are submitted to the manager (MultiKueue dispatches them);
-their pods stay Running for a while (tests/realtier/faults.py, timed kwok Stages).
+their pods stay Running for a while (testkit/realtier/faults.py, timed kwok Stages).
 
 - A worker lost: every job runs on worker-1; worker-1's plane goes (faults.lose_plane). Asserted:
   the manager's MultiKueueCluster worker-1 goes inactive; after `workerLostTimeout` (20s here)
@@ -38,10 +38,10 @@ import pytest
 from config.models import FleetConfig
 from config.resolve import with_mirrored_queues
 from fleetview.verdict import FIX_REDISPATCH
-from tests.realtier.autoscaler import nodes_at_min, start_autoscalers
-from tests.realtier.conftest import kueue_crd_paths
-from tests.realtier.e2e import run_documented
-from tests.realtier.faults import (
+from testkit.realtier.autoscaler import nodes_at_min, start_autoscalers
+from testkit.realtier.crds import kueue_crd_paths
+from testkit.realtier.e2e import run_documented
+from testkit.realtier.faults import (
     KUEUE_API,
     cluster_active,
     condition,
@@ -55,19 +55,19 @@ from tests.realtier.faults import (
     thaw_all,
     timed_simulation,
 )
-from tests.realtier.fleetview_cli import fleetview
-from tests.realtier.harness import ControlPlane, Report, Tools, apply
-from tests.realtier.kueue import kueue_binary
-from tests.realtier.pulumi_cli import OPERATIONS, section
-from tests.realtier.test_twin_jobs import PODS, job_for
-from tests.realtier.twin import Submission, load_stack, submissions
-from tests.realtier.twin_run import (
+from testkit.realtier.fleetview_cli import fleetview
+from testkit.realtier.harness import ControlPlane, Report, Tools, apply
+from testkit.realtier.kueue import kueue_binary
+from testkit.realtier.pulumi_cli import OPERATIONS, section
+from testkit.realtier.twin import Submission, load_stack, submissions
+from testkit.realtier.twin_run import (
     JobWatch,
     SimulationTools,
     Twin,
     running_twin,
 )
-from tests.realtier.wait import until
+from testkit.realtier.wait import until
+from tests.realtier.test_twin_jobs import PODS, job_for
 from upstream.kueue import DISPATCHERS
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
@@ -79,7 +79,7 @@ MANAGER: Final = "manager"
 WORKER_LOST_TIMEOUT: Final = 20.0  # seconds; Kueue's default is 15m (kueue.multiKueue)
 RUN_FOR: Final = "30s"  # how long each pod stays Running (kwok): well past the loss
 JOBS: Final = 3
-GC_INTERVAL: Final = 10.0  # the tier's multiKueue.gcInterval (tests/realtier/kueue.py)
+GC_INTERVAL: Final = 10.0  # the tier's multiKueue.gcInterval (testkit/realtier/kueue.py)
 JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
 
 

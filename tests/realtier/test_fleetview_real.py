@@ -3,12 +3,12 @@
 On the e2e fleet of test_kueue_dispatch (manager team-a: 32 CPU; each worker: 16), driven through
 real states: job A (12 CPU) is admitted on the manager and dispatched to a worker; job B (24 CPU)
 then waits for quota on the manager (12 + 24 > 32); then A's worker is lost (its API server
-killed, the rest of it frozen: tests/realtier/faults.py) and comes back. Each time `python -m
+killed, the rest of it frozen: testkit/realtier/faults.py) and comes back. Each time `python -m
 fleetview status --json` and `why` run as a user would, with the planes' kubeconfig files, and must
 name the right cluster and cause; with a worker gone, `status` answers within its bound.
 
 FLEETVIEW_CAPTURE=DIR keeps the human outputs (docs/observability.md shows such a capture;
-tests/realtier/fleetview_cli.py).
+testkit/realtier/fleetview_cli.py).
 """
 
 from __future__ import annotations
@@ -20,15 +20,15 @@ from typing import Any, Final
 
 import pytest
 
+from testkit.realtier.e2e import TEAM
+from testkit.realtier.faults import cluster_active, condition_of, lose_plane, restore_plane
+from testkit.realtier.fleetview_cli import fleetview
+from testkit.realtier.harness import ControlPlane, Report, apply
+from testkit.realtier.jobs import suspended_job, workload_of_job
+from testkit.realtier.kueue import KueueManager
+from testkit.realtier.wait import until
 from tests.realtier import test_kueue_dispatch as dispatch
-from tests.realtier.e2e import TEAM
-from tests.realtier.faults import cluster_active, condition_of, lose_plane, restore_plane
-from tests.realtier.fleetview_cli import fleetview
-from tests.realtier.harness import ControlPlane, Report, apply
-from tests.realtier.jobs import suspended_job, workload_of_job
-from tests.realtier.kueue import KueueManager
 from tests.realtier.test_kueue_dispatch import KUEUE_API, Wired
-from tests.realtier.wait import until
 
 pytestmark = pytest.mark.real
 

@@ -26,7 +26,7 @@ Driven, one after the other (the jobs stay for the later steps, `fv-starting` ex
    `fv-backlog` with Kueue's message and "0 Workloads ahead of it", `fv-behind` "1 Workload ahead
    of it" (Kueue's scheduler may not have tried it yet, and then it has no message). The
    positions are what fleetview reads from Kueue's visibility API, which the manager's Kueue
-   serves through its plane's aggregation layer (tests/realtier/kueue.py), checked against that
+   serves through its plane's aggregation layer (testkit/realtier/kueue.py), checked against that
    API read with kubectl as admin, as fleetview's read-only role and as roles granting only
    `get` (read) or only `list` (refused). `fv-local`, on worker-2's own LocalQueue, is found
    there and is `at-gate`. No warning.
@@ -95,9 +95,8 @@ from checks.stack import parse_fleet
 from config.models import FleetConfig
 from fleetview.objects import VISIBILITY_GROUP
 from fleetview.rbac import reader_binding, reader_role
-from tests.realtier import test_faults_runtime as runtime
-from tests.realtier.autoscaler import TOOL
-from tests.realtier.faults import (
+from testkit.realtier.autoscaler import TOOL
+from testkit.realtier.faults import (
     KUEUE_API,
     cluster_active,
     condition,
@@ -107,9 +106,13 @@ from tests.realtier.faults import (
     items,
     lose_plane,
 )
-from tests.realtier.fleetview_cli import fleetview
-from tests.realtier.harness import ControlPlane, Report, Tools, apply
-from tests.realtier.jobs import suspended_job, workload_of_job
+from testkit.realtier.fleetview_cli import fleetview
+from testkit.realtier.harness import ControlPlane, Report, Tools, apply
+from testkit.realtier.jobs import suspended_job, workload_of_job
+from testkit.realtier.twin import Submission, load_stack
+from testkit.realtier.twin_run import PROVISIONING_API, SimulationTools, Twin
+from testkit.realtier.wait import until
+from tests.realtier import test_faults_runtime as runtime
 from tests.realtier.test_faults_runtime import (
     MANAGER,
     _dev_twin,  # pyright: ignore[reportPrivateUsage]
@@ -123,9 +126,6 @@ from tests.realtier.test_kueue_preemption import FIXTURE, PRIORITY_LABEL
 from tests.realtier.test_provisioning_gate import (
     _requests,  # pyright: ignore[reportPrivateUsage]
 )
-from tests.realtier.twin import Submission, load_stack
-from tests.realtier.twin_run import PROVISIONING_API, SimulationTools, Twin
-from tests.realtier.wait import until
 from upstream.kueue import MULTIKUEUE_CONTROLLER
 
 pytestmark = [pytest.mark.real]

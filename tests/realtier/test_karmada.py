@@ -1,6 +1,6 @@
 """The dev stack's Karmada layer on a real Karmada control plane, with real Kruise members.
 
-One Karmada plane (tests/realtier/karmada.py: v1.18.2's four components beside its own API
+One Karmada plane (testkit/realtier/karmada.py: v1.18.2's four components beside its own API
 server, seeded as the chart's jobs seed it) and the dev stack's two members (loopback twins with
 their AKS pools as kwok nodes, the virtual node included, the real kube-scheduler and
 kruise-manager v1.9.1), shared by every test of this module. On them, the objects the program
@@ -43,18 +43,19 @@ from config.karmada import ApplicationConfig, FailoverConfig
 from config.models import FleetConfig
 from config.resolve import member_names, subset_specs
 from preflight.sources import collect
-from tests.realtier.conftest import _REPORT, install_crds  # pyright: ignore[reportPrivateUsage]
-from tests.realtier.harness import ControlPlane, Report, Tools, apply, namespace
-from tests.realtier.karmada import (
+from testkit.realtier.crds import install_crds
+from testkit.realtier.harness import ControlPlane, Report, Tools, apply, namespace
+from testkit.realtier.karmada import (
     KarmadaPlane,
     KarmadaTools,
     find_karmada,
     join_members,
 )
-from tests.realtier.kruise import KruiseTools, Member, find_kruise, running_members
-from tests.realtier.twin import is_virtual_node
-from tests.realtier.twin_run import SimulationTools
-from tests.realtier.wait import until
+from testkit.realtier.kruise import KruiseTools, Member, find_kruise, running_members
+from testkit.realtier.twin import is_virtual_node
+from testkit.realtier.twin_run import SimulationTools
+from testkit.realtier.wait import until
+from testkit.report import REPORT_KEY
 from upstream.placement import divide_static_weights, plan_placement
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
@@ -225,7 +226,7 @@ def layer(  # noqa: PLR0917 - pytest fixtures
             assert not applied.rejected, applied.stderr
             ud = _ud(plane, app.namespace, app.name)
             assert ud is not None
-            pytestconfig.stash[_REPORT].append(
+            pytestconfig.stash[REPORT_KEY].append(
                 f"Karmada v{karmada_tools.version} plane up in {karmada.started_after:.1f}s "
                 f"(members with Kruise {members_up:.1f}s before it); {len(members)} members "
                 f"joined (scoped credential) and Ready in {joined:.1f}s; dev layer applied in "

@@ -1,10 +1,10 @@
 """`pulumi up` / `destroy` of the dev stack's Karmada layer by the real engine, on live planes.
 
-The planes are test_karmada.py's: a real Karmada v1.18.2 control plane (tests/realtier/karmada.py)
-and the dev stack's two members with kruise-manager running (tests/realtier/kruise.py). The program
-is the project's `__main__.py`, run as an Automation API inline program by the cached `pulumi`
-CLI and `pulumi-resource-kubernetes` (test_pulumi_engine.py's engine), on a stack that maps the
-dev stack's Karmada layer onto those planes:
+The planes are test_karmada.py's: a real Karmada v1.18.2 control plane
+(testkit/realtier/karmada.py) and the dev stack's two members with kruise-manager running
+(testkit/realtier/kruise.py). The program is the project's `__main__.py`, run as an Automation API
+inline program by the cached `pulumi` CLI and `pulumi-resource-kubernetes` (test_pulumi_engine.py's
+engine), on a stack that maps the dev stack's Karmada layer onto those planes:
 
 - the members are `source: existing` clusters (their kubeconfigs as secret config keys), with
   `karmada.kruise.install: manifests-only` (Kruise already runs there; no chart repository here)
@@ -42,11 +42,13 @@ from config.karmada import ApplicationConfig
 from config.models import FleetConfig
 from config.resolve import member_names, subset_specs
 from constants import CONFIG_KEY, PROJECT
-from tests.realtier.engine import EngineRun, configure, find_engine, kubeconfig_key, workspace
-from tests.realtier.harness import ROOT, ControlPlane, Report, Tools
-from tests.realtier.karmada import CLUSTER_NAMESPACE, KarmadaPlane, KarmadaTools, find_karmada
-from tests.realtier.kruise import KruiseTools, Member, find_kruise, running_members
-from tests.realtier.pulumi_cli import op_counts
+from testkit.realtier.engine import EngineRun, configure, find_engine, kubeconfig_key, workspace
+from testkit.realtier.harness import ROOT, ControlPlane, Report, Tools
+from testkit.realtier.karmada import CLUSTER_NAMESPACE, KarmadaPlane, KarmadaTools, find_karmada
+from testkit.realtier.kruise import KruiseTools, Member, find_kruise, running_members
+from testkit.realtier.pulumi_cli import op_counts
+from testkit.realtier.twin_run import SimulationTools
+from testkit.realtier.wait import until
 from tests.realtier.test_karmada import (
     POLL,
     TIMEOUT,
@@ -55,8 +57,6 @@ from tests.realtier.test_karmada import (
     _scheduled,  # pyright: ignore[reportPrivateUsage]
     _ud,  # pyright: ignore[reportPrivateUsage]
 )
-from tests.realtier.twin_run import SimulationTools
-from tests.realtier.wait import until
 from upstream.placement import plan_placement
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]

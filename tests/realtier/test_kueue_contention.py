@@ -31,10 +31,10 @@ from typing import Any, Final
 
 import pytest
 
-from tests.realtier.harness import ControlPlane, Report, Tools, apply
-from tests.realtier.jobs import suspended_job
-from tests.realtier.twin_run import SimulationTools, Twin, fixture_twin
-from tests.realtier.wait import until
+from testkit.realtier.harness import ControlPlane, Report, Tools, apply
+from testkit.realtier.jobs import suspended_job
+from testkit.realtier.twin_run import SimulationTools, Twin, fixture_twin
+from testkit.realtier.wait import until
 
 pytestmark = [pytest.mark.real]
 

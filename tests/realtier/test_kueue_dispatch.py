@@ -1,6 +1,6 @@
 """A real Kueue on each plane judges the MultiKueue wiring the program builds, and dispatches.
 
-The objects are what the program renders for the `e2e` fleet (tests/realtier/e2e.py), applied
+The objects are what the program renders for the `e2e` fleet (testkit/realtier/e2e.py), applied
 server-side; the manager's kubeconfig Secrets hold `worker_kubeconfig` documents built from the
 tokens the workers' real token controllers minted. If the credential, the RBAC or the object
 wiring were wrong, the manager's Kueue would not report the workers Connected, and no Job would
@@ -30,11 +30,11 @@ from builders.multikueue import (
 from config.models import FleetConfig
 from config.resolve import dispatch_sets, enabled_workers, rotation_of
 from constants import MULTIKUEUE_ADMISSION_CHECK
-from tests.realtier.e2e import TEAM, e2e_fleet
-from tests.realtier.harness import ControlPlane, Report, apply, namespace
-from tests.realtier.jobs import suspended_job, workload_owned_by
-from tests.realtier.kueue import KUEUE_NAMESPACE, KueueManager, wait_for_token
-from tests.realtier.wait import until
+from testkit.realtier.e2e import TEAM, e2e_fleet
+from testkit.realtier.harness import ControlPlane, Report, apply, namespace
+from testkit.realtier.jobs import suspended_job, workload_owned_by
+from testkit.realtier.kueue import KUEUE_NAMESPACE, KueueManager, wait_for_token
+from testkit.realtier.wait import until
 
 pytestmark = pytest.mark.real
 

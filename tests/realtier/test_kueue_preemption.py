@@ -45,9 +45,17 @@ import yaml
 
 from checks.stack import parse_fleet
 from config.models import FleetConfig
-from tests.realtier.faults import KUEUE_API, condition, items
-from tests.realtier.harness import ControlPlane, Report, Tools, apply
-from tests.realtier.jobs import suspended_job
+from testkit.realtier.faults import KUEUE_API, condition, items
+from testkit.realtier.harness import ControlPlane, Report, Tools, apply
+from testkit.realtier.jobs import suspended_job
+from testkit.realtier.twin import load_stack, submissions
+from testkit.realtier.twin_run import (
+    JobWatch,
+    SimulationTools,
+    Twin,
+    fixture_twin,
+)
+from testkit.realtier.wait import until
 from tests.realtier.test_faults_runtime import (
     MANAGER,
     completed_once,
@@ -58,14 +66,6 @@ from tests.realtier.test_faults_runtime import (
     workloads,
 )
 from tests.realtier.test_twin_jobs import PODS, job_for
-from tests.realtier.twin import load_stack, submissions
-from tests.realtier.twin_run import (
-    JobWatch,
-    SimulationTools,
-    Twin,
-    fixture_twin,
-)
-from tests.realtier.wait import until
 
 pytestmark = [pytest.mark.real]
 

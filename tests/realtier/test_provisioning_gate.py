@@ -2,7 +2,7 @@
 
 On the twin of the committed stack whose ClusterQueue has a provisioning gate (dev: worker-1's
 team-a, gate `batch-scaleup` on pool `batch`, minCount 0, maxCount 5), with every user pool at its
-minCount and the real cluster-autoscaler (kwok provider, tests/realtier/autoscaler.py) on each
+minCount and the real cluster-autoscaler (kwok provider, testkit/realtier/autoscaler.py) on each
 plane, a Job is submitted to the gated queue on the worker itself (its mirrored LocalQueue), with
 one pod per node (each pod asks for more than half a node's CPU) and every pod Running for
 `RUN_FOR` (kwok's pod-complete delay, `faults.timed_simulation`): pods that completed at once would
@@ -32,25 +32,25 @@ import pytest
 
 from config.models import FleetConfig, PoolConfig
 from config.resolve import with_mirrored_queues
-from tests.realtier.autoscaler import (
+from testkit.realtier.autoscaler import (
     GROUP_ANNOTATION,
     find_autoscaler,
     nodes_at_min,
     start_autoscalers,
 )
-from tests.realtier.conftest import kueue_crd_paths
-from tests.realtier.faults import timed_simulation
-from tests.realtier.harness import ControlPlane, Report, Tools, apply
-from tests.realtier.jobs import suspended_job
-from tests.realtier.kueue import kueue_binary
-from tests.realtier.twin import fleet_nodes, load_stack
-from tests.realtier.twin_run import (
+from testkit.realtier.crds import kueue_crd_paths
+from testkit.realtier.faults import timed_simulation
+from testkit.realtier.harness import ControlPlane, Report, Tools, apply
+from testkit.realtier.jobs import suspended_job
+from testkit.realtier.kueue import kueue_binary
+from testkit.realtier.twin import fleet_nodes, load_stack
+from testkit.realtier.twin_run import (
     PROVISIONING_API,
     SimulationTools,
     find_simulation_tools,
     running_twin,
 )
-from tests.realtier.wait import until
+from testkit.realtier.wait import until
 from upstream.aks import AGENTPOOL_LABEL
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]

@@ -1,11 +1,11 @@
 """Every committed stack's loopback twin runs a Job from every LocalQueue a user can submit to.
 
-Per stack (test ids name it): the twin starts (tests/realtier/twin_run.py) with every user pool at
+Per stack (test ids name it): the twin starts (testkit/realtier/twin_run.py) with every user pool at
 its minCount and the real cluster-autoscaler on each plane with user pools
-(tests/realtier/autoscaler.py: kwok provider, `--enable-provisioning-requests`), so every node a
+(testkit/realtier/autoscaler.py: kwok provider, `--enable-provisioning-requests`), so every node a
 Job needs beyond minCount is made by the autoscaler, and provisioning gates are answered by it, not
 by a test double. The twin's Kueue and MultiKueue objects are made by `pulumi up` of the
-mapped stack (tests/realtier/twin_engine.py): the program itself, through the real engine. Every
+mapped stack (testkit/realtier/twin_engine.py): the program itself, through the real engine. Every
 ClusterQueue of every cluster goes Active, and for each LocalQueue a user
 can submit to (on the manager when MultiKueue dispatches it, else on the cluster that holds it) a
 Job shaped for that queue is created. Asserted: the Workload is admitted where it was submitted; a
@@ -28,18 +28,18 @@ from typing import Any, Final
 import pytest
 
 from config.resolve import enabled_workers, with_mirrored_queues
-from tests.realtier.autoscaler import (
+from testkit.realtier.autoscaler import (
     GROUP_ANNOTATION,
     find_autoscaler,
     nodes_at_min,
     start_autoscalers,
 )
-from tests.realtier.conftest import kueue_crd_paths
-from tests.realtier.engine import find_engine
-from tests.realtier.harness import ControlPlane, Report, Tools, apply
-from tests.realtier.jobs import suspended_job, workload_owned_by
-from tests.realtier.kueue import kueue_binary
-from tests.realtier.twin import (
+from testkit.realtier.crds import kueue_crd_paths
+from testkit.realtier.engine import find_engine
+from testkit.realtier.harness import ControlPlane, Report, Tools, apply
+from testkit.realtier.jobs import suspended_job, workload_owned_by
+from testkit.realtier.kueue import kueue_binary
+from testkit.realtier.twin import (
     GPU_RESOURCE,
     VIRTUAL_NODE_LABELS,
     Submission,
@@ -50,13 +50,13 @@ from tests.realtier.twin import (
     submissions,
     unserved,
 )
-from tests.realtier.twin_run import (
+from testkit.realtier.twin_run import (
     JobWatch,
     SimulationTools,
     Twin,
     running_twin,
 )
-from tests.realtier.wait import until
+from testkit.realtier.wait import until
 from upstream.aks import AGENTPOOL_LABEL
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]

@@ -3,7 +3,7 @@ jobs wait on the manager, through `pulumi up` of the stack as docs/operations.md
 worker") edits it, run by the real engine against the running twin.
 
 The twin's objects are made by `pulumi up` of the committed dev stack (tests/realtier/
-twin_engine.py). worker-3 is one more loopback plane (tests/realtier/twin_run.py `add_cluster`:
+twin_engine.py). worker-3 is one more loopback plane (testkit/realtier/twin_run.py `add_cluster`:
 its nodes, scheduler, kwok, cluster-autoscaler and Kueue running, no Kueue objects yet: on AKS
 the same `up` would create the cluster first). Then:
 
@@ -45,13 +45,13 @@ import pytest
 
 from checks.capacity import manager_quotas
 from constants import MULTIKUEUE_CONFIG
-from tests.realtier.add_worker import NEW_WORKER, added_stack, command
-from tests.realtier.autoscaler import TOOL as AUTOSCALER
-from tests.realtier.autoscaler import nodes_at_min, start_autoscalers
-from tests.realtier.conftest import kueue_crd_paths
-from tests.realtier.e2e import run_documented
-from tests.realtier.engine import configure, find_engine, kubeconfig_key
-from tests.realtier.faults import (
+from testkit.realtier.add_worker import NEW_WORKER, added_stack, command
+from testkit.realtier.autoscaler import TOOL as AUTOSCALER
+from testkit.realtier.autoscaler import nodes_at_min, start_autoscalers
+from testkit.realtier.crds import kueue_crd_paths
+from testkit.realtier.e2e import run_documented
+from testkit.realtier.engine import configure, find_engine, kubeconfig_key
+from testkit.realtier.faults import (
     KUEUE_API,
     cluster_active,
     condition,
@@ -59,9 +59,18 @@ from tests.realtier.faults import (
     thaw_all,
     timed_simulation,
 )
-from tests.realtier.harness import Report, Tools, apply
-from tests.realtier.kueue import kueue_binary
-from tests.realtier.pulumi_cli import op_counts
+from testkit.realtier.harness import Report, Tools, apply
+from testkit.realtier.kueue import kueue_binary
+from testkit.realtier.pulumi_cli import op_counts
+from testkit.realtier.twin import load_stack, submissions, twin_raw
+from testkit.realtier.twin_run import (
+    JobWatch,
+    SimulationTools,
+    Twin,
+    add_cluster,
+    running_twin,
+)
+from testkit.realtier.wait import until
 from tests.realtier.test_faults_runtime import (
     MANAGER,
     completed_once,
@@ -72,15 +81,6 @@ from tests.realtier.test_faults_runtime import (
     workloads,
 )
 from tests.realtier.test_twin_jobs import PODS, job_for
-from tests.realtier.twin import load_stack, submissions, twin_raw
-from tests.realtier.twin_run import (
-    JobWatch,
-    SimulationTools,
-    Twin,
-    add_cluster,
-    running_twin,
-)
-from tests.realtier.wait import until
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 

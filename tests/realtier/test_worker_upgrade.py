@@ -38,13 +38,23 @@ from typing import Any, Final
 
 import pytest
 
-from tests.realtier.autoscaler import nodes_at_min
-from tests.realtier.conftest import kueue_crd_paths
-from tests.realtier.engine import find_engine
-from tests.realtier.faults import cluster_active, condition, thaw_all, timed_simulation
-from tests.realtier.harness import ControlPlane, Report, Tools, find_next_control_plane
-from tests.realtier.kueue import kueue_binary
-from tests.realtier.pulumi_cli import op_counts
+from testkit.realtier.autoscaler import nodes_at_min
+from testkit.realtier.crds import kueue_crd_paths
+from testkit.realtier.engine import find_engine
+from testkit.realtier.faults import cluster_active, condition, thaw_all, timed_simulation
+from testkit.realtier.harness import ControlPlane, Report, Tools, find_next_control_plane
+from testkit.realtier.kueue import kueue_binary
+from testkit.realtier.pulumi_cli import op_counts
+from testkit.realtier.twin import load_stack, submissions
+from testkit.realtier.twin_run import (
+    JobWatch,
+    SimulationTools,
+    Twin,
+    find_simulation_tools,
+    running_twin,
+)
+from testkit.realtier.upgrade_worker import documented_line
+from testkit.realtier.wait import until
 from tests.realtier.test_faults_runtime import (
     MANAGER,
     autoscale,
@@ -58,16 +68,6 @@ from tests.realtier.test_faults_runtime import (
 )
 from tests.realtier.test_twin_jobs import PODS
 from tests.realtier.test_worker_add import freeze_autoscalers
-from tests.realtier.twin import load_stack, submissions
-from tests.realtier.twin_run import (
-    JobWatch,
-    SimulationTools,
-    Twin,
-    find_simulation_tools,
-    running_twin,
-)
-from tests.realtier.upgrade_worker import documented_line
-from tests.realtier.wait import until
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 

@@ -1,9 +1,9 @@
 """Kueue's admission webhooks for its job frameworks, registered on a plane as Kueue's chart
 registers them, served by the twin's Kueue process on loopback.
 
-The tier's Kueue runs without webhook configurations (tests/realtier/kueue.py), so a test that
+The tier's Kueue runs without webhook configurations (testkit/realtier/kueue.py), so a test that
 submits a Job sets what Kueue's Job webhook would set (`managedBy` for MultiKueue:
-tests/realtier/jobs.py). A README line that applies `examples/sleep-job.yaml` as written needs
+testkit/realtier/jobs.py). A README line that applies `examples/sleep-job.yaml` as written needs
 the webhook itself: on the manager, Kueue's `mjob.kb.io` sets `spec.managedBy:
 kueue.x-k8s.io/multikueue` on a Job whose queue dispatches, without which MultiKueue rejects
 the Workload ("The owner is not managed by Kueue"). So the Azure twin's planes get the pinned
@@ -23,8 +23,8 @@ from typing import Any, Final
 
 import yaml
 
-from tests.realtier.harness import ControlPlane, StartError, apply
-from tests.realtier.kueue import KueueManager
+from testkit.realtier.harness import ControlPlane, StartError, apply
+from testkit.realtier.kueue import KueueManager
 
 MANIFESTS: Final = Path("config") / "components" / "webhook" / "manifests.yaml"
 # The kustomization's selector (config/components/webhook/kustomization.yaml): every webhook.

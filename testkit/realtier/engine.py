@@ -41,8 +41,8 @@ from pulumi import automation as auto
 
 from checks.stack import parse_fleet
 from constants import CONFIG_KEY, PROJECT
-from tests.realtier.harness import ROOT, cache_paths
-from tests.realtier.pulumi_cli import PulumiCli
+from testkit.realtier.harness import ROOT, cache_paths
+from testkit.realtier.pulumi_cli import PulumiCli
 
 PASSPHRASE: Final = "realtier-fixed-passphrase"  # a throwaway state in a tmp dir
 LOCATION: Final = "westeurope"  # required by the config; nothing Azure is made

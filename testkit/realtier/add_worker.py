@@ -15,8 +15,8 @@ from typing import Final
 
 from checks.stack import load_from_file
 from config.models import FleetConfig
-from tests.realtier.pulumi_cli import OPERATIONS, section
-from tests.realtier.twin import ROOT
+from testkit.realtier.pulumi_cli import OPERATIONS, section
+from testkit.realtier.twin import ROOT
 
 ADDING: Final = "## Adding a worker"
 NEW_WORKER: Final = "worker-3"

@@ -1,8 +1,8 @@
 """A twin's objects deployed by the program itself: `pulumi up` of the mapped stack.
 
-The twin's planes (tests/realtier/twin_run.py) are the stack's clusters as `source: existing`
+The twin's planes (testkit/realtier/twin_run.py) are the stack's clusters as `source: existing`
 (`twin.twin_raw`: each plane's kubeconfig a secret config key, as a user passes one), and the
-project's `__main__.py` runs through the real engine (tests/realtier/engine.py). So every Kueue
+project's `__main__.py` runs through the real engine (testkit/realtier/engine.py). So every Kueue
 and MultiKueue object of the twin, worker credentials included, is what `pulumi up` of that
 stack makes, in the order and with the waits it uses.
 """
@@ -13,16 +13,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.realtier.engine import (
+from testkit.realtier.engine import (
     EngineRun,
     configure,
     find_engine,
     kubeconfig_key,
     workspace,
 )
-from tests.realtier.harness import StartError
-from tests.realtier.pulumi_cli import op_counts
-from tests.realtier.twin import load_stack, twin_raw
+from testkit.realtier.harness import StartError
+from testkit.realtier.pulumi_cli import op_counts
+from testkit.realtier.twin import load_stack, twin_raw
 
 
 def stack_raw(stack: str) -> dict[str, Any]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from tests.realtier.pulumi_cli import section
-from tests.realtier.twin import ROOT
+from testkit.realtier.pulumi_cli import section
+from testkit.realtier.twin import ROOT
 
 PAGE: Final = ROOT / "docs" / "upgrades.md"
 SECTION: Final = "### Upgrading a worker's Kubernetes minor"

@@ -10,7 +10,7 @@ and removes them when they are no longer needed.
 
 The mapping (one AKS pool = one kwok node group):
 - the group key is the `kubernetes.azure.com/agentpool` label (`nodegroups.fromNodeLabelKey`);
-- the template of a pool is the node the twin would register for it (tests/realtier/twin.py:
+- the template of a pool is the node the twin would register for it (testkit/realtier/twin.py:
   labels, taints, capacity, allocatable), with the pool's min/max as the provider's
   `cluster-autoscaler.kwok.nodegroup/min-count` / `max-count` annotations;
 - both ConfigMaps (`kwok-provider-config`, `kwok-provider-templates`) are JSON, in kube-system,
@@ -43,8 +43,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from config.models import AutoscalerProfile, FleetConfig
-from tests.realtier.harness import ControlPlane, StartError, _built, apply, cache_paths, free_port
-from tests.realtier.twin import PoolNodes, fleet_nodes
+from testkit.realtier.harness import ControlPlane, StartError, _built, apply, cache_paths, free_port
+from testkit.realtier.twin import PoolNodes, fleet_nodes
 from upstream.aks import AGENTPOOL_LABEL
 
 TOOL: Final = "cluster-autoscaler"

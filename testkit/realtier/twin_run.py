@@ -1,6 +1,6 @@
 """A stack's loopback twin, running: its planes, simulated nodes, the real scheduler and Kueue.
 
-Per cluster of the stack (the mapping is tests/realtier/twin.py): a loopback plane (etcd,
+Per cluster of the stack (the mapping is testkit/realtier/twin.py): a loopback plane (etcd,
 kube-apiserver, kube-controller-manager with the Job controller), the real `kube-scheduler` of the
 same Kubernetes version, `kwok` managing the twin's nodes (registered here with their AKS labels,
 taints and allocatable; kwok's Stages make them Ready, run pods bound to them and complete the pods
@@ -9,7 +9,7 @@ stack's frameworks. Then the stack's Kueue/MultiKueue objects, as the program re
 real worker tokens in the manager's kubeconfig Secrets.
 
 Nodes: by default every pool has its `maxCount` nodes from the start; the tests that run Jobs
-register the user pools at `minCount` instead (tests/realtier/autoscaler.py, `nodes=nodes_at_min`)
+register the user pools at `minCount` instead (testkit/realtier/autoscaler.py, `nodes=nodes_at_min`)
 and start the real cluster-autoscaler (`start_autoscalers`), which makes the nodes and answers
 Kueue's ProvisioningRequests. No test double answers them.
 
@@ -51,8 +51,8 @@ from builders.multikueue import (
 from checks.stack import parse_fleet
 from config.models import FleetConfig
 from config.resolve import dispatch_sets, enabled_workers, rotation_of
-from tests.realtier import phases
-from tests.realtier.harness import (
+from testkit.realtier import phases
+from testkit.realtier.harness import (
     CONTROLLERS,
     ControlPlane,
     StartError,
@@ -68,7 +68,7 @@ from tests.realtier.harness import (
     start_all,
     stop_all,
 )
-from tests.realtier.kueue import (
+from testkit.realtier.kueue import (
     KUEUE_NAMESPACE,
     KueueManager,
     kueue_binary,
@@ -78,8 +78,8 @@ from tests.realtier.kueue import (
     visibility_certs,
     wait_for_token,
 )
-from tests.realtier.twin import KWOK_ANNOTATION, PoolNodes, fleet_nodes, load_stack, twin_fleet
-from tests.realtier.twin_engine import EngineDeploy, deploy_twin
+from testkit.realtier.twin import KWOK_ANNOTATION, PoolNodes, fleet_nodes, load_stack, twin_fleet
+from testkit.realtier.twin_engine import EngineDeploy, deploy_twin
 
 # The tools a twin needs beyond a plane's and Kueue's (names as the build script lists them).
 SIMULATION_TOOLS: Final = ("kube-scheduler", "kwok")
@@ -444,7 +444,7 @@ def make_twin_clusters(
 ) -> None:
     """Make started planes twin clusters, ready for their Kueue: the Kueue and
     ProvisioningRequest CRDs, `kueue-system`, kube-scheduler and kwok, their nodes, all Ready."""
-    from tests.realtier.conftest import install_crds  # noqa: PLC0415 - the tier's one CRD path
+    from testkit.realtier.crds import install_crds  # noqa: PLC0415 - the tier's one CRD path
 
     # Every plane's CRDs at once (kubectl only, no process that must outlive a thread): each
     # plane's API server builds its own CRDs' schemas, so the planes' waits overlap instead of
@@ -549,13 +549,13 @@ def running_twin(
     then only names the twin); not with `by_engine`, which deploys the stack file.
 
     `nodes` gives the nodes registered at start (default: every pool at maxCount;
-    tests/realtier/autoscaler.py's `nodes_at_min` leaves the user pools to the autoscaler).
+    testkit/realtier/autoscaler.py's `nodes_at_min` leaves the user pools to the autoscaler).
     The objects are the program's rendered ones applied with kubectl (`wire_kueue`), or with
-    `by_engine` what `pulumi up` of the twin's stack makes (tests/realtier/twin_engine.py).
+    `by_engine` what `pulumi up` of the twin's stack makes (testkit/realtier/twin_engine.py).
     `kueue_metrics`: each Kueue serves /metrics on a loopback port of its own
     (`twin.kueues[name].metrics_port`).
     `kueue_visibility`: the clusters whose Kueue serves its visibility API through their plane's
-    aggregation layer (tests/realtier/kueue.py; the others' planes and Kueues are as without).
+    aggregation layer (testkit/realtier/kueue.py; the others' planes and Kueues are as without).
     """
     if fleet_value is not None and by_engine:
         raise ValueError("by_engine deploys Pulumi.<stack>.yaml: no `fleet_value` with it")
@@ -625,8 +625,8 @@ def fixture_twin(
     their own annotation (faults.timed_simulation), the pinned Kueue CRDs; always stopped.
     Skips (pytest) when Kueue is not built."""
     # Both import this module: imported here, when a twin starts.
-    from tests.realtier.conftest import kueue_crd_paths  # noqa: PLC0415
-    from tests.realtier.faults import timed_simulation  # noqa: PLC0415
+    from testkit.realtier.crds import kueue_crd_paths  # noqa: PLC0415
+    from testkit.realtier.faults import timed_simulation  # noqa: PLC0415
 
     binary = kueue_binary()
     if binary is None:

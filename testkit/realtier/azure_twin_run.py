@@ -1,9 +1,9 @@
-"""One committed stack through the Azure twin (tests/realtier/azure_twin.py) on the real engine:
+"""One committed stack through the Azure twin (testkit/realtier/azure_twin.py) on the real engine:
 the session the Azure twin's tests share (test_azure_twin.py: dev, test_azure_twin_prod.py:
 prod) and the checks of their first `up`, second `up` and `destroy`.
 
 The stack's clusters stay as written (`source: aks`); only its Kubernetes half is mapped as every
-twin maps it (tests/realtier/twin.py): Kueue `manifests-only` (the chart cannot be fetched or run
+twin maps it (testkit/realtier/twin.py): Kueue `manifests-only` (the chart cannot be fetched or run
 here; the twin runs Kueue beside each plane) and no Karmada.
 """
 
@@ -27,20 +27,20 @@ from checks.stack import parse_fleet
 from config.models import FleetConfig
 from config.resolve import custom_shapes, dispatch_sets
 from constants import CONFIG_KEY, OUT_KUBECONFIGS, PROJECT
-from tests.realtier import kueue_webhooks
-from tests.realtier.autoscaler import TOOL as AUTOSCALER
-from tests.realtier.autoscaler import find_autoscaler
-from tests.realtier.azure_nodes import AzureNodes, PoolRequest, cluster_request, pool_request
-from tests.realtier.azure_twin import AzureTwin, active_namespaces
-from tests.realtier.chart_repo import ChartRepo
-from tests.realtier.conftest import kueue_crd_paths
-from tests.realtier.engine import EngineRun, find_engine, workspace
-from tests.realtier.faults import timed_simulation
-from tests.realtier.harness import ControlPlane, Report, Tools, find_next_control_plane
-from tests.realtier.kueue import kueue_binary, metrics_certs
-from tests.realtier.pulumi_cli import op_counts
-from tests.realtier.twin import VIRTUAL_NODE_NAME, load_stack
-from tests.realtier.twin_run import (
+from testkit.realtier import kueue_webhooks
+from testkit.realtier.autoscaler import TOOL as AUTOSCALER
+from testkit.realtier.autoscaler import find_autoscaler
+from testkit.realtier.azure_nodes import AzureNodes, PoolRequest, cluster_request, pool_request
+from testkit.realtier.azure_twin import AzureTwin, active_namespaces
+from testkit.realtier.chart_repo import ChartRepo
+from testkit.realtier.crds import kueue_crd_paths
+from testkit.realtier.engine import EngineRun, find_engine, workspace
+from testkit.realtier.faults import timed_simulation
+from testkit.realtier.harness import ControlPlane, Report, Tools, find_next_control_plane
+from testkit.realtier.kueue import kueue_binary, metrics_certs
+from testkit.realtier.pulumi_cli import op_counts
+from testkit.realtier.twin import VIRTUAL_NODE_NAME, load_stack
+from testkit.realtier.twin_run import (
     _kueue_for,  # pyright: ignore[reportPrivateUsage]
     find_simulation_tools,
     provisioning_crd,
@@ -53,7 +53,7 @@ TwinRun = tuple[AzureTwin, EngineRun, dict[str, Any]]
 
 
 def fleet_raw(fleet: FleetConfig) -> dict[str, Any]:
-    """The committed fleet with the twin's Kubernetes-half mapping only (tests/realtier/twin.py):
+    """The committed fleet with the twin's Kubernetes-half mapping only (testkit/realtier/twin.py):
     manifests-only Kueue, no Karmada. The clusters stay `source: aks`."""
     raw: dict[str, Any] = fleet.model_dump(mode="json", by_alias=True, exclude_none=True)
     raw.pop("karmada", None)
@@ -248,7 +248,7 @@ def up_twice(stack: str, session: TwinRun, report: Report) -> None:
 
 
 def check_nodes(twin: AzureTwin) -> None:
-    """Each plane's nodes are what the engine asked ARM for (tests/realtier/azure_nodes.py): per
+    """Each plane's nodes are what the engine asked ARM for (testkit/realtier/azure_nodes.py): per
     pool (the ManagedCluster's inline System pool, each AgentPool) its `count` nodes with its
     `nodeLabels` and `nodeTaints`, the virtual node where the ACI add-on is on, and a running
     cluster-autoscaler where a pool is autoscaled."""

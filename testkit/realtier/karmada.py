@@ -53,8 +53,8 @@ import yaml
 from builders import karmada_access as ka
 from builders import karmada_members as km
 from config.karmada import KarmadaSettings
-from tests.realtier import phases
-from tests.realtier.harness import (
+from testkit.realtier import phases
+from testkit.realtier.harness import (
     CONTROLLERS,
     ControlPlane,
     StartError,

@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from tests.realtier.tcp import splice
+from testkit.realtier.tcp import splice
 
 SYSTEM_BUNDLE: Final = Path("/etc/ssl/certs/ca-certificates.crt")
 
@@ -65,7 +65,7 @@ def chart_archive(name: str, version: str) -> bytes:
                 "name": name,
                 "version": version,
                 "appVersion": version,
-                "description": "Azure twin stand-in (tests/realtier/chart_repo.py)",
+                "description": "Azure twin stand-in (testkit/realtier/chart_repo.py)",
             }
         ),
         "values.yaml": yaml.safe_dump({"affinity": {}, "tolerations": []}),

@@ -9,7 +9,7 @@ session ending without its fixture finalizers left behind, and each child has th
 when pytest dies first (SIGKILL; etcd data it leaves on tmpfs is removed by the next start).
 
 The binaries come from the tool cache of `scripts/build-real-tier-tools` (its `--print-paths`, which
-honours AKS_BATCH_FLEET_TOOLS_CACHE). `python -m tests.realtier.harness --check` reports what is
+honours AKS_BATCH_FLEET_TOOLS_CACHE). `python -m testkit.realtier.harness --check` reports what is
 missing and how to build it (scripts/real-tier uses it).
 """
 
@@ -41,7 +41,7 @@ from typing import IO, Any, Final, Protocol, TypeVar
 
 import yaml
 
-from tests.realtier import phases
+from testkit.realtier import phases
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT: Final = ROOT / "scripts" / "build-real-tier-tools"
@@ -1163,7 +1163,7 @@ def apply(
 def _main(argv: Sequence[str]) -> int:
     """`--check`: exit 0 when every binary is there, else print what is missing and exit 3."""
     if list(argv) != ["--check"]:
-        print("usage: python -m tests.realtier.harness --check", file=sys.stderr)
+        print("usage: python -m testkit.realtier.harness --check", file=sys.stderr)
         return 2
     tools, missing = find_tools()
     if tools is None:

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
-from tests.realtier.harness import ROOT, ControlPlane
+from testkit.realtier.harness import ROOT, ControlPlane
 
 TIMEOUT: Final = 60  # seconds: one fleetview process, every plane read
 # The clusters read: the dev stack's (a session's planes also hold Karmada's API server).

@@ -39,7 +39,7 @@ happen": the buffer node "runs the specified Kubernetes version", the drained no
 to receive the new version"): with `kubelet_version`, the old nodes are those whose kubelet
 reports another version, surge nodes report the new one and a drained node is reimaged to it
 (its `status.nodeInfo.kubeletVersion`). The Azure twin's upgrade of a pool is this
-(tests/realtier/azure_nodes.py).
+(testkit/realtier/azure_nodes.py).
 """
 
 from __future__ import annotations
@@ -57,8 +57,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from tests.realtier.autoscaler import GROUP_ANNOTATION, provider_id
-from tests.realtier.harness import ControlPlane
+from testkit.realtier.autoscaler import GROUP_ANNOTATION, provider_id
+from testkit.realtier.harness import ControlPlane
 from upstream.aks import AGENTPOOL_LABEL
 
 NODE_IMAGE_LABEL: Final = "kubernetes.azure.com/node-image-version"
@@ -388,7 +388,7 @@ def reimage_pool(
 ) -> ReimageRecord:
     """Upgrade `pool`'s nodes on `plane` to node image `image`, as AKS orders it (module doc).
 
-    `template`: the Node the twin registers for the pool (tests/realtier/twin.py), the shape of
+    `template`: the Node the twin registers for the pool (testkit/realtier/twin.py), the shape of
     its surge nodes. The pool's nodes not already on `image` are upgraded (surge nodes kept from
     an earlier run are buffers, not old nodes). `after_batch` is called after each batch (a test
     may look at the plane between batches). `kubelet_version`: a version upgrade (the module's

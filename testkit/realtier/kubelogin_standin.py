@@ -8,7 +8,7 @@ client, tenant or environment from the old arguments (the Azure CLI's sign-in de
 AKS's devicecode arguments (`--client-id`, `--tenant-id`, `--environment`) are dropped. Only
 the logins the Azure twin's README run needs are modelled: `azurecli`; others are refused.
 
-Run: `python -m tests.realtier.kubelogin_standin convert-kubeconfig -l azurecli --kubeconfig F`.
+Run: `python -m testkit.realtier.kubelogin_standin convert-kubeconfig -l azurecli --kubeconfig F`.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ from typing import Any, Final
 
 from checks.stack import parse_fleet
 from config.models import FleetConfig
-from tests.realtier.engine import kubeconfig_key
-from tests.realtier.harness import ControlPlane
+from testkit.realtier.engine import kubeconfig_key
+from testkit.realtier.harness import ControlPlane
 
 KUEUE_VERSION: Final = "0.19.2"
 TEAM: Final = "team-a"

@@ -8,15 +8,15 @@ never from the stack's FleetConfig: a ManagedCluster's `agentPoolProfiles` (its 
 `maxPods` and `availabilityZones`. So a Kueue flavor or toleration the program renders either
 matches the nodes its own Azure requests make, or the twin's jobs do not run.
 
-- Every plane runs kube-scheduler and kwok (tests/realtier/twin_run.py `launch_simulation`).
-- A pool's nodes are shaped as AKS shapes them (tests/realtier/twin.py's node: AKS's
+- Every plane runs kube-scheduler and kwok (testkit/realtier/twin_run.py `launch_simulation`).
+- A pool's nodes are shaped as AKS shapes them (testkit/realtier/twin.py's node: AKS's
   `agentpool` / `kubernetes.azure.com/agentpool` / mode labels, the request's labels and
   taints, AKS's spot label and taint on a Spot pool, capacity and allocatable of the VM size
   from the project's capacity model). A pool starts with its `count` nodes (AKS's create;
   `minCount` when an autoscaled request has none); an update reshapes its nodes (labels,
   taints, the count of a pool that is not autoscaled, an autoscaled pool's size into its new
   range); a delete removes them. The ACI add-on registers the virtual node.
-- The real cluster-autoscaler (tests/realtier/autoscaler.py's flags; kwok cloud provider, one
+- The real cluster-autoscaler (testkit/realtier/autoscaler.py's flags; kwok cloud provider, one
   node group per autoscaled pool: the pool's template node and its min/max) runs once a cluster
   has an autoscaled pool, with the scale-down times and expander of its `autoScalerProfile`.
   Its kwok provider reads its node groups once, at start (`BuildKwokProvider`), so a change of
@@ -26,8 +26,8 @@ matches the nodes its own Azure requests make, or the twin's jobs do not run.
   does not do.
 
 - A pool's nodes report the Kubernetes version the pool runs (`status.nodeInfo.kubeletVersion`,
-  the version the Azure twin resolved from the request: tests/realtier/azure_twin.py). A move of
-  a pool to another version (`upgrade`) is AKS's node upgrade, tests/realtier/reimage.py's
+  the version the Azure twin resolved from the request: testkit/realtier/azure_twin.py). A move of
+  a pool to another version (`upgrade`) is AKS's node upgrade, testkit/realtier/reimage.py's
   surge, cordon, drain through the Eviction API (PodDisruptionBudgets honoured) and reimage to
   the new version, with the request's `upgradeSettings` (AKS's defaults where it sends none)
   and the drain timeout compressed (DRAIN_SECONDS_PER_MINUTE). The cluster's autoscaler is
@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-from tests.realtier.autoscaler import (
+from testkit.realtier.autoscaler import (
     DESIRED_ANNOTATION,
     MAX_ANNOTATION,
     MIN_ANNOTATION,
@@ -61,16 +61,16 @@ from tests.realtier.autoscaler import (
     autoscaler_args,
     kwok_config_maps,
 )
-from tests.realtier.harness import CONTROLLERS, ControlPlane, StartError, apply
-from tests.realtier.reimage import PoolUpgrade, ReimageRecord, reimage_pool
-from tests.realtier.twin import (
+from testkit.realtier.harness import CONTROLLERS, ControlPlane, StartError, apply
+from testkit.realtier.reimage import PoolUpgrade, ReimageRecord, reimage_pool
+from testkit.realtier.twin import (
     ACCELERATOR_LABEL,
     VIRTUAL_NODE_NAME,
     PoolNodes,
     _node,  # pyright: ignore[reportPrivateUsage]
     _virtual_node,  # pyright: ignore[reportPrivateUsage]
 )
-from tests.realtier.twin_run import (
+from testkit.realtier.twin_run import (
     TWIN_CONTROLLERS,
     SimulationTools,
     await_nodes_ready,
@@ -93,7 +93,7 @@ T = TypeVar("T")
 OnMain = Callable[[Callable[[], T]], T]
 
 # A plane with nodes runs what a twin's plane runs (the Job, node lifecycle and disruption
-# controllers: tests/realtier/twin_run.py) and the DaemonSet controller (a release's DaemonSet
+# controllers: testkit/realtier/twin_run.py) and the DaemonSet controller (a release's DaemonSet
 # gets the status Helm waits for: prod's NVIDIA device plugin).
 PLANE_CONTROLLERS: Final = (*TWIN_CONTROLLERS, "daemonset-controller")
 assert set(CONTROLLERS) <= set(PLANE_CONTROLLERS)
@@ -220,7 +220,7 @@ def template_node(
     index: int = 0,
     version: str = "",
 ) -> dict[str, Any]:
-    """Node `index` of `pool` as AKS shapes it (tests/realtier/twin.py's node), its kubelet
+    """Node `index` of `pool` as AKS shapes it (testkit/realtier/twin.py's node), its kubelet
     reporting `version` (kwok's node-initialize Stage keeps a version it finds)."""
     shape = lookup_vm(pool.vm_size, shapes)
     if shape is None:

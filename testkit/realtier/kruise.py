@@ -52,8 +52,8 @@ from typing import Any, Final
 import yaml
 
 from config.models import ClusterConfig, FleetConfig
-from tests.realtier import phases
-from tests.realtier.harness import (
+from testkit.realtier import phases
+from testkit.realtier.harness import (
     ControlPlane,
     StartError,
     Tools,
@@ -70,8 +70,8 @@ from tests.realtier.harness import (
     stop_all,
     stop_each,
 )
-from tests.realtier.twin import PoolNodes, cluster_nodes
-from tests.realtier.twin_run import (
+from testkit.realtier.twin import PoolNodes, cluster_nodes
+from testkit.realtier.twin_run import (
     TWIN_CONTROLLERS,
     SimulationTools,
     await_nodes_ready,
@@ -429,7 +429,7 @@ def install_chart_objects(
 ) -> list[str]:
     """What the chart creates before the manager starts: CRDs (default: all of the release's;
     pass `[]` when the program installed them), namespaces and webhook configurations."""
-    from tests.realtier.conftest import install_crds  # noqa: PLC0415 - the tier's one CRD path
+    from testkit.realtier.crds import install_crds  # noqa: PLC0415 - the tier's one CRD path
 
     files = list(tools.crds() if crds is None else crds)
     names = install_crds(plane, files) if files else []

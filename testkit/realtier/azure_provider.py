@@ -1,12 +1,12 @@
 """A stand-in `azure-native` resource provider plugin: the provider gRPC protocol, forwarded.
 
-The real engine starts it as `pulumi-resource-azure-native` (tests/realtier/azure_twin.py writes
+The real engine starts it as `pulumi-resource-azure-native` (testkit/realtier/azure_twin.py writes
 that two-line plugin into the test's plugin directory, which is on the engine's PATH) and reads
 the port it prints. Every call that touches state goes as JSON over HTTP to the Azure twin in the
 test process (`AZURE_TWIN_URL`), so the state lives there, survives engine runs, and the test can
 look at it. What stays here is the protocol and azure-native's replace-on-change table (`Diff`).
 
-Run: `python -m tests.realtier.azure_provider` (the engine's address argument is ignored).
+Run: `python -m testkit.realtier.azure_provider` (the engine's address argument is ignored).
 """
 
 # The servicer's method names and signatures are the protocol's (provider_pb2_grpc).

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from tests.realtier.faults import COMPLETE_DELAY, HELD, KUEUE_API, items
-from tests.realtier.harness import ControlPlane
+from testkit.realtier.faults import COMPLETE_DELAY, HELD, KUEUE_API, items
+from testkit.realtier.harness import ControlPlane
 from upstream.kueue import MULTIKUEUE_CONTROLLER, QUEUE_LABEL
 from upstream.podsecurity import (
     RESTRICTED_CONTAINER_SECURITY_CONTEXT,

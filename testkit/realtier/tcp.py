@@ -1,5 +1,5 @@
 """Bytes both ways between two connected sockets, for the twins' relays and proxies
-(tests/realtier/azure_twin.py's FQDN relay, tests/realtier/chart_repo.py's CONNECT tunnel)."""
+(testkit/realtier/azure_twin.py's FQDN relay, testkit/realtier/chart_repo.py's CONNECT tunnel)."""
 
 from __future__ import annotations
 

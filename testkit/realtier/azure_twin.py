@@ -1,7 +1,7 @@
 """The Azure twin: a stand-in for Azure Resource Manager behind the stand-in azure-native plugin.
 
 What `pulumi up` of a stack with `source: aks` clusters asks of Azure, answered in the test
-process (tests/realtier/azure_provider.py forwards each provider call here as JSON over HTTP):
+process (testkit/realtier/azure_provider.py forwards each provider call here as JSON over HTTP):
 
 - ResourceGroups, VirtualNetworks, Subnets, PublicIPAddresses, UserAssignedIdentities,
   RoleAssignments, AgentPools, MaintenanceConfigurations and Azure Monitor's workspaces, data
@@ -10,7 +10,7 @@ process (tests/realtier/azure_provider.py forwards each provider call here as JS
   must exist (group, VNet, cluster, the role assignment's scope, the association's resource), a
   resource its inputs name must exist (`references`), a role assignment's principalType must be
   the directory's type for that principal, names are immutable (azure-native replaces).
-- A ManagedCluster becomes a loopback control plane (tests/realtier/harness.py) with the
+- A ManagedCluster becomes a loopback control plane (testkit/realtier/harness.py) with the
   pinned Kueue CRDs and a real Kueue manager beside it (what the Kueue chart's pods would be),
   reached at its FQDN, which here is a loopback address whose port 443 relays to the plane.
   Its API server accepts one token, the one the stand-in `kubelogin` prints, as the deploying
@@ -18,7 +18,7 @@ process (tests/realtier/azure_provider.py forwards each provider call here as JS
   carries group object ids; none by default), and authorizes it as AKS with Azure RBAC does: a
   webhook the twin serves answers from the role assignments it holds on that cluster, each only
   once `propagation_seconds` have passed since its creation, never on a cluster in
-  `unpropagated` (tests/realtier/azure_rbac.py). With Entra ID, the groups of
+  `unpropagated` (testkit/realtier/azure_rbac.py). With Entra ID, the groups of
   `aadProfile.adminGroupObjectIDs` are cluster-admin through Kubernetes RBAC, as AKS binds
   them (a ClusterRoleBinding of `cluster-admin` to each group, kept equal to the list on every
   PUT).
@@ -27,15 +27,15 @@ process (tests/realtier/azure_provider.py forwards each provider call here as JS
   deploying user.
 - Each plane also runs kube-scheduler, kwok and, once a pool is autoscaled, the real
   cluster-autoscaler; its nodes are the System pool and the AgentPools as requested
-  (tests/realtier/azure_nodes.py), and the pinned Kueue's Job webhooks are registered on it
-  (tests/realtier/kueue_webhooks.py).
+  (testkit/realtier/azure_nodes.py), and the pinned Kueue's Job webhooks are registered on it
+  (testkit/realtier/kueue_webhooks.py).
 - Kubernetes versions: a cluster is created at the real tier's minor or the next one (the
   binaries its plane can start with). An update whose `kubernetesVersion` moves to the next
   minor upgrades it as AKS does: the control plane first (its kube-apiserver and
   kube-controller-manager swapped to the next minor's binaries, `swap_control_plane`; the one
   upgrade available), then each inline pool whose orchestratorVersion moves with it (one
   without a version stays where it is: upstream/aks_rules.py `system-pool-version`), node by
-  node, surge then drain (tests/realtier/azure_nodes.py `upgrade`); an AgentPool whose
+  node, surge then drain (testkit/realtier/azure_nodes.py `upgrade`); an AgentPool whose
   orchestratorVersion moves is upgraded the same way on its own PUT. Refused with AKS's words:
   a skipped minor, a downgrade, any version the twin has no binaries for, and a pool above its
   control plane.
@@ -69,9 +69,9 @@ from typing import Any, Final, TypeVar
 import yaml
 
 from checks import azure_api
-from tests.realtier import kueue_webhooks
-from tests.realtier.azure_nodes import PLANE_CONTROLLERS, AzureNodes, UpgradeBlockedError
-from tests.realtier.azure_rbac import (
+from testkit.realtier import kueue_webhooks
+from testkit.realtier.azure_nodes import PLANE_CONTROLLERS, AzureNodes, UpgradeBlockedError
+from testkit.realtier.azure_rbac import (
     ADMIN_GROUPS_BINDING,
     Request,
     admin_groups,
@@ -83,8 +83,8 @@ from tests.realtier.azure_rbac import (
     review_answer,
     webhook_kubeconfig,
 )
-from tests.realtier.conftest import install_crds
-from tests.realtier.harness import (  # the private steps of `start_all`, one plane at a time
+from testkit.realtier.crds import install_crds
+from testkit.realtier.harness import (  # the private steps of `start_all`, one plane at a time
     APISERVER_TIMEOUT,
     CONTROLLER_MANAGER_TIMEOUT,
     ETCD_TIMEOUT,
@@ -96,8 +96,8 @@ from tests.realtier.harness import (  # the private steps of `start_all`, one pl
     await_each,
     stop_all,
 )
-from tests.realtier.kueue import KUEUE_TIMEOUT, KueueManager, stop_kueues
-from tests.realtier.tcp import splice
+from testkit.realtier.kueue import KUEUE_TIMEOUT, KueueManager, stop_kueues
+from testkit.realtier.tcp import splice
 
 T = TypeVar("T")
 
@@ -296,10 +296,10 @@ class AzureTwin:
     kueue_for: Callable[[ControlPlane], KueueManager | None]
     kueue_crds: list[Path]
     # Nodes, kube-scheduler, kwok and the cluster-autoscaler of each plane, from the ARM
-    # requests (tests/realtier/azure_nodes.py); None: planes without nodes.
+    # requests (testkit/realtier/azure_nodes.py); None: planes without nodes.
     nodes: AzureNodes | None = None
     # The pinned Kueue's webhook manifests: its Job webhooks are registered on each plane as
-    # the chart registers them (tests/realtier/kueue_webhooks.py); None: no webhooks.
+    # the chart registers them (testkit/realtier/kueue_webhooks.py); None: no webhooks.
     kueue_webhooks: Path | None = None
     # The next minor's kube-apiserver and kube-controller-manager (harness
     # find_next_control_plane): the one upgrade a cluster can take. None: no upgrade.
@@ -374,7 +374,7 @@ class AzureTwin:
         plugin = plugins / "pulumi-resource-azure-native"
         plugin.write_text(
             f'#!/bin/sh\nAZURE_TWIN_URL="{self.url}" PYTHONPATH="{ROOT}" exec "{sys.executable}"'
-            ' -u -m tests.realtier.azure_provider "$@"\n'
+            ' -u -m testkit.realtier.azure_provider "$@"\n'
         )
         plugin.chmod(0o755)
         bin_dir.mkdir(parents=True, exist_ok=True)
@@ -389,7 +389,7 @@ class AzureTwin:
         kubelogin.write_text(
             "#!/bin/sh\n"
             'if [ "$1" = convert-kubeconfig ]; then\n'
-            f'  PYTHONPATH="{ROOT}" exec "{sys.executable}" -m tests.realtier.kubelogin_standin'
+            f'  PYTHONPATH="{ROOT}" exec "{sys.executable}" -m testkit.realtier.kubelogin_standin'
             ' "$@"\nfi\n'
             '[ "$1" = get-token ] || { echo "stand-in kubelogin: $1 not modelled" >&2; exit 1; }\n'
             f"echo '{json.dumps(credential)}'\n"
@@ -398,7 +398,7 @@ class AzureTwin:
 
     def authorize(self, cluster: str, review: dict[str, Any]) -> dict[str, Any]:
         """A plane's SubjectAccessReview, answered from the role assignments on its cluster
-        that have propagated (AKS's guard, tests/realtier/azure_rbac.py)."""
+        that have propagated (AKS's guard, testkit/realtier/azure_rbac.py)."""
         request, now = request_of(review), time.monotonic()
         with self._lock:
             resources = list(self.resources.values())
@@ -830,7 +830,7 @@ class AzureTwin:
                 "--authorization-webhook-version=v1",
                 "--authorization-webhook-cache-unauthorized-ttl=5s",
             ),
-            controllers=PLANE_CONTROLLERS,  # tests/realtier/azure_nodes.py
+            controllers=PLANE_CONTROLLERS,  # testkit/realtier/azure_nodes.py
             server_ips=(relay.address,),
         )
         kueue: KueueManager | None = None

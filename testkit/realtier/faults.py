@@ -1,4 +1,4 @@
-"""Faults on a running twin (tests/realtier/twin_run.py): jobs that run for a while, a worker
+"""Faults on a running twin (testkit/realtier/twin_run.py): jobs that run for a while, a worker
 plane lost and back, a Kueue manager killed -9 and restarted, and what the planes show.
 
 - `timed_simulation`: kwok's Stages with the pod-complete Stage delayed by the pod's own
@@ -33,9 +33,9 @@ from typing import Any, Final
 
 import yaml
 
-from tests.realtier.harness import ControlPlane, StartError, _Process, _terminate
-from tests.realtier.kueue import KueueManager
-from tests.realtier.twin_run import SimulationTools
+from testkit.realtier.harness import ControlPlane, StartError, _Process, _terminate
+from testkit.realtier.kueue import KueueManager
+from testkit.realtier.twin_run import SimulationTools
 
 KUEUE_API: Final = "/apis/kueue.x-k8s.io/v1beta2"
 # kwok's own per-pod delay annotation for its pod-complete Stage.

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from tests.realtier import phases
+from testkit.realtier import phases
 
 CLI_TIMEOUT: Final = 300.0
 # The page whose "When things go wrong" steps the fault tests run as written.
@@ -161,7 +161,7 @@ def executable(pid: int) -> Path | None:
 def is_plugin(pid: int, provider: Path) -> bool:
     """A resource provider plugin the CLI starts: the kubernetes provider's binary, or the
     Python dynamic provider host (`python -m pulumi.dynamic`, the RetireGuard's provider, whose
-    plugin the real-tier engine writes: tests/realtier/engine.py)."""
+    plugin the real-tier engine writes: testkit/realtier/engine.py)."""
     if executable(pid) == provider:
         return True
     try:

@@ -16,7 +16,7 @@ with the pair in VISIBILITY_CERT_DIR, and its plane's aggregation layer leads to
 APIServices v1beta2 and v1beta1.visibility.kueue.x-k8s.io as the chart ships them
 (`insecureSkipTLSVerify`, the chart's setting without cert-manager) and a Service of the chart's
 name, `visibility_objects`. The one difference: the Service is ExternalName `localhost` (as
-tests/realtier/karmada.py leads to its aggregated API server), not the chart's ClusterIP Service
+testkit/realtier/karmada.py leads to its aggregated API server), not the chart's ClusterIP Service
 with a selector, since no pod backs it here and Endpoints may not hold a loopback address. The
 aggregator resolves an ExternalName Service to its name and the APIService's port, with or
 without `--enable-aggregator-routing`. The server authenticates the front proxy and authorizes
@@ -42,8 +42,8 @@ from typing import Any, Final
 
 import yaml
 
-from tests.realtier import phases
-from tests.realtier.harness import (
+from testkit.realtier import phases
+from testkit.realtier.harness import (
     ControlPlane,
     StartError,
     _Process,
