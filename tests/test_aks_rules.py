@@ -22,8 +22,8 @@ from checks.stack import parse_fleet
 from config.errors import ConfigError
 from config.resolve import access_of
 from testkit.mocks import Graph, run_program, set_stack_config
+from testkit.repo import ROOT
 from testkit.sources import copy_preflight_sources
-from tests.conftest import ROOT
 from tests.test_config import BASE, errors_for, with_change
 
 VN = {"enabled": True}

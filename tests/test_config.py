@@ -11,7 +11,7 @@ import pytest
 from checks.stack import load_from_file, parse_fleet
 from config.errors import ConfigError
 from config.loader import SECRET_PLACEHOLDER
-from tests.conftest import COMMITTED_STACKS
+from testkit.repo import COMMITTED_STACKS
 
 BASE: dict[str, Any] = {
     "location": "westeurope",

@@ -28,7 +28,7 @@ from config.resolve import credential_schedule, rotation_of
 from preflight.diff import compare
 from preflight.snapshot import snapshot
 from preflight.sources import credential_section
-from tests.conftest import ROOT
+from testkit.repo import ROOT
 from tests.test_karmada_component import SECRET, build
 from tests.test_karmada_config import BASE
 

@@ -36,10 +36,10 @@ from checks.stack import parse_fleet
 from config.errors import ConfigError
 from config.kueue import ClusterQueueConfig, CohortConfig, FlavorConfig, LocalQueueConfig
 from testkit import crdschema
+from testkit.fleetvalues import fleet_issues as issues
+from testkit.fleetvalues import queue_objects as objects
 from testkit.mocks import Graph, run_program, set_stack_config
-from tests.conftest import ROOT
-from tests.conftest import fleet_issues as issues
-from tests.conftest import queue_objects as objects
+from testkit.repo import ROOT
 from upstream.kueue import KUEUE_VERSIONS
 from upstream.structural import crd_version_schema, go_regex_to_python, schema_errors, with_defaults
 

@@ -42,7 +42,7 @@ from testkit.fleetview_objects import (
     worker,
     workload,
 )
-from tests.conftest import ROOT
+from testkit.repo import ROOT
 
 
 def pending_on_quota() -> Obj:

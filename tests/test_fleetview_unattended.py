@@ -32,7 +32,7 @@ from testkit.fleetview_objects import (
     pending_workloads,
     workload,
 )
-from tests.conftest import ROOT
+from testkit.repo import ROOT
 
 SERVER_ID = "6dae42f8-4368-4678-94ff-3960e28e3630"  # AKS's Entra ID server app
 CLIENT_ID = "80faf920-1908-4b52-b5ef-a8e7bedfc67a"  # Azure CLI's client app, as AKS writes it

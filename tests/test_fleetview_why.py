@@ -37,7 +37,7 @@ from testkit.fleetview_objects import (
     worker,
     workload,
 )
-from tests.conftest import ROOT
+from testkit.repo import ROOT
 
 PROD = Timings(source="Pulumi.prod.yaml", dispatcher="Incremental", step_size=1)
 PREEMPTOR_UID = "20000000-0000-0000-0000-000000000002"

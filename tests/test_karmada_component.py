@@ -17,7 +17,7 @@ from config.karmada import FailoverConfig
 from config.loader import kruise_crd_files
 from testkit.mocks import Graph, Registered, built_stack, is_secret, mocked_engine, resolve
 from testkit.mocks import run_program as run
-from tests.conftest import ROOT
+from testkit.repo import ROOT
 from tests.test_karmada_config import BASE
 
 PROVIDER = "pulumi:providers:kubernetes"

@@ -20,7 +20,7 @@ from config.loader import read_karmada_kubeconfig
 from config.resolve import host_name, member_names
 from constants import KUBERNETES_PROVIDER_VERSION, PROJECT
 from testkit.mocks import FAKE_KUBECONFIG, Graph, is_secret, resolve, run_program, stack_outputs
-from tests.conftest import ROOT
+from testkit.repo import ROOT
 from tests.test_karmada_config import APP, errors_for
 
 KARMADA_DOC = FAKE_KUBECONFIG.format(name="karmada")

@@ -11,7 +11,7 @@ from checks.kueue_queues import check_gate_conflicts
 from checks.stack import load_from_file, parse_fleet
 from config.errors import ConfigError, Issue
 from config.resolve import with_mirrored_queues
-from tests.conftest import COMMITTED_STACKS
+from testkit.repo import COMMITTED_STACKS
 from upstream.k8s import quantity_value
 from upstream.kueue import FEATURE_GATES, FRAMEWORKS, KUEUE_VERSIONS, LOCKED_GATES
 

@@ -16,7 +16,7 @@ import pytest
 
 from builders.kueue import wait_for_pods_ready_on
 from checks.stack import load_from_file
-from tests.conftest import COMMITTED_STACKS, ROOT
+from testkit.repo import COMMITTED_STACKS, ROOT
 from tests.test_kueue_config import BASE, texts
 from tests.test_kueue_production import (
     WAIT_FOR_PODS_READY,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from testkit.repo import ROOT
 
 PACKAGES = ("upstream", "config", "builders", "checks", "components", "preflight", "fleetview")
 # Import-linter roots beside the product: the test machinery library and the tests.
@@ -60,7 +60,7 @@ def test_the_project_keeps_its_contracts(project: Path) -> None:
         ("components/kueue.py", "import kubernetes", "the Kubernetes client only in"),
         ("builders/kueue.py", "import fleetview.status", "layers point down"),
         ("preflight/plan.py", "import fleetview.why", "layers point down"),
-        ("testkit/mocks.py", "import tests.schedule", "testkit never imports tests"),
+        ("testkit/mocks.py", "import tests.conftest", "testkit never imports tests"),
     ],
 )
 def test_a_wrong_way_import_breaks_the_check(

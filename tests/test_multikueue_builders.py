@@ -582,7 +582,7 @@ def test_rendered_fleet_objects_pass_the_crd_schemas(version: str) -> None:
     """MultiKueue objects and the Kueue objects as deployed (mirrored queues, extra check)."""
     from checks.stack import parse_fleet  # noqa: PLC0415
     from config.resolve import multikueue_checks, with_mirrored_queues  # noqa: PLC0415
-    from tests.conftest import render_kueue  # noqa: PLC0415
+    from testkit.fleetvalues import render_kueue  # noqa: PLC0415
     from tests.test_multikueue_config import BASE  # noqa: PLC0415
 
     # Each Kueue on a minor it is tested on (checks.upgrades): 0.17 up to 1.35.

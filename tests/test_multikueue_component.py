@@ -413,7 +413,7 @@ def test_dev_stack_dispatches_to_both_workers(engine: Graph) -> None:
     """Pulumi.dev.yaml with MultiKueue on (as README proposes, if the file does not yet)."""
     from checks.stack import parse_fleet  # noqa: PLC0415
     from components.fleet import Fleet, FleetArgs  # noqa: PLC0415
-    from tests.conftest import ROOT  # noqa: PLC0415
+    from testkit.repo import ROOT  # noqa: PLC0415
 
     doc = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
     raw = copy.deepcopy(doc["config"]["aks-batch-fleet:fleet"])

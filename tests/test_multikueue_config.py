@@ -20,7 +20,7 @@ from config.resolve import (
     rotation_of,
     with_mirrored_queues,
 )
-from tests.conftest import ROOT
+from testkit.repo import ROOT
 from upstream.k8s import format_quantity
 
 

@@ -19,7 +19,7 @@ from checks.stack import load_from_file, parse_fleet
 from config.errors import ConfigError
 from testkit.realtier.e2e import e2e_raw
 from testkit.realtier.twin import Submission
-from tests.conftest import COMMITTED_STACKS, ROOT
+from testkit.repo import COMMITTED_STACKS, ROOT
 from tests.realtier.test_faults_deploy import _job as faults_job  # pyright: ignore[reportPrivateUsage]
 from tests.realtier.test_kueue_dispatch import _job as dispatch_job  # pyright: ignore[reportPrivateUsage]
 from tests.realtier.test_provisioning_gate import Gated

@@ -21,8 +21,8 @@ from preflight.gitref import stack_at_ref
 from preflight.snapshot import Snapshot, empty, snapshot
 from preflight.sources import extra_sections
 from testkit.mocks import FAKE_KUBECONFIG
+from testkit.repo import ROOT
 from testkit.sources import copy_preflight_sources
-from tests.conftest import ROOT
 
 Fleet = dict[str, Any]
 

@@ -20,8 +20,8 @@ import pytest
 import yaml
 
 from checks.stack import load_from_file
+from testkit.repo import ROOT
 from testkit.sources import copy_preflight_sources
-from tests.conftest import ROOT
 from tests.test_readme import commands, shell_lines, verdict
 
 PAGE: Final = ROOT / "docs" / "ai-jobs.md"

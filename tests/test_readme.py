@@ -22,7 +22,7 @@ import yaml
 
 import environment
 import preflight.__main__ as preflight_main
-from tests.conftest import ROOT
+from testkit.repo import ROOT
 from upstream.kueue import DEFAULT_KUEUE_VERSION
 
 README: Final = ROOT / "README.md"

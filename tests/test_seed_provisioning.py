@@ -15,7 +15,7 @@ import yaml
 from checks.stack import load_from_file, parse_fleet
 from config.models import FleetConfig
 from config.resolve import with_mirrored_queues
-from tests.conftest import render_kueue
+from testkit.fleetvalues import render_kueue
 from upstream.aks import lookup_vm, node_allocatable
 from upstream.k8s import quantity_value
 from upstream.kueue import QUEUE_LABEL

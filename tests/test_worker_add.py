@@ -24,7 +24,7 @@ from testkit.realtier.add_worker import (
     page,
 )
 from testkit.realtier.twin import load_stack
-from tests.conftest import COMMITTED_STACKS
+from testkit.repo import COMMITTED_STACKS
 from tests.test_multikueue_component import MKC, MKCONFIG
 
 KUEUE = "fleet:index:Kueue"

@@ -60,7 +60,7 @@ LONGEST_FIRST: Final = (
     "realtier/test_pod_security.py",  # 1
 )
 
-TESTS: Final = Path(__file__).resolve().parent
+TESTS: Final = Path(__file__).resolve().parent.parent / "tests"
 
 
 def rank(path: Path) -> int:
