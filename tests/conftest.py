@@ -14,6 +14,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+# What several test modules share moved out of them into testkit (testkit/shared,
+# testkit/realtier/shared); its asserts keep pytest's rewritten messages, as in a test module.
+pytest.register_assert_rewrite("testkit.shared", "testkit.realtier.shared")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -14,7 +14,7 @@ from preflight.diff import compare
 from preflight.diff_render import render_markdown
 from preflight.snapshot import snapshot
 from testkit.repo import ROOT
-from tests.test_preflight_diff import edited, flags, section
+from testkit.shared.preflight_diff import edited, flags, section
 
 GROUP = "11111111-2222-3333-4444-555555555555"
 CLUSTER_ADMIN = "Azure Kubernetes Service RBAC Cluster Admin"

@@ -29,8 +29,8 @@ from preflight.diff import compare
 from preflight.snapshot import snapshot
 from preflight.sources import credential_section
 from testkit.repo import ROOT
-from tests.test_karmada_component import SECRET, build
-from tests.test_karmada_config import BASE
+from testkit.shared.karmada_component import SECRET, build
+from testkit.shared.karmada_config import BASE
 
 CLUSTER = "kubernetes:cluster.karmada.io/v1alpha1:Cluster"
 

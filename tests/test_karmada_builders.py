@@ -31,7 +31,7 @@ from config.models import FleetConfig
 from testkit import crdschema
 from testkit.mocks import FAKE_KUBECONFIG
 from testkit.repo import ROOT
-from tests.test_karmada_config import BASE
+from testkit.shared.karmada_config import BASE
 from upstream.aks import CRITICAL_ADDONS_TAINT, GPU_RESOURCE, VIRTUAL_NODE_LABELS
 from upstream.karmada import kruise_app_version
 

@@ -18,7 +18,7 @@ from config.resolve import multikueue_checks, with_mirrored_queues
 from preflight.sources import _quota_section as quota_section  # pyright: ignore[reportPrivateUsage]
 from testkit.fleetvalues import render_kueue
 from testkit.repo import ROOT
-from tests.test_kueue_config import BASE
+from testkit.shared.kueue_config import BASE
 from upstream.kueue import KUEUE_CHART
 
 

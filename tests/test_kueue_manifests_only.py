@@ -18,7 +18,7 @@ from config.loader import kueue_crd_dir, kueue_crd_files
 from config.models import FleetConfig
 from testkit.mocks import Graph, run_program
 from testkit.repo import ROOT
-from tests.test_kueue_config import BASE
+from testkit.shared.kueue_config import BASE
 
 CONFIG_GROUP = "kubernetes:yaml/v2:ConfigGroup"
 PROVIDER = "pulumi:providers:kubernetes"

@@ -19,7 +19,7 @@ from config.models import FleetConfig
 from testkit import crdschema
 from testkit.fleetvalues import render_kueue
 from testkit.repo import COMMITTED_STACKS
-from tests.test_seed_provisioning import seed_fleet
+from testkit.shared.seed_provisioning import seed_fleet
 from upstream.kueue import KUEUE_GROUP, KUEUE_VERSIONS
 
 # Update-only rules on the kinds we emit: immutability (`self == oldSelf`) and ResourceFlavor's

@@ -20,7 +20,7 @@ import yaml
 from config.errors import ConfigError
 from testkit.mocks import FAKE_KUBECONFIG, Graph, is_secret, run_program
 from testkit.repo import ROOT
-from tests.test_multikueue_component import CHECK, MKCONFIG, engine  # noqa: F401 - fixture
+from testkit.shared.multikueue_component import CHECK, MKCONFIG, engine  # noqa: F401 - fixture
 
 EXAMPLE = ROOT / "examples" / "stack-references"
 REF = "pulumi:pulumi:StackReference"

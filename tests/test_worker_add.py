@@ -25,7 +25,7 @@ from testkit.realtier.add_worker import (
 )
 from testkit.realtier.twin import load_stack
 from testkit.repo import COMMITTED_STACKS
-from tests.test_multikueue_component import MKC, MKCONFIG
+from testkit.shared.multikueue_component import MKC, MKCONFIG
 
 KUEUE = "fleet:index:Kueue"
 WORKER_QUEUE_KINDS = ("ClusterQueue", "LocalQueue")

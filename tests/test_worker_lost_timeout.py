@@ -16,7 +16,7 @@ from builders.kueue import helm_values
 from checks.stack import load_from_file, parse_fleet
 from config.errors import ConfigError
 from testkit.repo import COMMITTED_STACKS
-from tests.test_kueue_config import base
+from testkit.shared.kueue_config import base
 from upstream.kueue import DEFAULT_WORKER_LOST_TIMEOUT
 
 PATH = "kueue.multiKueue.workerLostTimeout"

@@ -77,11 +77,11 @@ from testkit.realtier.harness import ROOT, ControlPlane, Report, Tools
 from testkit.realtier.jobs import suspended_job, workload_of_job
 from testkit.realtier.pulumi_cli import op_counts
 from testkit.realtier.reimage import is_surge, kubelet_of
+from testkit.realtier.shared.faults_runtime import where
+from testkit.realtier.shared.worker_upgrade import version_of
 from testkit.realtier.twin import VIRTUAL_NODE_NAME
 from testkit.realtier.twin_run import PodWatch
 from testkit.realtier.wait import until
-from tests.realtier.test_faults_runtime import where
-from tests.realtier.test_worker_upgrade import version_of
 from upstream.aks import AGENTPOOL_LABEL
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]

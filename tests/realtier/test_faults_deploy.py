@@ -57,7 +57,6 @@ from testkit.realtier.harness import (
     start_all,
     stop_all,
 )
-from testkit.realtier.jobs import suspended_job
 from testkit.realtier.kueue import (
     KueueManager,
     kueue_binary,
@@ -80,6 +79,7 @@ from testkit.realtier.pulumi_cli import (
     section,
     shell_commands,
 )
+from testkit.realtier.shared.faults_deploy import faults_job
 from testkit.realtier.twin import KWOK_ANNOTATION, load_stack
 from testkit.realtier.twin_engine import stack_raw
 from testkit.realtier.twin_run import (
@@ -496,9 +496,6 @@ def test_a_killed_up_recovers_by_the_readme_to_an_uninterrupted_runs_objects(
 
 PREVIOUS_SUPPORTED: Final = "0.17.8"  # the project's older supported Kueue (upstream/kueue.py)
 JOBS: Final = 6
-# Each Job asks 8 CPU: the manager's team-a (32 CPU) admits 4, each worker's (16 CPU) runs 2;
-# the other 2 wait in the manager's queue through the upgrade.
-JOB_CPU: Final = 8
 RUNNING: Final = 4
 CRD_TYPE: Final = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 WAIT: Final = 120.0
@@ -605,11 +602,6 @@ def _previous_raw() -> dict[str, Any]:
     return raw
 
 
-def _job(name: str) -> dict[str, Any]:
-    requests = {"cpu": str(JOB_CPU), "memory": "1Gi"}
-    return suspended_job(name, TEAM, TEAM, requests, dispatched=True)
-
-
 def _items(plane: ControlPlane, path: str) -> list[dict[str, Any]]:
     status, body = plane.get(path)
     assert status == 200, (plane.name, path, status, body[:300])
@@ -663,7 +655,7 @@ def test_a_kueue_upgrade_with_work_in_the_queues_keeps_and_finishes_it(
 
     names = [f"job-{i}" for i in range(JOBS)]
     # One v1 List: kubectl reads a stream that starts with "{" as JSON, where "---" is an error.
-    jobs = {"apiVersion": "v1", "kind": "List", "items": [_job(n) for n in names]}
+    jobs = {"apiVersion": "v1", "kind": "List", "items": [faults_job(n) for n in names]}
     manager.kubectl("create", "-f", "-", stdin=json.dumps(jobs))
     _until(f"{RUNNING} Jobs Running on the workers", lambda: len(_running_pods(planes)) == RUNNING)
     time.sleep(3)  # the queue settles: nothing more is admitted beyond the quota

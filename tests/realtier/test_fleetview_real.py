@@ -26,9 +26,13 @@ from testkit.realtier.fleetview_cli import fleetview
 from testkit.realtier.harness import ControlPlane, Report, apply
 from testkit.realtier.jobs import suspended_job, workload_of_job
 from testkit.realtier.kueue import KueueManager
+from testkit.realtier.shared.fleetview_real import pending_count
+from testkit.realtier.shared.kueue_dispatch import Wired
+
+# The e2e fleet's wiring as test_kueue_dispatch applies it (module-scoped: applied once here too;
+# server-side apply makes a second application in one session a no-op): the fixture `wired`.
+from testkit.realtier.shared.kueue_dispatch import wired as wired  # noqa: PLC0414 - a fixture
 from testkit.realtier.wait import until
-from tests.realtier import test_kueue_dispatch as dispatch
-from tests.realtier.test_kueue_dispatch import KUEUE_API, Wired
 
 pytestmark = pytest.mark.real
 
@@ -37,10 +41,6 @@ BOUND: Final = 5.0  # fleetview's --timeout in the lost-worker test
 DISPATCHED: Final = "fleetview-dispatched"
 PENDING: Final = "fleetview-pending"
 WORKERS: Final = ("worker-1", "worker-2")
-
-# The e2e fleet's wiring as test_kueue_dispatch applies it (module-scoped: applied once here too;
-# server-side apply makes a second application in one session a no-op).
-wired = dispatch.wired
 
 
 def _job(name: str, cpu: str) -> dict[str, Any]:
@@ -52,13 +52,6 @@ def _json(planes: dict[str, ControlPlane], *args: str) -> tuple[dict[str, Any], 
     done, elapsed = fleetview(planes, *args, "--json")
     assert "Traceback" not in done.stderr, done.stderr
     return json.loads(done.stdout), elapsed
-
-
-def _pending_count(manager: ControlPlane) -> int:
-    status, body = manager.get(f"{KUEUE_API}/clusterqueues/{TEAM}")
-    if status != 200:
-        return 0
-    return int((json.loads(body).get("status") or {}).get("pendingWorkloads") or 0)
 
 
 @pytest.fixture(scope="module")
@@ -104,10 +97,10 @@ def jobs(
         # Kueue writes the ClusterQueue's counts after the Workload's condition, on its own
         # schedule (gate 2, 2026-12-04: `status` ran between the two and saw 0 pending).
         until(
-            lambda: _pending_count(manager) >= 1,
+            lambda: pending_count(manager) >= 1,
             WAIT,
             f"[manager] ClusterQueue {TEAM} counts the pending Workload (status.pendingWorkloads)",
-            seen=lambda: str(_pending_count(manager)),
+            seen=lambda: str(pending_count(manager)),
         )
         yield str(wl["status"]["clusterName"])
     finally:

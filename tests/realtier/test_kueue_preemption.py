@@ -48,15 +48,7 @@ from config.models import FleetConfig
 from testkit.realtier.faults import KUEUE_API, condition, items
 from testkit.realtier.harness import ControlPlane, Report, Tools, apply
 from testkit.realtier.jobs import suspended_job
-from testkit.realtier.twin import load_stack, submissions
-from testkit.realtier.twin_run import (
-    JobWatch,
-    SimulationTools,
-    Twin,
-    fixture_twin,
-)
-from testkit.realtier.wait import until
-from tests.realtier.test_faults_runtime import (
+from testkit.realtier.shared.faults_runtime import (
     MANAGER,
     completed_once,
     job,
@@ -65,13 +57,20 @@ from tests.realtier.test_faults_runtime import (
     state,
     workloads,
 )
-from tests.realtier.test_twin_jobs import PODS, job_for
+from testkit.realtier.shared.kueue_preemption import FIXTURE, PRIORITY_LABEL
+from testkit.realtier.shared.twin_jobs import PODS, job_for
+from testkit.realtier.twin import load_stack, submissions
+from testkit.realtier.twin_run import (
+    JobWatch,
+    SimulationTools,
+    Twin,
+    fixture_twin,
+)
+from testkit.realtier.wait import until
 
 pytestmark = [pytest.mark.real]
 
-FIXTURE: Final = Path(__file__).resolve().parents[1] / "fixtures" / "priority.yaml"
 CLUSTER: Final = "solo"
-PRIORITY_LABEL: Final = "kueue.x-k8s.io/priority-class"
 FLAVOR: Final = "batch"
 LENDER: Final = "team-a"  # owns 4 CPU, idle at first: team-b borrows them
 BORROWER: Final = "team-b"

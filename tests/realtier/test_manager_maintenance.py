@@ -50,17 +50,7 @@ from testkit.realtier.harness import Report, Tools, apply, find_next_control_pla
 from testkit.realtier.jobs import suspended_job
 from testkit.realtier.kueue import kueue_binary
 from testkit.realtier.pulumi_cli import op_counts, section
-from testkit.realtier.twin import Submission, load_stack, submissions
-from testkit.realtier.twin_run import (
-    JobWatch,
-    SimulationTools,
-    Twin,
-    find_simulation_tools,
-    running_twin,
-)
-from testkit.realtier.upgrade_worker import PAGE
-from testkit.realtier.wait import until
-from tests.realtier.test_faults_runtime import (
+from testkit.realtier.shared.faults_runtime import (
     MANAGER,
     autoscale,
     completed_once,
@@ -72,9 +62,19 @@ from tests.realtier.test_faults_runtime import (
     where,
     workloads,
 )
-from tests.realtier.test_twin_jobs import PODS
-from tests.realtier.test_worker_add import freeze_autoscalers
-from tests.realtier.test_worker_upgrade import version_of
+from testkit.realtier.shared.twin_jobs import PODS
+from testkit.realtier.shared.worker_add import freeze_autoscalers
+from testkit.realtier.shared.worker_upgrade import version_of
+from testkit.realtier.twin import Submission, load_stack, submissions
+from testkit.realtier.twin_run import (
+    JobWatch,
+    SimulationTools,
+    Twin,
+    find_simulation_tools,
+    running_twin,
+)
+from testkit.realtier.upgrade_worker import PAGE
+from testkit.realtier.wait import until
 from upstream.kueue import DISPATCHERS
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]

@@ -15,8 +15,8 @@ import pytest
 from builders.fleet import kueue_objects
 from config.models import FleetConfig
 from testkit.realtier.harness import ControlPlane, Report, apply
+from testkit.realtier.shared.twin_jobs import job_for
 from testkit.realtier.twin import Submission
-from tests.realtier.test_twin_jobs import job_for
 
 pytestmark = pytest.mark.real
 

@@ -56,10 +56,10 @@ from testkit.realtier.kueue import (
     wait_for_token,
 )
 from testkit.realtier.pulumi_cli import op_counts
+from testkit.realtier.shared.twin_jobs import job_for
 from testkit.realtier.twin import Submission, load_stack
 from testkit.realtier.twin_engine import stack_raw
 from testkit.realtier.twin_run import provisioning_crd
-from tests.realtier.test_twin_jobs import job_for
 from upstream.kueue import KUEUE_NAMESPACE, SERVICE_ACCOUNT
 
 # Fresh planes + up + no-op up + two rotations + destroy: ~3.5 min on 2 cores. They run with the

@@ -98,10 +98,10 @@ from testkit.realtier.harness import (
 )
 from testkit.realtier.kueue import kueue_binary
 from testkit.realtier.ray_dashboard import StandInDashboard
+from testkit.realtier.shared.faults_runtime import MANAGER, queues_active, where, workloads
 from testkit.realtier.twin import load_stack, submissions
 from testkit.realtier.twin_run import SimulationTools, Twin, running_twin
 from testkit.realtier.wait import until
-from tests.realtier.test_faults_runtime import MANAGER, queues_active, where, workloads
 from upstream.frameworks import KUBERAY
 from upstream.kueue import MULTIKUEUE_CONTROLLER, QUEUE_LABEL
 from upstream.podsecurity import (

@@ -37,10 +37,10 @@ from testkit.realtier.autoscaler import (
 from testkit.realtier.crds import kueue_crd_paths
 from testkit.realtier.engine import find_engine
 from testkit.realtier.harness import ControlPlane, Report, Tools, apply
-from testkit.realtier.jobs import suspended_job, workload_owned_by
+from testkit.realtier.jobs import workload_owned_by
 from testkit.realtier.kueue import kueue_binary
+from testkit.realtier.shared.twin_jobs import PODS, job_for
 from testkit.realtier.twin import (
-    GPU_RESOURCE,
     VIRTUAL_NODE_LABELS,
     Submission,
     is_gpu_node,
@@ -66,7 +66,6 @@ PREBUILT_KEY: Final = "kueue.x-k8s.io/prebuilt-workload-name"
 JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
 ACTIVE_TIMEOUT: Final = 90.0
 JOB_TIMEOUT: Final = 180.0
-PODS: Final = 2  # parallelism = completions: more than one pod to place
 POLL: Final = 0.25
 
 
@@ -104,23 +103,6 @@ def _json(plane: ControlPlane, path: str) -> dict[str, Any] | None:
 def _true(obj: dict[str, Any] | None, kind: str) -> bool:
     conditions: list[dict[str, Any]] = ((obj or {}).get("status") or {}).get("conditions") or []
     return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
-
-
-def job_for(sub: Submission, name: str, run_for: str | None = None) -> dict[str, Any]:
-    """A suspended Job for the queue (no Kueue webhook here suspends it); on the manager it is
-    `managedBy` MultiKueue, as Kueue's webhook would make it."""
-    requests = {"cpu": "500m", "memory": "256Mi"}
-    if sub.gpus:
-        requests[GPU_RESOURCE] = str(sub.gpus)
-    return suspended_job(
-        name,
-        sub.namespace,
-        sub.local_queue,
-        requests,
-        dispatched=sub.dispatched,
-        pods=PODS,
-        run_for=run_for,
-    )
 
 
 def _pods(plane: ControlPlane, ns: str, job: str) -> list[dict[str, Any]]:

@@ -32,8 +32,6 @@ the first Job on worker-3 among them.
 
 from __future__ import annotations
 
-import os
-import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -46,7 +44,6 @@ import pytest
 from checks.capacity import manager_quotas
 from constants import MULTIKUEUE_CONFIG
 from testkit.realtier.add_worker import NEW_WORKER, added_stack, command
-from testkit.realtier.autoscaler import TOOL as AUTOSCALER
 from testkit.realtier.autoscaler import nodes_at_min, start_autoscalers
 from testkit.realtier.crds import kueue_crd_paths
 from testkit.realtier.e2e import run_documented
@@ -62,6 +59,17 @@ from testkit.realtier.faults import (
 from testkit.realtier.harness import Report, Tools, apply
 from testkit.realtier.kueue import kueue_binary
 from testkit.realtier.pulumi_cli import op_counts
+from testkit.realtier.shared.faults_runtime import (
+    MANAGER,
+    completed_once,
+    queues_active,
+    running_pods,
+    state,
+    where,
+    workloads,
+)
+from testkit.realtier.shared.twin_jobs import PODS, job_for
+from testkit.realtier.shared.worker_add import freeze_autoscalers
 from testkit.realtier.twin import load_stack, submissions, twin_raw
 from testkit.realtier.twin_run import (
     JobWatch,
@@ -71,16 +79,6 @@ from testkit.realtier.twin_run import (
     running_twin,
 )
 from testkit.realtier.wait import until
-from tests.realtier.test_faults_runtime import (
-    MANAGER,
-    completed_once,
-    queues_active,
-    running_pods,
-    state,
-    where,
-    workloads,
-)
-from tests.realtier.test_twin_jobs import PODS, job_for
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
@@ -130,20 +128,6 @@ def running(tools: Tools, simulation: SimulationTools, tmp_path: Path) -> Iterat
             yield Running(twin, tools, sim, binary, crds)
         finally:
             thaw_all(twin.planes.values(), twin.kueues.values())
-
-
-def freeze_autoscalers(twin: Twin, *clusters: str) -> list[int]:
-    """SIGSTOP the clusters' cluster-autoscalers: their pools stop growing, and their
-    provisioning gates answer no new job (on AKS: pools at their maximum, or a region out of
-    capacity). The twin's stop resumes them (faults.thaw_all)."""
-    frozen: list[int] = []
-    for cluster in clusters:
-        for process in twin.planes[cluster]._processes:
-            if process.name == AUTOSCALER and process.popen.poll() is None:
-                os.killpg(process.popen.pid, signal.SIGSTOP)
-                frozen.append(process.popen.pid)
-    assert frozen, f"no cluster-autoscaler running on {clusters}"
-    return frozen
 
 
 def _rows(out: str) -> set[tuple[str, str]]:

@@ -39,15 +39,7 @@ from testkit.realtier.faults import KUEUE_API, condition, get_json, thaw_all, ti
 from testkit.realtier.harness import ControlPlane, Report, Tools, apply
 from testkit.realtier.kueue import kueue_binary
 from testkit.realtier.pulumi_cli import OPERATIONS, section
-from testkit.realtier.twin import load_stack, submissions
-from testkit.realtier.twin_run import (
-    JobWatch,
-    SimulationTools,
-    Twin,
-    running_twin,
-)
-from testkit.realtier.wait import until
-from tests.realtier.test_faults_runtime import (
+from testkit.realtier.shared.faults_runtime import (
     MANAGER,
     autoscale,
     completed_once,
@@ -58,7 +50,15 @@ from tests.realtier.test_faults_runtime import (
     where,
     workloads,
 )
-from tests.realtier.test_twin_jobs import PODS
+from testkit.realtier.shared.twin_jobs import PODS
+from testkit.realtier.twin import load_stack, submissions
+from testkit.realtier.twin_run import (
+    JobWatch,
+    SimulationTools,
+    Twin,
+    running_twin,
+)
+from testkit.realtier.wait import until
 
 pytestmark = [pytest.mark.real]
 

@@ -54,10 +54,7 @@ from testkit.realtier.reimage import (
     reimage_pool,
     request,
 )
-from testkit.realtier.twin import Submission, fleet_nodes, load_stack, submissions
-from testkit.realtier.twin_run import PodWatch, SimulationTools, Twin, running_twin
-from testkit.realtier.wait import until
-from tests.realtier.test_faults_runtime import (
+from testkit.realtier.shared.faults_runtime import (
     MANAGER,
     autoscale,
     completed_once,
@@ -69,7 +66,10 @@ from tests.realtier.test_faults_runtime import (
     where,
     workloads,
 )
-from tests.realtier.test_twin_jobs import PODS, job_for
+from testkit.realtier.shared.twin_jobs import PODS, job_for
+from testkit.realtier.twin import Submission, fleet_nodes, load_stack, submissions
+from testkit.realtier.twin_run import PodWatch, SimulationTools, Twin, running_twin
+from testkit.realtier.wait import until
 from upstream.kueue import POD_SET_LABEL
 from upstream.podsecurity import (
     RESTRICTED_CONTAINER_SECURITY_CONTEXT,

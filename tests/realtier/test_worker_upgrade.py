@@ -45,17 +45,7 @@ from testkit.realtier.faults import cluster_active, condition, thaw_all, timed_s
 from testkit.realtier.harness import ControlPlane, Report, Tools, find_next_control_plane
 from testkit.realtier.kueue import kueue_binary
 from testkit.realtier.pulumi_cli import op_counts
-from testkit.realtier.twin import load_stack, submissions
-from testkit.realtier.twin_run import (
-    JobWatch,
-    SimulationTools,
-    Twin,
-    find_simulation_tools,
-    running_twin,
-)
-from testkit.realtier.upgrade_worker import documented_line
-from testkit.realtier.wait import until
-from tests.realtier.test_faults_runtime import (
+from testkit.realtier.shared.faults_runtime import (
     MANAGER,
     autoscale,
     completed_once,
@@ -66,8 +56,19 @@ from tests.realtier.test_faults_runtime import (
     where,
     workloads,
 )
-from tests.realtier.test_twin_jobs import PODS
-from tests.realtier.test_worker_add import freeze_autoscalers
+from testkit.realtier.shared.twin_jobs import PODS
+from testkit.realtier.shared.worker_add import freeze_autoscalers
+from testkit.realtier.shared.worker_upgrade import version_of
+from testkit.realtier.twin import load_stack, submissions
+from testkit.realtier.twin_run import (
+    JobWatch,
+    SimulationTools,
+    Twin,
+    find_simulation_tools,
+    running_twin,
+)
+from testkit.realtier.upgrade_worker import documented_line
+from testkit.realtier.wait import until
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
@@ -203,12 +204,6 @@ class Outage:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
-
-
-def version_of(plane: ControlPlane) -> str:
-    status, body = plane.get("/version")
-    assert status == 200, f"[{plane.name}] /version: {status}"
-    return str(json.loads(body)["gitVersion"])
 
 
 def test_a_worker_upgraded_to_the_next_minor_with_work_in_it_loses_nothing(
