@@ -118,6 +118,48 @@ def test_nothing_outside_tests_imports_tests() -> None:
     assert not offenders, offenders
 
 
+def test_no_test_module_imports_another_or_a_conftest() -> None:
+    """Test modules and conftests import no module of tests/ (another test module, a conftest,
+    its fixtures or helpers): what several of them share is testkit's (testkit/shared,
+    testkit/realtier/shared), fixtures included, so a test module never runs, or breaks, because
+    another one changed. A conftest names its plugins in `pytest_plugins`, which imports nothing."""
+    modules = sorted((ROOT / "tests").rglob("*.py"))
+    assert len(modules) > 100, "the walk found too few test modules to be the tests"
+    offenders = sorted(
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in modules
+        for name in _imported_modules(path)
+        if name == "tests" or name.startswith(("tests.", "."))
+    )
+    assert not offenders, offenders
+
+
+def test_tests_holds_tests_only() -> None:
+    """tests/ holds test modules, conftests and package markers; machinery is testkit's."""
+    others = sorted(
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "tests").rglob("*.py")
+        if not path.name.startswith(("test_", "conftest")) and path.name != "__init__.py"
+    )
+    assert not others, others
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Every module a file imports anywhere (inside functions too), by its full dotted name;
+    `from a import b` counts `a.b` as well (b may be a module), a relative import starts with a
+    dot."""
+    tree = ast.parse(path.read_text())
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            module = "." * node.level + (node.module or "")
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
 def _all_imports(path: Path) -> set[str]:
     """Top-level packages a file imports anywhere (inside functions too)."""
     tree = ast.parse(path.read_text())
