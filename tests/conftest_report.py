@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-REPORT_KEY = pytest.StashKey[list[str]]()
+from testkit.report import REPORT_KEY
+
 _WORKER_KEY = "realtier_measured"
 
 

@@ -17,8 +17,8 @@ import yaml
 from config.loader import FULL_KEY
 from preflight.diff import compare
 from preflight.snapshot import snapshot
+from testkit.repo import ROOT
 from testkit.sources import copy_preflight_sources
-from tests.conftest import ROOT
 
 PAGE: Final = ROOT / "docs" / "configuration.md"
 SECTION: Final = PAGE.read_text().split("\n## Adding a team\n", 1)[-1].split("\n## ", 1)[0]

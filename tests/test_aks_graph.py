@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from testkit.mocks import Graph, Registered, built_stack, is_secret
-from tests.conftest import COMMITTED_STACKS
+from testkit.repo import COMMITTED_STACKS
 
 MC = "azure-native:containerservice:ManagedCluster"
 ROLE = "azure-native:authorization:RoleAssignment"

@@ -22,9 +22,9 @@ from checks.stack import parse_fleet
 from config.errors import ConfigError
 from config.resolve import access_of
 from testkit.mocks import Graph, run_program, set_stack_config
+from testkit.repo import ROOT
+from testkit.shared.config import BASE, errors_for, with_change
 from testkit.sources import copy_preflight_sources
-from tests.conftest import ROOT
-from tests.test_config import BASE, errors_for, with_change
 
 VN = {"enabled": True}
 GROUP = "11111111-2222-3333-4444-555555555555"

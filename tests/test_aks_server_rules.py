@@ -20,7 +20,7 @@ from config import login
 from config.errors import ConfigError, Issue
 from config.loader import read_stack_file
 from testkit.mocks import Graph, built_stack, run_program, set_stack_config
-from tests.conftest import COMMITTED_STACKS, ROOT
+from testkit.repo import COMMITTED_STACKS, ROOT
 from upstream.aks_rules import RULES
 
 Raw = dict[str, Any]

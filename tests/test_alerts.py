@@ -16,7 +16,7 @@ from checks.alerts import rule_problems
 from checks.stack import load_from_file, parse_fleet
 from config.loader import read_stack_file
 from preflight.__main__ import main
-from tests.conftest import COMMITTED_STACKS
+from testkit.repo import COMMITTED_STACKS
 
 
 @pytest.mark.parametrize("stack", COMMITTED_STACKS)

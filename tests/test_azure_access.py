@@ -13,8 +13,8 @@ from preflight.access import DEPLOYER, azure_access
 from preflight.diff import compare
 from preflight.diff_render import render_markdown
 from preflight.snapshot import snapshot
-from tests.conftest import ROOT
-from tests.test_preflight_diff import edited, flags, section
+from testkit.repo import ROOT
+from testkit.shared.preflight_diff import edited, flags, section
 
 GROUP = "11111111-2222-3333-4444-555555555555"
 CLUSTER_ADMIN = "Azure Kubernetes Service RBAC Cluster Admin"

@@ -44,7 +44,7 @@ from config.models import FleetConfig
 from constants import PROJECT
 from testkit.fleetgen import fleet as generated_fleet
 from testkit.mocks import BuiltStack, built_stack, mocked_engine, run_program
-from tests.conftest import ROOT
+from testkit.repo import ROOT
 from upstream.aks import ROLE_NETWORK_CONTRIBUTOR
 
 STACKS = sorted(p.name.split(".")[1] for p in Path(ROOT).glob("Pulumi.*.yaml"))

@@ -19,7 +19,7 @@ from checks.azure_api import check_request
 from checks.stack import parse_fleet
 from config.errors import ConfigError
 from testkit.mocks import Graph, built_stack, mocked_engine, run_program
-from tests.conftest import ROOT
+from testkit.repo import ROOT
 
 MC = "azure-native:containerservice:ManagedCluster"
 WORKSPACE = "azure-native:monitor:AzureMonitorWorkspace"

@@ -1,5 +1,5 @@
 """The Azure twin's nodes, offline: what the program's Azure requests become as nodes
-(tests/realtier/azure_nodes.py), the stand-in kubelogin's convert-kubeconfig and Kueue's
+(testkit/realtier/azure_nodes.py), the stand-in kubelogin's convert-kubeconfig and Kueue's
 webhooks on loopback (docs/testing.md, "The Azure twin"). The real tier runs them
 (tests/realtier/test_azure_twin.py); here the mapping itself is judged."""
 
@@ -16,7 +16,7 @@ import yaml
 from builders.azure import azure_requests
 from builders.fleet import kueue_objects
 from config.resolve import custom_shapes
-from tests.realtier.azure_nodes import (
+from testkit.realtier.azure_nodes import (
     ClusterRequest,
     PoolRequest,
     cluster_request,
@@ -24,9 +24,9 @@ from tests.realtier.azure_nodes import (
     pool_request,
     template_node,
 )
-from tests.realtier.kubelogin_standin import convert
-from tests.realtier.kueue_webhooks import webhook_configurations
-from tests.realtier.twin import load_stack, stacks
+from testkit.realtier.kubelogin_standin import convert
+from testkit.realtier.kueue_webhooks import webhook_configurations
+from testkit.realtier.twin import load_stack, stacks
 from upstream.aks import SPOT_LABEL, SPOT_TAINT
 
 MC = "azure-native:containerservice:ManagedCluster"

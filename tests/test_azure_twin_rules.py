@@ -1,5 +1,5 @@
 """The Azure twin's pure rules, offline: the stand-in plugin's replace table and the twin's
-input checks (tests/realtier/azure_provider.py and azure_twin.py; docs/testing.md, "The Azure
+input checks (testkit/realtier/azure_provider.py and azure_twin.py; docs/testing.md, "The Azure
 twin")."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pytest
 
 from builders.azure import AzureRequest, azure_requests
 from checks.azure_types import TYPES
-from tests.realtier.azure_provider import REPLACE_ON, diff
-from tests.realtier.azure_twin import (
+from testkit.realtier.azure_provider import REPLACE_ON, diff
+from testkit.realtier.azure_twin import (
     NAME_KEY,
     SUBSCRIPTION,
     UNKNOWN,
@@ -27,8 +27,8 @@ from tests.realtier.azure_twin import (
     resolve_version,
     validate,
 )
-from tests.realtier.harness import ControlPlane, Tools
-from tests.realtier.twin import load_stack
+from testkit.realtier.harness import ControlPlane, Tools
+from testkit.realtier.twin import load_stack
 
 RG = "azure-native:resources:ResourceGroup"
 MC = "azure-native:containerservice:ManagedCluster"

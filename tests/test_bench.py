@@ -7,7 +7,7 @@ import subprocess
 import sys
 from types import ModuleType
 
-from tests.conftest import ROOT
+from testkit.repo import ROOT
 
 SCRIPT = ROOT / "scripts" / "bench.py"
 

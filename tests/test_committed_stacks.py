@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import COMMITTED_STACKS, ROOT, committed_stacks
+from testkit.repo import COMMITTED_STACKS, ROOT, committed_stacks
 
 NEW = "staging"
 

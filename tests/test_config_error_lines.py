@@ -25,8 +25,8 @@ from config import yamlsafe
 from config.errors import ConfigError
 from config.loader import FULL_KEY, read_stack_file
 from testkit.mocks import Graph, run_program, set_stack_config
+from testkit.repo import COMMITTED_STACKS, ROOT
 from testkit.sources import copy_preflight_sources
-from tests.conftest import COMMITTED_STACKS, ROOT
 
 DEV = (ROOT / "Pulumi.dev.yaml").read_text()
 PROD = (ROOT / "Pulumi.prod.yaml").read_text()

@@ -13,7 +13,7 @@ import yaml
 
 from checks.stack import parse_fleet
 from config.errors import ConfigError
-from tests.conftest import COMMITTED_STACKS, ROOT
+from testkit.repo import COMMITTED_STACKS, ROOT
 
 ODD_VALUES: list[Any] = [None, "", "x", -1, 0, 10**9, 1.5, True, [], {}, ["a"], {"a": 1}, "50%"]
 

@@ -28,9 +28,9 @@ from config.resolve import credential_schedule, rotation_of
 from preflight.diff import compare
 from preflight.snapshot import snapshot
 from preflight.sources import credential_section
-from tests.conftest import ROOT
-from tests.test_karmada_component import SECRET, build
-from tests.test_karmada_config import BASE
+from testkit.repo import ROOT
+from testkit.shared.karmada_component import SECRET, build
+from testkit.shared.karmada_config import BASE
 
 CLUSTER = "kubernetes:cluster.karmada.io/v1alpha1:Cluster"
 

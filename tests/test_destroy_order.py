@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from testkit.mocks import Graph, Registered, built_stack
-from tests.conftest import COMMITTED_STACKS
+from testkit.repo import COMMITTED_STACKS
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
 CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import environment
-from tests.conftest import ROOT
+from testkit.repo import ROOT
 
 PRODUCT = ("upstream", "config", "builders", "checks", "components", "preflight", "fleetview")
 PROJECT_MODULES = {*PRODUCT, "constants", "environment", "tests"}

@@ -25,39 +25,37 @@ import yaml
 from builders.fleet import kueue_objects
 from builders.kueue_queues import (
     OWNED_SPEC,
-    cluster_queue,
-    cohort,
-    local_queue,
     resource_flavor,
     with_extra_spec,
 )
 from checks import extraspec
 from checks.stack import parse_fleet
 from config.errors import ConfigError
-from config.kueue import ClusterQueueConfig, CohortConfig, FlavorConfig, LocalQueueConfig
+from config.kueue import FlavorConfig
 from testkit import crdschema
+from testkit.fleetvalues import fleet_issues as issues
+from testkit.fleetvalues import queue_objects as objects
 from testkit.mocks import Graph, run_program, set_stack_config
-from tests.conftest import ROOT
-from tests.conftest import fleet_issues as issues
-from tests.conftest import queue_objects as objects
+from testkit.repo import ROOT
+from testkit.shared.extra_spec import (
+    BAD_FIELDS,
+    COHORT,
+    CQ_A,
+    CQ_B,
+    FIXTURE,
+    FLAVOR,
+    LQ,
+    Q,
+    queues,
+    render_unchecked,
+    staging,
+)
 from upstream.kueue import KUEUE_VERSIONS
 from upstream.structural import crd_version_schema, go_regex_to_python, schema_errors, with_defaults
 
-FIXTURE = Path(__file__).parent / "fixtures" / "staging-extra-spec.yaml"
 FAIR_SHARE = Path(__file__).parent / "fixtures" / "fair-share.yaml"
 DOC = ROOT / "docs" / "kueue-queueing.md"
-Q = "clusters[0].queues"
-CQ_A, CQ_B = f"{Q}.clusterQueues[0].extraSpec", f"{Q}.clusterQueues[1].extraSpec"
-FLAVOR, COHORT, LQ = f"{Q}.flavors[0].extraSpec", f"{Q}.cohorts[1].extraSpec", f"{Q}.localQueues[0]"
 CQ_TYPE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
-
-
-def staging() -> dict[str, Any]:
-    return yaml.safe_load(FIXTURE.read_text())
-
-
-def queues(raw: dict[str, Any]) -> dict[str, Any]:
-    return raw["clusters"][0]["queues"]
 
 
 # --- the staging example ---------------------------------------------------------------------
@@ -123,92 +121,6 @@ def test_the_program_registers_nothing_for_a_bad_extra_spec(graph: Graph) -> Non
 
 # --- refusals ---------------------------------------------------------------------------------
 
-# (where in clusters[0].queues, the extraSpec, the issue expected), all against the staging example.
-BAD_FIELDS: list[tuple[tuple[str, int], dict[str, Any], str]] = [
-    (
-        ("clusterQueues", 0),
-        {"flavorFungibility": {"prefrence": "PreemptionOverBorrowing"}},
-        f"{CQ_A}.flavorFungibility.prefrence: unknown field (did you mean 'preference'?)",
-    ),
-    (
-        ("clusterQueues", 0),
-        {"admissionChecksStrategyy": {"admissionChecks": [{"name": "x"}]}},
-        f"{CQ_A}.admissionChecksStrategyy: unknown field (did you mean 'admissionChecksStrategy'?)",
-    ),
-    (
-        ("clusterQueues", 1),
-        {"stopPolicy": "Paused"},
-        f"{CQ_B}.stopPolicy: 'Paused' is not allowed; allowed: None, Hold, HoldAndDrain",
-    ),
-    (
-        ("clusterQueues", 1),
-        {"stopPolicy": 1},
-        f"{CQ_B}.stopPolicy: must be a string, not an integer",
-    ),
-    (
-        ("clusterQueues", 1),
-        {"stopPolicy": None},
-        f"{CQ_B}.stopPolicy: null: the API server drops it",
-    ),
-    (
-        ("clusterQueues", 1),
-        {"concurrentAdmissionPolicy": {}},
-        f"{CQ_B}.concurrentAdmissionPolicy.migration: required field missing",
-    ),
-    (
-        ("clusterQueues", 1),
-        {"concurrentAdmissionPolicy": {"migration": {"mode": "Eager"}}},
-        f"{CQ_B}.concurrentAdmissionPolicy.migration.mode: 'Eager' is not allowed",
-    ),
-    (
-        ("clusterQueues", 1),
-        {
-            "concurrentAdmissionPolicy": {
-                "migration": {
-                    "mode": "TryPreferredFlavors",
-                    "constraints": {"lastAcceptableFlavorName": "Burst"},
-                }
-            }
-        },
-        f"{CQ_B}.concurrentAdmissionPolicy.migration.constraints.lastAcceptableFlavorName: 'Burst' "
-        "does not match",
-    ),
-    (
-        # The CRD's CEL rule, by its twin: team-b has no typed flavorFungibility, so Kueue's
-        # defaults (MayStopSearch, TryNextFlavor) apply and `preference` is refused.
-        ("clusterQueues", 1),
-        {"flavorFungibility": {"preference": "BorrowingOverPreemption"}},
-        f"{CQ_B}.flavorFungibility: flavorFungibility.preference needs both",
-    ),
-    (
-        ("flavors", 0),
-        {"nodeTaints": [{"key": "gpu", "effect": "NoSchedul"}]},
-        f"{FLAVOR}.nodeTaints: every nodeTaints entry needs effect NoSchedule",
-    ),
-    (
-        ("flavors", 0),
-        {"nodeTaints": [{"key": "gpu", "effect": "NoSchedule", "timeAdded": "yesterday"}]},
-        f"{FLAVOR}.nodeTaints[0].timeAdded: 'yesterday' is not an RFC 3339 date-time",
-    ),
-    (
-        ("flavors", 0),
-        {"nodeTaints": [{"key": f"k{n}", "effect": "NoSchedule"} for n in range(9)]},
-        f"{FLAVOR}.nodeTaints: at most 8 items, got 9",
-    ),
-    (("flavors", 0), {"nodeTaints": [{"key": "gpu"}]}, f"{FLAVOR}.nodeTaints[0].effect: required"),
-    (
-        ("flavors", 0),
-        {"topologyName": "Default"},
-        f"{FLAVOR}.topologyName: 'Default' does not match",
-    ),
-    (("cohorts", 1), {"weight": "2"}, f"{COHORT}.weight: unknown field"),
-    (
-        ("localQueues", 0),
-        {"fairSharing": {"weigth": "2"}},
-        f"{LQ}.extraSpec.fairSharing.weigth: unknown field (did you mean 'weight'?)",
-    ),
-]
-
 
 def _with_extra(where: tuple[str, int], extra: dict[str, Any]) -> dict[str, Any]:
     raw = staging()
@@ -224,21 +136,6 @@ def test_a_bad_field_is_refused_with_its_key_path(
     assert any(t.startswith(expected) for t in found), found
 
 
-def _render_unchecked(where: tuple[str, int], extra: dict[str, Any]) -> dict[str, Any]:
-    """The object the builders would render with `extra`, without the checks (what would reach
-    the API server if preflight let it through)."""
-    raw = staging()
-    cluster = parse_fleet(raw)[0].clusters[0]
-    item = queues(raw)[where[0]][where[1]] | {"extraSpec": copy.deepcopy(extra)}
-    if where[0] == "clusterQueues":
-        return cluster_queue(ClusterQueueConfig.model_validate(item), cluster.queues)
-    if where[0] == "flavors":
-        return resource_flavor(FlavorConfig.model_validate(item), cluster)
-    if where[0] == "cohorts":
-        return cohort(CohortConfig.model_validate(item))
-    return local_queue(LocalQueueConfig.model_validate(item))
-
-
 @pytest.mark.parametrize(("where", "extra", "expected"), BAD_FIELDS, ids=lambda v: str(v)[:40])
 def test_each_refusal_is_one_the_crd_makes_too(
     where: tuple[str, int], extra: dict[str, Any], expected: str
@@ -246,7 +143,7 @@ def test_each_refusal_is_one_the_crd_makes_too(
     """The test suite's validator (jsonschema + cel-python over the same CRD) refuses the
     rendered object too: preflight's walker and twins invent no rule."""
     del expected
-    report = crdschema.validate(_render_unchecked(where, extra), "kueue", "v0.19.2")
+    report = crdschema.validate(render_unchecked(where, extra), "kueue", "v0.19.2")
     assert report.errors != []
 
 

@@ -1,4 +1,4 @@
-"""Offline checks of the pure helpers of the deploy-fault tests (tests/realtier/pulumi_cli.py)."""
+"""Offline checks of the pure helpers of the deploy-fault tests (testkit/realtier/pulumi_cli.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pulumi.automation import OpType
 
-from tests.realtier.pulumi_cli import (
+from testkit.realtier.pulumi_cli import (
     OPERATIONS,
     ObjectRef,
     PulumiCli,

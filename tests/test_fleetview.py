@@ -27,8 +27,7 @@ from fleetview.render import print_status
 from fleetview.status import report
 from fleetview.why import explain
 from testkit import crdschema
-from tests.conftest import ROOT
-from tests.fleetview_objects import (
+from testkit.fleetview_objects import (
     JOB,
     NOW,
     PENDING_MESSAGE,
@@ -43,6 +42,7 @@ from tests.fleetview_objects import (
     worker,
     workload,
 )
+from testkit.repo import ROOT
 
 
 def pending_on_quota() -> Obj:

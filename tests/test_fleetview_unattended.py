@@ -22,8 +22,7 @@ import pytest
 import yaml
 
 from fleetview.kubelogin import convert, login_of
-from tests.conftest import ROOT
-from tests.fleetview_objects import (
+from testkit.fleetview_objects import (
     JOB,
     PENDING_MESSAGE,
     TEAM,
@@ -33,6 +32,7 @@ from tests.fleetview_objects import (
     pending_workloads,
     workload,
 )
+from testkit.repo import ROOT
 
 SERVER_ID = "6dae42f8-4368-4678-94ff-3960e28e3630"  # AKS's Entra ID server app
 CLIENT_ID = "80faf920-1908-4b52-b5ef-a8e7bedfc67a"  # Azure CLI's client app, as AKS writes it

@@ -21,8 +21,7 @@ from fleetview.settings import Timings, from_stack_file
 from fleetview.status import report
 from fleetview.why import explain, states
 from testkit import crdschema
-from tests.conftest import ROOT
-from tests.fleetview_objects import (
+from testkit.fleetview_objects import (
     JOB,
     NOW,
     PENDING_MESSAGE,
@@ -38,6 +37,7 @@ from tests.fleetview_objects import (
     worker,
     workload,
 )
+from testkit.repo import ROOT
 
 PROD = Timings(source="Pulumi.prod.yaml", dispatcher="Incremental", step_size=1)
 PREEMPTOR_UID = "20000000-0000-0000-0000-000000000002"

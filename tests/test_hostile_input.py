@@ -24,7 +24,7 @@ from config import yamlsafe
 from config.errors import ConfigError
 from config.loader import FULL_KEY
 from testkit.mocks import FAKE_KUBECONFIG, built_stack
-from tests.conftest import COMMITTED_STACKS, ROOT
+from testkit.repo import COMMITTED_STACKS, ROOT
 from upstream import aks
 
 DEV = (ROOT / "Pulumi.dev.yaml").read_text()

@@ -30,8 +30,8 @@ from config.loader import kruise_crd_files
 from config.models import FleetConfig
 from testkit import crdschema
 from testkit.mocks import FAKE_KUBECONFIG
-from tests.conftest import ROOT
-from tests.test_karmada_config import BASE
+from testkit.repo import ROOT
+from testkit.shared.karmada_config import BASE
 from upstream.aks import CRITICAL_ADDONS_TAINT, GPU_RESOURCE, VIRTUAL_NODE_LABELS
 from upstream.karmada import kruise_app_version
 

@@ -14,43 +14,19 @@ from builders import karmada as kb
 from checks.stack import parse_fleet
 from components.tokensecret import token_field
 from config.karmada import FailoverConfig
-from config.loader import kruise_crd_files
-from testkit.mocks import Graph, Registered, built_stack, is_secret, mocked_engine, resolve
-from testkit.mocks import run_program as run
-from tests.conftest import ROOT
-from tests.test_karmada_config import BASE
+from testkit.mocks import Graph, Registered, built_stack, is_secret
+from testkit.repo import ROOT
+from testkit.shared.karmada_component import SECRET, Built, build
+from testkit.shared.karmada_config import BASE
 
 PROVIDER = "pulumi:providers:kubernetes"
 RELEASE = "kubernetes:helm.sh/v3:Release"
-SECRET = "kubernetes:core/v1:Secret"
 CLUSTER = "kubernetes:cluster.karmada.io/v1alpha1:Cluster"
 UD = "kubernetes:apps.kruise.io/v1alpha1:UnitedDeployment"
 PP = "kubernetes:policy.karmada.io/v1alpha1:PropagationPolicy"
 RIC = "kubernetes:config.karmada.io/v1alpha1:ResourceInterpreterCustomization"
 CRDS = "kubernetes:yaml/v2:ConfigGroup"
 PIP = "azure-native:network:PublicIPAddress"
-
-
-Built = tuple[Graph, dict[str, tuple[Any, bool]]]
-
-
-def build(raw: dict[str, Any]) -> Built:
-    from components.fleet import Fleet, FleetArgs  # noqa: PLC0415 - after the mocks are set
-
-    fleet_config, _ = parse_fleet(raw)
-    with mocked_engine() as g:
-        files = kruise_crd_files(fleet_config, ROOT)
-        fleet = run(
-            lambda: Fleet(
-                "fleet", FleetArgs(config=fleet_config, stack="test", kruise_crd_files=files)
-            )
-        )
-        assert fleet.karmada is not None
-        outputs = {
-            "karmadaKubeconfig": resolve(fleet.karmada.karmada_kubeconfig),
-            "address": resolve(fleet.karmada.address),
-        }
-    return g, outputs
 
 
 @pytest.fixture(scope="module")

@@ -8,44 +8,14 @@ from typing import Any
 import pytest
 
 from checks.stack import load_from_file, parse_fleet
-from config.errors import ConfigError
 from config.resolve import host_name, member_names
-from tests.test_config import with_change
-
-APP: dict[str, Any] = {
-    "name": "sample-ud",
-    "namespace": "sample",
-    "replicas": 6,
-    "template": {"kind": "statefulSet", "image": "nginx:1.27"},
-    "subsets": [
-        {"name": "subset-a", "replicas": "50%", "virtualNodes": False},
-        {"name": "subset-b", "virtualNodes": True},
-    ],
-    "propagation": {"weights": {"worker-1": 1, "worker-2": 2}},
-}
-
-RUNNER = "203.0.113.0/24"  # the Pulumi runner's egress (a documentation range)
-
-BASE: dict[str, Any] = {
-    "location": "westeurope",
-    "clusters": [
-        {"name": "manager", "role": "manager"},
-        {"name": "worker-1", "role": "worker", "virtualNodes": {"enabled": True}},
-        {"name": "worker-2", "role": "worker", "virtualNodes": {"enabled": True}},
-    ],
-    "karmada": {"apiServer": {"allowedSourceRanges": [RUNNER]}, "applications": [APP]},
-}
+from testkit.shared.config import with_change
+from testkit.shared.karmada_config import APP, BASE, RUNNER, errors_for
 
 
 def changed(path: str, value: Any) -> dict[str, Any]:
     """Copy of BASE with `a.b[0].c` set, or deleted when value is `...`."""
     return with_change(path, value, BASE)
-
-
-def errors_for(raw: dict[str, Any]) -> list[str]:
-    with pytest.raises(ConfigError) as info:
-        parse_fleet(raw)
-    return [str(i) for i in info.value.errors]
 
 
 def test_base_is_valid_and_resolves_host_and_members() -> None:

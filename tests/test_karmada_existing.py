@@ -20,23 +20,11 @@ from config.loader import read_karmada_kubeconfig
 from config.resolve import host_name, member_names
 from constants import KUBERNETES_PROVIDER_VERSION, PROJECT
 from testkit.mocks import FAKE_KUBECONFIG, Graph, is_secret, resolve, run_program, stack_outputs
-from tests.conftest import ROOT
-from tests.test_karmada_config import APP, errors_for
+from testkit.repo import ROOT
+from testkit.shared.karmada_config import errors_for
+from testkit.shared.karmada_existing import RAW
 
 KARMADA_DOC = FAKE_KUBECONFIG.format(name="karmada")
-
-RAW: dict[str, Any] = {
-    "location": "westeurope",
-    "clusters": [
-        {"name": "worker-1", "role": "standalone", "virtualNodes": {"enabled": True}},
-        {"name": "worker-2", "role": "standalone", "virtualNodes": {"enabled": True}},
-    ],
-    "karmada": {
-        "source": "existing",
-        "existing": {"kubeconfigSecret": "karmadaKubeconfig"},
-        "applications": [APP],
-    },
-}
 
 
 def test_no_host_and_the_members_as_usual() -> None:

@@ -20,8 +20,8 @@ from builders import karmada as kb
 from builders import karmada_access as ka
 from checks.stack import load_from_file, parse_fleet
 from config.models import FleetConfig
-from tests.conftest import COMMITTED_STACKS, ROOT
-from tests.test_karmada_config import BASE, errors_for
+from testkit.repo import COMMITTED_STACKS, ROOT
+from testkit.shared.karmada_config import BASE, errors_for
 
 Rules = list[dict[str, list[str]]]
 

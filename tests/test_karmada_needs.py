@@ -20,8 +20,8 @@ from checks.stack import load_from_file, parse_fleet
 from config.loader import kruise_crd_files
 from config.models import FleetConfig
 from testkit.mocks import Graph, Registered, built_stack, mocked_engine, run_program
-from tests.conftest import ROOT
-from tests.test_karmada_config import BASE
+from testkit.repo import ROOT
+from testkit.shared.karmada_config import BASE
 
 Key = tuple[str, str]  # (target, object key)
 

@@ -19,9 +19,9 @@ from config.loader import kruise_crd_files
 from constants import PROJECT
 from testkit import crdschema
 from testkit.mocks import FAKE_KUBECONFIG, Graph, run_program
-from tests.conftest import ROOT
-from tests.test_karmada_config import errors_for
-from tests.test_karmada_existing import RAW as EXISTING
+from testkit.repo import ROOT
+from testkit.shared.karmada_config import errors_for
+from testkit.shared.karmada_existing import RAW as EXISTING
 from upstream.karmada import KARMADA_CRD_FILES
 
 UD_CRD = KARMADA_CRD_FILES[0]

@@ -16,8 +16,9 @@ from checks.stack import load_from_file, parse_fleet
 from config.models import FleetConfig
 from config.resolve import multikueue_checks, with_mirrored_queues
 from preflight.sources import _quota_section as quota_section  # pyright: ignore[reportPrivateUsage]
-from tests.conftest import ROOT, render_kueue
-from tests.test_kueue_config import BASE
+from testkit.fleetvalues import render_kueue
+from testkit.repo import ROOT
+from testkit.shared.kueue_config import BASE
 from upstream.kueue import KUEUE_CHART
 
 

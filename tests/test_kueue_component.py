@@ -16,7 +16,7 @@ from builders.kueue_queues import cluster_objects
 from checks.stack import parse_fleet
 from components.kueue import Kueue, KueueArgs
 from testkit.mocks import Graph, Registered, built_stack, run_program
-from tests.test_kueue_config import BASE
+from testkit.shared.kueue_config import BASE
 from upstream.kueue import KUEUE_CHART
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

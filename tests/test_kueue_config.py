@@ -9,68 +9,15 @@ import pytest
 
 from checks.kueue_queues import check_gate_conflicts
 from checks.stack import load_from_file, parse_fleet
-from config.errors import ConfigError, Issue
 from config.resolve import with_mirrored_queues
-from tests.conftest import COMMITTED_STACKS
+from testkit.repo import COMMITTED_STACKS
+from testkit.shared.kueue_config import base, issues, texts
 from upstream.k8s import quantity_value
 from upstream.kueue import FEATURE_GATES, FRAMEWORKS, KUEUE_VERSIONS, LOCKED_GATES
 
 Q = "clusters[0].queues"
 CQ = f"{Q}.clusterQueues[0]"
 RES = f"{CQ}.resourceGroups[0].flavors[0].resources"
-
-# One standalone cluster, a tainted autoscaled pool, a gated queue: the shape of the AKS article.
-BASE: dict[str, Any] = {
-    "location": "westeurope",
-    "clusters": [
-        {
-            "name": "solo",
-            "role": "standalone",
-            "pools": [
-                {
-                    "name": "batch",
-                    "vmSize": "Standard_D4s_v5",
-                    "minCount": 0,
-                    "maxCount": 5,
-                    "taints": ["workload=batch:NoSchedule"],
-                }
-            ],
-            "queues": {
-                "namespaces": [{"name": "team-a", "labels": {"team": "a"}}],
-                "flavors": [{"name": "batch", "pool": "batch"}],
-                "provisioningGates": [{"name": "scaleup"}],
-                "clusterQueues": [
-                    {
-                        "name": "team-a",
-                        "namespaceSelector": {"matchLabels": {"team": "a"}},
-                        "resourceGroups": [
-                            {
-                                "coveredResources": ["cpu", "memory"],
-                                "flavors": [
-                                    {
-                                        "name": "batch",
-                                        "resources": [
-                                            {"name": "cpu", "nominalQuota": "16"},
-                                            {"name": "memory", "nominalQuota": "48Gi"},
-                                        ],
-                                    }
-                                ],
-                            }
-                        ],
-                        "provisioningGate": {"name": "scaleup"},
-                    }
-                ],
-                "localQueues": [
-                    {"name": "team-a", "namespace": "team-a", "clusterQueue": "team-a"}
-                ],
-            },
-        }
-    ],
-}
-
-
-def base() -> dict[str, Any]:
-    return copy.deepcopy(BASE)
 
 
 def queues(raw: dict[str, Any]) -> dict[str, Any]:
@@ -79,19 +26,6 @@ def queues(raw: dict[str, Any]) -> dict[str, Any]:
 
 def cq(raw: dict[str, Any]) -> dict[str, Any]:
     return queues(raw)["clusterQueues"][0]
-
-
-def issues(raw: dict[str, Any]) -> list[Issue]:
-    """Errors and warnings, whether or not the config is accepted."""
-    try:
-        _, warnings = parse_fleet(raw)
-    except ConfigError as err:
-        return err.issues
-    return warnings
-
-
-def texts(raw: dict[str, Any], severity: str = "error") -> list[str]:
-    return [str(i) for i in issues(raw) if i.severity == severity]
 
 
 def test_base_is_clean() -> None:

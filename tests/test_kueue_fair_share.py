@@ -21,8 +21,8 @@ from builders.fleet import kueue_objects
 from builders.kueue import manager_config
 from checks.stack import parse_fleet
 from testkit import crdschema
-from tests.conftest import fleet_issues as issues
-from tests.conftest import queue_objects as objects
+from testkit.fleetvalues import fleet_issues as issues
+from testkit.fleetvalues import queue_objects as objects
 
 FIXTURE = Path(__file__).parent / "fixtures" / "fair-share.yaml"
 PRIORITY = Path(__file__).parent / "fixtures" / "priority.yaml"

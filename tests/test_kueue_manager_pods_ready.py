@@ -16,9 +16,9 @@ import pytest
 
 from builders.kueue import wait_for_pods_ready_on
 from checks.stack import load_from_file
-from tests.conftest import COMMITTED_STACKS, ROOT
-from tests.test_kueue_config import BASE, texts
-from tests.test_kueue_production import (
+from testkit.repo import COMMITTED_STACKS, ROOT
+from testkit.shared.kueue_config import BASE, texts
+from testkit.shared.kueue_production import (
     WAIT_FOR_PODS_READY,
     config_of,
     fleet_of,

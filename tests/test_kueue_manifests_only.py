@@ -17,8 +17,8 @@ from config.errors import ConfigError
 from config.loader import kueue_crd_dir, kueue_crd_files
 from config.models import FleetConfig
 from testkit.mocks import Graph, run_program
-from tests.conftest import ROOT
-from tests.test_kueue_config import BASE
+from testkit.repo import ROOT
+from testkit.shared.kueue_config import BASE
 
 CONFIG_GROUP = "kubernetes:yaml/v2:ConfigGroup"
 PROVIDER = "pulumi:providers:kubernetes"

@@ -17,12 +17,17 @@ import pytest
 import yaml
 
 from builders.kueue import helm_values, kueue_releases, wait_for_pods_ready_on
-from checks.stack import load_from_file, parse_fleet
+from checks.stack import load_from_file
 from config.models import FleetConfig
-from tests.test_kueue_config import BASE, texts
+from testkit.shared.kueue_config import BASE, texts
+from testkit.shared.kueue_production import (
+    WAIT_FOR_PODS_READY,
+    config_of,
+    fleet_of,
+    gates_of,
+    with_manager,
+)
 
-# json tags of the Go structs at v0.19.2 (configuration_types.go).
-WAIT_FOR_PODS_READY = {"timeout", "blockAdmission", "requeuingStrategy", "recoveryTimeout"}
 REQUEUING_STRATEGY = {"timestamp", "backoffLimitCount", "backoffBaseSeconds", "backoffMaxSeconds"}
 WORKLOAD_RETENTION = {"afterFinished", "afterDeactivatedByKueue"}
 FAIR_SHARING = {"preemptionStrategies"}
@@ -47,22 +52,6 @@ EVERYTHING: dict[str, Any] = {
         "preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
     },
 }
-
-
-def fleet_of(raw: dict[str, Any]) -> FleetConfig:
-    return parse_fleet(raw)[0]
-
-
-def config_of(fleet: FleetConfig, cluster: int = 0) -> dict[str, Any]:
-    values = helm_values(fleet.kueue, fleet.clusters[cluster])
-    return yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
-
-
-def with_manager(raw: dict[str, Any]) -> dict[str, Any]:
-    """BASE's cluster as a worker of a manager that dispatches nothing of its own."""
-    raw["clusters"][0]["role"] = "worker"
-    raw["clusters"].insert(0, {"name": "manager", "role": "manager"})
-    return raw
 
 
 def test_every_setting_lands_under_kueues_own_field_names() -> None:
@@ -96,11 +85,6 @@ def test_wait_for_pods_ready_skips_the_manager() -> None:
     assert "waitForPodsReady" not in manager
     assert "waitForPodsReady" in worker
     assert manager["objectRetentionPolicies"] == worker["objectRetentionPolicies"]
-
-
-def gates_of(fleet: FleetConfig, cluster: int) -> dict[str, bool]:
-    values = helm_values(fleet.kueue, fleet.clusters[cluster])
-    return {g["name"]: g["enabled"] for g in values["controllerManager"]["featureGates"]}
 
 
 # Kueue 0.19.2 (apis/config/v1beta2/defaults.go) fills an absent waitForPodsReady with a 30m

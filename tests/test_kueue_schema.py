@@ -17,8 +17,9 @@ from builders.manifest import Manifest
 from checks.stack import load_from_file
 from config.models import FleetConfig
 from testkit import crdschema
-from tests.conftest import COMMITTED_STACKS, render_kueue
-from tests.test_seed_provisioning import seed_fleet
+from testkit.fleetvalues import render_kueue
+from testkit.repo import COMMITTED_STACKS
+from testkit.shared.seed_provisioning import seed_fleet
 from upstream.kueue import KUEUE_GROUP, KUEUE_VERSIONS
 
 # Update-only rules on the kinds we emit: immutability (`self == oldSelf`) and ResourceFlavor's

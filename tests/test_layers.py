@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from testkit.repo import ROOT
 
 PACKAGES = ("upstream", "config", "builders", "checks", "components", "preflight", "fleetview")
 # Import-linter roots beside the product: the test machinery library and the tests.
@@ -60,7 +60,7 @@ def test_the_project_keeps_its_contracts(project: Path) -> None:
         ("components/kueue.py", "import kubernetes", "the Kubernetes client only in"),
         ("builders/kueue.py", "import fleetview.status", "layers point down"),
         ("preflight/plan.py", "import fleetview.why", "layers point down"),
-        ("testkit/mocks.py", "import tests.schedule", "testkit never imports tests"),
+        ("testkit/mocks.py", "import tests.conftest", "testkit never imports tests"),
     ],
 )
 def test_a_wrong_way_import_breaks_the_check(
@@ -116,6 +116,48 @@ def test_nothing_outside_tests_imports_tests() -> None:
         str(path.relative_to(ROOT)) for path in set(outside) if "tests" in _all_imports(path)
     )
     assert not offenders, offenders
+
+
+def test_no_test_module_imports_another_or_a_conftest() -> None:
+    """Test modules and conftests import no module of tests/ (another test module, a conftest,
+    its fixtures or helpers): what several of them share is testkit's (testkit/shared,
+    testkit/realtier/shared), fixtures included, so a test module never runs, or breaks, because
+    another one changed. A conftest names its plugins in `pytest_plugins`, which imports nothing."""
+    modules = sorted((ROOT / "tests").rglob("*.py"))
+    assert len(modules) > 100, "the walk found too few test modules to be the tests"
+    offenders = sorted(
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in modules
+        for name in _imported_modules(path)
+        if name == "tests" or name.startswith(("tests.", "."))
+    )
+    assert not offenders, offenders
+
+
+def test_tests_holds_tests_only() -> None:
+    """tests/ holds test modules, conftests and package markers; machinery is testkit's."""
+    others = sorted(
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "tests").rglob("*.py")
+        if not path.name.startswith(("test_", "conftest")) and path.name != "__init__.py"
+    )
+    assert not others, others
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Every module a file imports anywhere (inside functions too), by its full dotted name;
+    `from a import b` counts `a.b` as well (b may be a module), a relative import starts with a
+    dot."""
+    tree = ast.parse(path.read_text())
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            module = "." * node.level + (node.module or "")
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
 
 
 def _all_imports(path: Path) -> set[str]:

@@ -20,7 +20,7 @@ from builders.interpreter import (
     united_deployment_interpreter,
 )
 from testkit import crdschema
-from tests.lua_kube import LuaInterpreter, LuaVM
+from testkit.lua_kube import LuaInterpreter, LuaVM
 
 KINDS = [
     "statefulSetTemplate",

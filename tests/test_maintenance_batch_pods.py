@@ -22,7 +22,7 @@ from config.loader import read_stack_file
 from config.models import FleetConfig
 from config.resolve import with_mirrored_queues
 from testkit.mocks import built_stack
-from tests.conftest import COMMITTED_STACKS
+from testkit.repo import COMMITTED_STACKS
 from upstream.kueue import POD_SET_LABEL
 
 Raw = dict[str, Any]

@@ -27,7 +27,7 @@ from checks.access import (
 from checks.stack import load_from_file, parse_fleet
 from config.errors import ConfigError
 from config.models import FleetConfig
-from tests.test_karmada_config import BASE
+from testkit.shared.karmada_config import BASE
 
 
 def fleet_of(**changes: Any) -> FleetConfig:

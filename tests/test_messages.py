@@ -24,8 +24,8 @@ from config.errors import ConfigError, Issue, named_path
 from config.loader import FULL_KEY, read_stack_file
 from config.schema import parse_model
 from preflight.snapshot import snapshot
+from testkit.realtier.twin import unserved
 from testkit.sources import copy_preflight_sources
-from tests.realtier.twin import unserved
 
 Raw = dict[str, Any]
 
@@ -125,7 +125,7 @@ def test_a_cpu_flavor_on_the_gpu_worker_also_fixes_it() -> None:
 
 
 def test_the_twin_finds_it_with_the_products_rule() -> None:
-    # tests/realtier/twin.py:unserved() held this rule alone; it now reads it from checks/.
+    # testkit/realtier/twin.py:unserved() held this rule alone; it now reads it from checks/.
     fleet = parse_model(staging_raw())
     (problem,) = unserved(fleet)
     assert problem.startswith("clusters[4].queues.clusterQueues[0]: manager ClusterQueue 'team-a'")

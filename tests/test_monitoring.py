@@ -14,7 +14,7 @@ from checks.azure_api import check_request
 from checks.stack import parse_fleet
 from config.errors import ConfigError
 from testkit.mocks import built_stack
-from tests.conftest import ROOT
+from testkit.repo import ROOT
 
 MC = "azure-native:containerservice:ManagedCluster"
 

@@ -4,132 +4,30 @@ from __future__ import annotations
 
 import base64
 import copy
-from dataclasses import dataclass
 from typing import Any
 
-import pulumi
-import pulumi_kubernetes as k8s
 import pytest
 import yaml
 from pulumi.runtime import rpc
 
-from builders import multikueue as mk
-from components.multikueue import (
-    MultiKueueManager,
-    MultiKueueManagerArgs,
-    MultiKueueWorkerAccess,
-    MultiKueueWorkerAccessArgs,
-    WorkerLink,
-)
 from constants import ACTIVE_STATUS
 from testkit.mocks import Graph, Registered, resolve, run_program
-from tests.test_multikueue_builders import expected_rules, split_rules
+from testkit.shared.multikueue_builders import expected_rules, split_rules
+from testkit.shared.multikueue_component import (
+    CA_B64,
+    CHECK,
+    FRAMEWORKS,
+    MKC,
+    MKCONFIG,
+    SECRET,
+    Built,
+    build,
+    fake_token,
+    urn_of,
+)
+from testkit.shared.multikueue_component import engine as engine  # noqa: PLC0414 - a fixture
 
-SECRET = "kubernetes:core/v1:Secret"
-MKC = "kubernetes:kueue.x-k8s.io/v1beta2:MultiKueueCluster"
-MKCONFIG = "kubernetes:kueue.x-k8s.io/v1beta2:MultiKueueConfig"
-CHECK = "kubernetes:kueue.x-k8s.io/v1beta2:AdmissionCheck"
 ROLE = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
-CA_B64 = base64.b64encode(
-    b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
-).decode()
-FRAMEWORKS = ["batch/job", "ray.io/rayjob"]
-
-
-def fake_token(secret_name: str) -> str:
-    return f"eyJhbGciOiJSUzI1NiJ9.{secret_name}.c2ln"
-
-
-@pytest.fixture
-def engine(graph: Graph) -> Graph:
-    """The shared mocks, plus what the token controller does: fill token and ca.crt."""
-    base = graph.mocks.new_resource
-
-    def new_resource(args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
-        rid, out = base(args)
-        if args.typ == SECRET and args.inputs.get("type") == "kubernetes.io/service-account-token":
-            name = args.inputs["metadata"]["name"]
-            token = base64.b64encode(fake_token(name).encode()).decode()
-            out["data"] = {"token": token, "ca.crt": CA_B64, "namespace": "a3VldWUtc3lzdGVt"}
-        return rid, out
-
-    graph.mocks.new_resource = new_resource  # type: ignore[method-assign]
-    return graph
-
-
-@dataclass
-class Built:
-    providers: dict[str, k8s.Provider]
-    releases: dict[str, k8s.helm.v3.Release]
-    access: dict[str, MultiKueueWorkerAccess]
-    manager: MultiKueueManager
-
-
-def build(
-    version: str = "v0.19.2",
-    frameworks: list[str] | None = None,
-    rotations: dict[str, int] | None = None,
-    workers: tuple[str, ...] = ("worker-1", "worker-2"),
-    *,
-    manager_kubeconfig: str | None = None,
-    force_retire: tuple[str, ...] = (),
-) -> Built:
-    """Manager + workers wired as the Fleet does: worker outputs feed the manager's links."""
-    rotations = rotations or {}
-    providers: dict[str, k8s.Provider] = {}
-    releases: dict[str, k8s.helm.v3.Release] = {}
-    for cluster in ("manager", *workers):
-        providers[cluster] = k8s.Provider(
-            f"{cluster}-k8s", kubeconfig="fake", enable_server_side_apply=True
-        )
-        releases[cluster] = k8s.helm.v3.Release(
-            f"{cluster}-kueue",
-            chart="oci://registry.k8s.io/kueue/charts/kueue",
-            version=version.removeprefix("v"),
-            namespace="kueue-system",
-            create_namespace=True,
-            opts=pulumi.ResourceOptions(provider=providers[cluster]),
-        )
-    access = {
-        w: MultiKueueWorkerAccess(
-            f"mk-{w}",
-            MultiKueueWorkerAccessArgs(
-                provider=providers[w],
-                kueue_version=version,
-                frameworks=frameworks if frameworks is not None else FRAMEWORKS,
-                rotation=rotations.get(w, 0),
-                depends_on=[releases[w]],
-                write_namespaces={"team-a": []},
-            ),
-        )
-        for w in workers
-    }
-    manager = MultiKueueManager(
-        "mk-manager",
-        MultiKueueManagerArgs(
-            provider=providers["manager"],
-            workers=[
-                WorkerLink(
-                    name=w,
-                    server=mk.api_server_url(f"{w}-abc123.hcp.westeurope.azmk8s.io"),
-                    ca_data=access[w].ca_data,
-                    token=access[w].token,
-                    rotation=rotations.get(w, 0),
-                    proof_after=[access[w].proof_binding],
-                )
-                for w in workers
-            ],
-            depends_on=[releases["manager"]],
-            kubeconfig=manager_kubeconfig,
-            force_retire=force_retire,
-        ),
-    )
-    return Built(providers, releases, access, manager)
-
-
-def urn_of(resource: pulumi.Resource) -> str:
-    value, _ = resolve(resource.urn)
-    return value
 
 
 def children(graph: Graph, component_urn: str) -> list[Registered]:
@@ -335,7 +233,7 @@ def build_fleet() -> Any:
     """The Fleet from the MultiKueue config test's BASE (needs the `engine` mocks active)."""
     from checks.stack import parse_fleet  # noqa: PLC0415
     from components.fleet import Fleet, FleetArgs  # noqa: PLC0415
-    from tests.test_multikueue_config import BASE  # noqa: PLC0415
+    from testkit.shared.multikueue_config import BASE  # noqa: PLC0415
 
     config = copy.deepcopy(BASE)
     config["multiKueue"]["rotation"] = {"worker-2": 1}
@@ -413,7 +311,7 @@ def test_dev_stack_dispatches_to_both_workers(engine: Graph) -> None:
     """Pulumi.dev.yaml with MultiKueue on (as README proposes, if the file does not yet)."""
     from checks.stack import parse_fleet  # noqa: PLC0415
     from components.fleet import Fleet, FleetArgs  # noqa: PLC0415
-    from tests.conftest import ROOT  # noqa: PLC0415
+    from testkit.repo import ROOT  # noqa: PLC0415
 
     doc = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
     raw = copy.deepcopy(doc["config"]["aks-batch-fleet:fleet"])

@@ -14,8 +14,8 @@ from config.resolve import dispatch_sets, enabled_workers, with_mirrored_queues
 from testkit import crdschema
 from testkit.fleetgen import fleet, worker_name
 from testkit.mocks import Graph, run_program
-from tests.test_multikueue_component import CHECK, MKCONFIG, engine  # noqa: F401 - fixture
-from tests.test_multikueue_config import BASE, worker
+from testkit.shared.multikueue_component import CHECK, MKCONFIG, engine  # noqa: F401 - fixture
+from testkit.shared.multikueue_config import BASE, worker
 
 KINDS = ("MultiKueueConfig", "AdmissionCheck")
 

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 import preflight.__main__ as preflight_main
 from checks.stack import load_from_file
-from tests.conftest import COMMITTED_STACKS, ROOT
+from testkit.repo import COMMITTED_STACKS, ROOT
 
 STACKS = {name: (ROOT / f"Pulumi.{name}.yaml").read_text() for name in COMMITTED_STACKS}
 MAX_SECONDS = 2.0

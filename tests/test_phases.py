@@ -1,4 +1,4 @@
-"""tests/realtier/phases.py: a real test's time split into engine, twins and the rest."""
+"""testkit/realtier/phases.py: a real test's time split into engine, twins and the rest."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import contextlib
 import threading
 import time
 
-from tests.realtier import phases
+from testkit.realtier import phases
 
 
 def test_time_is_counted_once_by_the_innermost_phase() -> None:

@@ -17,14 +17,14 @@ import yaml
 from builders.fleet import kueue_objects
 from checks.stack import load_from_file, parse_fleet
 from config.errors import ConfigError
-from tests.conftest import COMMITTED_STACKS, ROOT
-from tests.realtier.e2e import e2e_raw
-from tests.realtier.test_faults_deploy import _job as faults_job  # pyright: ignore[reportPrivateUsage]
-from tests.realtier.test_kueue_dispatch import _job as dispatch_job  # pyright: ignore[reportPrivateUsage]
-from tests.realtier.test_provisioning_gate import Gated
-from tests.realtier.test_provisioning_gate import job as gated_job
-from tests.realtier.test_twin_jobs import job_for
-from tests.realtier.twin import Submission
+from testkit.realtier.e2e import e2e_raw
+from testkit.realtier.shared.faults_deploy import faults_job
+from testkit.realtier.shared.kueue_dispatch import dispatch_job
+from testkit.realtier.shared.provisioning_gate import Gated
+from testkit.realtier.shared.provisioning_gate import job as gated_job
+from testkit.realtier.shared.twin_jobs import job_for
+from testkit.realtier.twin import Submission
+from testkit.repo import COMMITTED_STACKS, ROOT
 from upstream.k8s import minor_of
 from upstream.podsecurity import LABEL_PREFIX, pod_spec_of, policy_version, violations
 

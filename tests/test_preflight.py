@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from testkit.repo import ROOT
 from testkit.sources import copy_preflight_sources
-from tests.conftest import ROOT
 
 
 def preflight(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:

@@ -15,7 +15,7 @@ import yaml
 
 from preflight.diagram import render_markdown, render_mermaid
 from preflight.snapshot import Snapshot, snapshot
-from tests.conftest import ROOT
+from testkit.repo import ROOT
 
 ID = r"[A-Za-z0-9_]+"
 LABEL = r'"[^"]*"'

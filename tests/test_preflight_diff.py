@@ -6,7 +6,6 @@ import copy
 import json
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,29 +20,14 @@ from preflight.gitref import stack_at_ref
 from preflight.snapshot import Snapshot, empty, snapshot
 from preflight.sources import extra_sections
 from testkit.mocks import FAKE_KUBECONFIG
+from testkit.repo import ROOT
+from testkit.shared.preflight_diff import Fleet, edited, flags, section
 from testkit.sources import copy_preflight_sources
-from tests.conftest import ROOT
-
-Fleet = dict[str, Any]
 
 
 @pytest.fixture(scope="module")
 def dev() -> Snapshot:
     return snapshot("dev")
-
-
-def edited(tmp_path: Path, edit: Callable[[Fleet], None], stack: str = "dev") -> Snapshot:
-    """The committed stack with `edit` applied to its fleet, loaded by the same loader."""
-    document = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())
-    # The workers share their queues through a YAML anchor (one object after loading, and
-    # deepcopy keeps the sharing); a JSON round trip gives each worker its own to edit.
-    fleet = json.loads(json.dumps(document["config"]["aks-batch-fleet:fleet"]))
-    edit(fleet)
-    document["config"]["aks-batch-fleet:fleet"] = fleet
-    directory = tmp_path / "edited"
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / f"Pulumi.{stack}.yaml").write_text(yaml.safe_dump(document))
-    return snapshot(stack, root=directory)
 
 
 def cluster(fleet: Fleet, name: str) -> dict[str, Any]:
@@ -53,15 +37,6 @@ def cluster(fleet: Fleet, name: str) -> dict[str, Any]:
 def worker_quota(fleet: Fleet, name: str, resource: str) -> dict[str, Any]:
     flavors = cluster(fleet, name)["queues"]["clusterQueues"][0]["resourceGroups"][0]["flavors"]
     return next(r for r in flavors[0]["resources"] if r["name"] == resource)
-
-
-def section(diff: dict[str, Any], title: str) -> list[str]:
-    found = [s for s in diff["sections"] if s["title"] == title]
-    return [c["text"] for c in found[0]["changes"]] if found else []
-
-
-def flags(diff: dict[str, Any]) -> list[tuple[str, str]]:
-    return [(c["key"], c["flag"]) for s in diff["sections"] for c in s["changes"] if c["flag"]]
 
 
 def test_same_stack_is_no_change(dev: Snapshot) -> None:

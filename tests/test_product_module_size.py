@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import ROOT
+from testkit.repo import ROOT
 
 LIMIT = 550
 NOT_PRODUCT = {"tests", "testkit", "scripts"}

@@ -19,7 +19,7 @@ from checks.stack import load_from_file, read_files
 from config.errors import ConfigError
 from config.loader import FULL_KEY
 from testkit.mocks import FAKE_KUBECONFIG, Graph, is_secret, run_program
-from tests.conftest import ROOT
+from testkit.repo import ROOT
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 TOKEN = "tok-9f3b2c7e5d1a"  # stands for every credential: a token, a client key, a passphrase

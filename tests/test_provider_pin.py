@@ -16,7 +16,7 @@ import pytest
 
 from constants import KUBERNETES_PROVIDER_VERSION
 from testkit.mocks import Graph, built_stack
-from tests.conftest import COMMITTED_STACKS, ROOT
+from testkit.repo import COMMITTED_STACKS, ROOT
 
 PROVIDER = "pulumi:providers:kubernetes"
 

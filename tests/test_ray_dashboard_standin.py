@@ -1,4 +1,4 @@
-"""Offline checks of the stand-in Ray dashboard (tests/realtier/ray_dashboard.py).
+"""Offline checks of the stand-in Ray dashboard (testkit/realtier/ray_dashboard.py).
 
 Each request is the one KubeRay v1.5.0's dashboard client makes (dashboardclient/
 dashboard_httpclient.go), sent the way KubeRay sends it on the twin: as a plain-HTTP proxy
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.realtier.ray_dashboard import StandInDashboard
+from testkit.realtier.ray_dashboard import StandInDashboard
 
 HEAD: str = "http://rj-abcde-head-svc.ml.svc.cluster.local:8265"
 

@@ -20,9 +20,9 @@ import pytest
 import yaml
 
 from checks.stack import load_from_file
+from testkit.repo import ROOT
+from testkit.shared.readme import commands, shell_lines, verdict
 from testkit.sources import copy_preflight_sources
-from tests.conftest import ROOT
-from tests.test_readme import commands, shell_lines, verdict
 
 PAGE: Final = ROOT / "docs" / "ai-jobs.md"
 EXAMPLE: Final = ROOT / "examples" / "ai-jobs"

@@ -29,7 +29,7 @@ from config.errors import ConfigError
 from config.loader import read_stack_file
 from testkit import crdschema
 from testkit.mocks import Graph, mocked_engine, run_program
-from tests.conftest import ROOT
+from testkit.repo import ROOT
 from upstream.k8s import quantity_value
 from upstream.podsecurity import violations
 

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -22,111 +20,17 @@ import yaml
 
 import environment
 import preflight.__main__ as preflight_main
-from tests.conftest import ROOT
+from testkit.repo import ROOT
+from testkit.shared.readme import FENCE, OFFLINE_MARK, commands, shell_lines, verdict
 from upstream.kueue import DEFAULT_KUEUE_VERSION
 
 README: Final = ROOT / "README.md"
 DOCS: Final = ROOT / "docs"
 MAX_LINES: Final = 300
-OFFLINE_MARK: Final = "<!-- offline"
 RUN_TIMEOUT: Final = 300.0
 
 
-# Programs that reach Azure or a Kubernetes API server.
-CLOUD_PROGRAMS: Final = frozenset({"pulumi", "kubectl", "kubelogin", "az", "helm"})
-
-# Set-up lines README shows that this test does not run, and why. Keys are a command's first words.
-NOT_RUN: Final = {
-    "git clone": "makes the clone this test already runs in",
-    "cd": "enters that clone",
-    "scripts/bootstrap": (
-        "makes the environment this test runs in (scripts/check runs it first; ~1-2 min cold), "
-        "and its `uv sync` would rewrite that environment under the running pytest"
-    ),
-    "scripts/check": "runs this very test: it would recurse",
-}
-
-_FENCE: Final = re.compile(r"^```(?P<lang>\S*)[^\n]*\n(?P<body>.*?)^```", re.MULTILINE | re.DOTALL)
 _LINK: Final = re.compile(r"\]\((?P<target>[^)\s]+)\)")
-_OPERATORS: Final = frozenset({"|", "||", "&&", ";", "&", "(", ")"})
-
-
-@dataclass(frozen=True, slots=True)
-class Line:
-    """One command line of a README shell block."""
-
-    text: str
-    offline_block: bool  # the block is marked offline
-
-
-def shell_lines(markdown: str) -> list[Line]:
-    """Every non-blank, non-comment line of the ```bash/```sh blocks, with its block's mark."""
-    lines: list[Line] = []
-    for block in _FENCE.finditer(markdown):
-        if block["lang"] not in {"bash", "sh"}:
-            continue
-        before = markdown[: block.start()].rstrip("\n").rsplit("\n", 1)[-1]
-        marked = before.startswith(OFFLINE_MARK)
-        for text in block["body"].splitlines():
-            if text.strip() and not text.lstrip().startswith("#"):
-                lines.append(Line(text.strip(), marked))
-    return lines
-
-
-def commands(line: str) -> list[list[str]]:
-    """The simple commands of a shell line (split at pipes and control operators)."""
-    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    found: list[list[str]] = [[]]
-    for token in lexer:
-        if token in _OPERATORS:
-            found.append([])
-        else:
-            found[-1].append(token)
-    return [argv for argv in found if argv]
-
-
-def runs_cloud_program(program: str) -> bool:
-    """A cloud CLI itself, or a project script whose own lines run one."""
-    if program in CLOUD_PROGRAMS:
-        return True
-    script = ROOT / program
-    if not program.startswith("scripts/") or not script.is_file():
-        return False
-    for text in script.read_text().splitlines():
-        code = text.split("#", 1)[0]
-        if any(argv[0] in CLOUD_PROGRAMS for argv in _script_commands(code)):
-            return True
-    return False
-
-
-def _script_commands(code: str) -> list[list[str]]:
-    try:
-        parsed = commands(code)
-    except ValueError:  # a line continued on the next one: judge its words as they come
-        parsed = [code.split()]
-    # `exec pulumi up`, `command -v pulumi` (a probe, not a run: dropped), `if ! ... ; then`
-    return [
-        argv[1:] if argv[0] in {"exec", "then", "!", "if"} and len(argv) > 1 else argv
-        for argv in parsed
-        if argv[:2] != ["command", "-v"]
-    ]
-
-
-def verdict(line: str) -> str:
-    """'cloud', 'not run: <reason>' or 'offline'."""
-    argvs = commands(line)
-    if any(runs_cloud_program(argv[0]) for argv in argvs):
-        return "cloud"
-    reasons = [
-        reason
-        for argv in argvs
-        for key, reason in NOT_RUN.items()
-        if argv[: len(key.split())] == key.split()
-    ]
-    if reasons and len(reasons) == len(argvs):
-        return "not run: " + "; ".join(reasons)
-    return "offline"
 
 
 LINES: Final = shell_lines(README.read_text())
@@ -157,7 +61,7 @@ def test_readme_stays_short() -> None:
 
 
 def _links(page: Path) -> list[str]:
-    text = _FENCE.sub("", page.read_text())  # links inside code are not links
+    text = FENCE.sub("", page.read_text())  # links inside code are not links
     return [
         m["target"]
         for m in _LINK.finditer(text)
@@ -167,7 +71,7 @@ def _links(page: Path) -> list[str]:
 
 def _anchors(page: Path) -> set[str]:
     """GitHub's heading anchors: lowercase, punctuation dropped, spaces as hyphens."""
-    text = _FENCE.sub("", page.read_text())
+    text = FENCE.sub("", page.read_text())
     found: set[str] = set()
     for heading in re.findall(r"^#+ (.+)$", text, re.MULTILINE):
         slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
@@ -259,7 +163,7 @@ def kept_numbers() -> dict[str, str]:
 def test_readme_states_no_number_a_test_does_not_keep() -> None:
     """Prose numbers (not commands, code or link targets) are each read from their source here;
     a measurement (a time, a test count) belongs in docs/testing.md, which dates it."""
-    text = _FENCE.sub("", README.read_text())
+    text = FENCE.sub("", README.read_text())
     text = re.sub(r"<!--.*?-->|`[^`]*`|\]\([^)]*\)", "", text, flags=re.DOTALL)
     text = re.sub(r"^\s*\d+\. ", "", text, flags=re.MULTILINE)  # numbered steps
     kept = kept_numbers()

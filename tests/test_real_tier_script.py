@@ -17,7 +17,7 @@ import pytest
 
 from config.loader import read_stack_file
 from config.models import FleetConfig
-from tests.conftest import COMMITTED_STACKS
+from testkit.repo import COMMITTED_STACKS
 from upstream.frameworks import KUBERAY, TRAINING_OPERATOR
 from upstream.karmada import (
     DEFAULT_KARMADA_CHART_VERSION,

@@ -1,4 +1,4 @@
-"""The real tier's polling waits (tests/realtier/wait.py), offline: bounded, and a failure says
+"""The real tier's polling waits (testkit/realtier/wait.py), offline: bounded, and a failure says
 what was waited for and the last thing seen."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.realtier.wait import holds, until
+from testkit.realtier.wait import holds, until
 
 
 def test_until_returns_the_first_truthy_value() -> None:

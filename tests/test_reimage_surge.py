@@ -1,4 +1,4 @@
-"""The node reimage stand-in's batch size (tests/realtier/reimage.py): AKS's `maxSurge`, a node
+"""The node reimage stand-in's batch size (testkit/realtier/reimage.py): AKS's `maxSurge`, a node
 count or a percentage of the pool at the time of the upgrade, "For percentages, fractional nodes
 are rounded up" (AgentPoolUpgradeSettings.maxSurge)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.realtier.reimage import surge_count
+from testkit.realtier.reimage import surge_count
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ import pytest
 from builders.fleet import render_fleet
 from checks.stack import load_from_file
 from testkit.mocks import built_stack
-from tests.conftest import COMMITTED_STACKS
+from testkit.repo import COMMITTED_STACKS
 
 STACKS = COMMITTED_STACKS
 NOT_RENDERED = ("kubernetes:yaml/v2:ConfigGroup", "kubernetes:helm.sh/v3:Release")

@@ -27,8 +27,8 @@ from preflight.diff_render import render_text
 from preflight.snapshot import snapshot
 from testkit.fleetgen import fleet, worker_name
 from testkit.mocks import Graph, run_program
-from tests.test_multikueue_component import MKCONFIG, build, urn_of
-from tests.test_preflight_diff import Fleet, edited, flags, section
+from testkit.shared.multikueue_component import MKCONFIG, build, urn_of
+from testkit.shared.preflight_diff import Fleet, edited, flags, section
 from upstream.kueue import admitted_worker
 
 ROOT = Path(__file__).resolve().parent.parent

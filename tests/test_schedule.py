@@ -1,23 +1,23 @@
-"""tests/schedule.py: the longest test files go first, and every real-tier file has its place."""
+"""testkit/schedule.py: the longest test files go first, and every real-tier file has its place."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tests.schedule import LONGEST_FIRST, TESTS, rank
+from testkit.schedule import LONGEST_FIRST, TESTS, rank
 
 
 def test_every_listed_file_exists_once() -> None:
     assert sorted(set(LONGEST_FIRST)) == sorted(LONGEST_FIRST)
     missing = [name for name in LONGEST_FIRST if not (TESTS / name).is_file()]
-    assert missing == [], f"tests/schedule.py lists files that are gone: {missing}"
+    assert missing == [], f"testkit/schedule.py lists files that are gone: {missing}"
 
 
 def test_every_real_tier_file_is_placed() -> None:
     real = {p.relative_to(TESTS).as_posix() for p in (TESTS / "realtier").glob("test_*.py")}
     unplaced = sorted(real - set(LONGEST_FIRST))
     assert unplaced == [], (
-        f"place these in tests/schedule.py LONGEST_FIRST by their measured seconds: {unplaced}"
+        f"place these in testkit/schedule.py LONGEST_FIRST by their measured seconds: {unplaced}"
     )
 
 

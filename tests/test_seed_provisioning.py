@@ -13,9 +13,9 @@ from typing import Any
 import yaml
 
 from checks.stack import load_from_file, parse_fleet
-from config.models import FleetConfig
 from config.resolve import with_mirrored_queues
-from tests.conftest import render_kueue
+from testkit.fleetvalues import render_kueue
+from testkit.shared.seed_provisioning import SEED_RAW, seed_fleet
 from upstream.aks import lookup_vm, node_allocatable
 from upstream.k8s import quantity_value
 from upstream.kueue import QUEUE_LABEL
@@ -23,63 +23,6 @@ from upstream.podsecurity import labels as pod_security_labels
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# One AKS cluster with the article's autoscaled pool (`--min-count 1 --max-count 5`) and queues
-# named as in the seed. The seed's flavor selects the pool by AKS's `agentpool` label rather than
-# `pool:`, so it is written that way (config then suggests `pool:`, as a warning).
-SEED_RAW: dict[str, Any] = {
-    "location": "westeurope",
-    "kubernetesVersion": "1.36",
-    "clusters": [
-        {
-            "name": "aks-kueue",
-            "role": "standalone",
-            "pools": [
-                {"name": "scalepool", "vmSize": "Standard_D4s_v3", "minCount": 1, "maxCount": 5}
-            ],
-            "queues": {
-                "namespaces": [{"name": "cas-kueue-demo"}],
-                "flavors": [{"name": "scalepool", "nodeLabels": {"agentpool": "scalepool"}}],
-                "provisioningGates": [
-                    {
-                        "name": "cas-provisioning",
-                        "configName": "cas-provreq-config",
-                        "managedResources": ["cpu"],
-                    }
-                ],
-                "clusterQueues": [
-                    {
-                        "name": "cas-cluster-queue",
-                        "resourceGroups": [
-                            {
-                                "coveredResources": ["cpu", "memory"],
-                                "flavors": [
-                                    {
-                                        "name": "scalepool",
-                                        "resources": [
-                                            {"name": "cpu", "nominalQuota": "100"},
-                                            {"name": "memory", "nominalQuota": "200Gi"},
-                                        ],
-                                    }
-                                ],
-                            }
-                        ],
-                        "provisioningGate": {
-                            "name": "cas-provisioning",
-                            "onFlavors": ["scalepool"],
-                        },
-                    }
-                ],
-                "localQueues": [
-                    {
-                        "name": "cas-local-queue",
-                        "namespace": "cas-kueue-demo",
-                        "clusterQueue": "cas-cluster-queue",
-                    }
-                ],
-            },
-        }
-    ],
-}
 
 SEED_OBJECTS: list[dict[str, Any]] = [
     {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "cas-kueue-demo"}},
@@ -144,10 +87,6 @@ SEED_OBJECTS: list[dict[str, Any]] = [
         "spec": {"clusterQueue": "cas-cluster-queue"},
     },
 ]
-
-
-def seed_fleet() -> FleetConfig:
-    return parse_fleet(SEED_RAW)[0]
 
 
 def _key(obj: dict[str, Any]) -> tuple[str, str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.conftest import ROOT
+from testkit.repo import ROOT
 
 # Built so that this file does not name it; a user's clone has nothing at that path.
 BESIDE: str = "../" + "shared"

@@ -20,7 +20,7 @@ from config.errors import ConfigError, Issue
 from config.loader import read_stack_file
 from config.resolve import dispatch_sets, mirrored_queues
 from testkit.mocks import Graph, built_stack, run_program, set_stack_config
-from tests.conftest import ROOT
+from testkit.repo import ROOT
 
 Raw = dict[str, Any]
 

@@ -12,7 +12,7 @@ import pytest
 
 from constants import PATCH_FORCE
 from testkit.mocks import built_stack
-from tests.conftest import COMMITTED_STACKS
+from testkit.repo import COMMITTED_STACKS
 
 # Registered by the provider, not from a builder's metadata: Helm releases and the CRD file
 # groups (their objects are the charts' and upstream's).

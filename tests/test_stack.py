@@ -18,7 +18,7 @@ from testkit.mocks import (
     set_stack_config,
     stack_outputs,
 )
-from tests.conftest import COMMITTED_STACKS, ROOT
+from testkit.repo import COMMITTED_STACKS, ROOT
 
 
 def stack_raw(stack: str) -> dict[str, Any]:

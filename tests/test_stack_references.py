@@ -19,8 +19,8 @@ import yaml
 
 from config.errors import ConfigError
 from testkit.mocks import FAKE_KUBECONFIG, Graph, is_secret, run_program
-from tests.conftest import ROOT
-from tests.test_multikueue_component import CHECK, MKCONFIG, engine  # noqa: F401 - fixture
+from testkit.repo import ROOT
+from testkit.shared.multikueue_component import CHECK, MKCONFIG, engine  # noqa: F401 - fixture
 
 EXAMPLE = ROOT / "examples" / "stack-references"
 REF = "pulumi:pulumi:StackReference"

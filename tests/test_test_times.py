@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import ROOT
+from testkit.repo import ROOT
 
 SCRIPT = ROOT / "scripts" / "test-times"
 

@@ -1,4 +1,4 @@
-"""The loopback-twin mapping (tests/realtier/twin.py), offline, for every committed stack.
+"""The loopback-twin mapping (testkit/realtier/twin.py), offline, for every committed stack.
 
 No tool is needed: these check what the real tier would run, node by node, against the stack and
 against the Kueue objects the program renders for it.
@@ -14,7 +14,7 @@ import pytest
 
 from builders.fleet import kueue_objects
 from config.models import FleetConfig, PoolConfig
-from tests.realtier.twin import (
+from testkit.realtier.twin import (
     GPU_RESOURCE,
     VIRTUAL_NODE_NAME,
     PoolNodes,

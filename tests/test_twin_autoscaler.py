@@ -1,6 +1,6 @@
 """Offline: how a twin hands its AKS pools to the real cluster-autoscaler.
 
-No tool runs here (tests/realtier/autoscaler.py builds the objects; the real-tier
+No tool runs here (testkit/realtier/autoscaler.py builds the objects; the real-tier
 test_provisioning_gate.py runs the autoscaler on them).
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from config.models import AutoscalerProfile
-from tests.realtier.autoscaler import (
+from testkit.realtier.autoscaler import (
     AKS_SCALE_DOWN_DELAY_AFTER_ADD,
     AKS_SCALE_DOWN_UNNEEDED_TIME,
     CONFIG_MAP,
@@ -30,8 +30,8 @@ from tests.realtier.autoscaler import (
     scale_down_flags,
     templates,
 )
-from tests.realtier.harness import ControlPlane, Tools
-from tests.realtier.twin import KWOK_ANNOTATION, fleet_nodes, load_stack, stacks
+from testkit.realtier.harness import ControlPlane, Tools
+from testkit.realtier.twin import KWOK_ANNOTATION, fleet_nodes, load_stack, stacks
 from upstream.aks import AGENTPOOL_LABEL
 
 

@@ -22,9 +22,9 @@ from config.models import FleetConfig
 from preflight.diff import compare
 from preflight.snapshot import snapshot
 from testkit.mocks import Graph, built_stack, mocked_engine, run_program
+from testkit.realtier.upgrade_worker import MANAGER, documented, quoted_refusal
+from testkit.repo import COMMITTED_STACKS, ROOT
 from testkit.sources import copy_preflight_sources
-from tests.conftest import COMMITTED_STACKS, ROOT
-from tests.realtier.upgrade_worker import MANAGER, documented, quoted_refusal
 from upstream.aks_versions import CALENDAR, READ_ON
 
 MC = "azure-native:containerservice:ManagedCluster"

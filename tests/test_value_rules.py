@@ -15,7 +15,7 @@ import yaml
 
 from checks.stack import parse_fleet
 from config.errors import ConfigError
-from tests.conftest import ROOT
+from testkit.repo import ROOT
 from upstream.k8s import label_key_problem, quantity_problem, quantity_value
 
 # (input, value in base units) for TestQuantityParse rows whose value is exact (no rounding to

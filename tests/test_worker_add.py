@@ -14,8 +14,7 @@ from preflight.diff import compare
 from preflight.diff_render import render_text
 from preflight.snapshot import snapshot
 from testkit.mocks import Graph, built_stack
-from tests.conftest import COMMITTED_STACKS
-from tests.realtier.add_worker import (
+from testkit.realtier.add_worker import (
     NEW_WORKER,
     added_stack,
     command,
@@ -24,8 +23,9 @@ from tests.realtier.add_worker import (
     edited_text,
     page,
 )
-from tests.realtier.twin import load_stack
-from tests.test_multikueue_component import MKC, MKCONFIG
+from testkit.realtier.twin import load_stack
+from testkit.repo import COMMITTED_STACKS
+from testkit.shared.multikueue_component import MKC, MKCONFIG
 
 KUEUE = "fleet:index:Kueue"
 WORKER_QUEUE_KINDS = ("ClusterQueue", "LocalQueue")

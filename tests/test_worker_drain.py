@@ -20,7 +20,7 @@ from preflight.snapshot import Snapshot, snapshot
 from preflight.sources import extra_sections
 from testkit import crdschema
 from testkit.fleetgen import fleet, worker_name
-from tests.test_preflight_diff import Fleet, edited, section
+from testkit.shared.preflight_diff import Fleet, edited, section
 
 W1, W2, W3, W4 = (worker_name(i) for i in range(1, 5))
 

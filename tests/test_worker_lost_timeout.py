@@ -15,8 +15,8 @@ import yaml
 from builders.kueue import helm_values
 from checks.stack import load_from_file, parse_fleet
 from config.errors import ConfigError
-from tests.conftest import COMMITTED_STACKS
-from tests.test_kueue_config import base
+from testkit.repo import COMMITTED_STACKS
+from testkit.shared.kueue_config import base
 from upstream.kueue import DEFAULT_WORKER_LOST_TIMEOUT
 
 PATH = "kueue.multiKueue.workerLostTimeout"

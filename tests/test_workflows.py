@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import COMMITTED_STACKS, ROOT
+from testkit.repo import COMMITTED_STACKS, ROOT
 
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 TOOLS = Path(os.environ.get("AKS_BATCH_FLEET_TOOLS", Path.home() / ".cache/aks-batch-fleet/bin"))

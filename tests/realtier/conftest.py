@@ -12,24 +12,21 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import pytest
-import yaml
 
 from builders.manifest import KARMADA_TARGET
 from checks.stack import load_from_file
-from config.loader import kueue_crd_files
 from config.models import FleetConfig
-from tests.conftest_report import REPORT_KEY
-from tests.realtier import phases
-from tests.realtier.autoscaler import find_autoscaler
-from tests.realtier.e2e import KUEUE_VERSION
-from tests.realtier.harness import (
+from testkit.realtier import phases
+from testkit.realtier.autoscaler import find_autoscaler
+from testkit.realtier.crds import install_crds, karmada_crd_paths, kueue_crd_paths
+from testkit.realtier.e2e import KUEUE_VERSION
+from testkit.realtier.harness import (
     AGGREGATED_KINDS,
     KARMADA_PLANE,
     PLANES,
-    ROOT,
     ControlPlane,
     Report,
     Tools,
@@ -40,7 +37,7 @@ from tests.realtier.harness import (
     start_all,
     stop_all,
 )
-from tests.realtier.kueue import (
+from testkit.realtier.kueue import (
     KUEUE_NAMESPACE,
     KueueManager,
     kueue_binary,
@@ -48,13 +45,15 @@ from tests.realtier.kueue import (
     start_kueues,
     stop_kueues,
 )
-from tests.realtier.twin_run import SimulationTools, find_simulation_tools
+from testkit.realtier.twin_run import SimulationTools, find_simulation_tools
+from testkit.report import REPORT_KEY
 
-# The measured lines' stash and their summary (tests/conftest_report.py, xdist-aware).
+# The measured lines' stash (testkit/report.py) and their summary (tests/conftest_report.py,
+# xdist-aware).
 _REPORT = REPORT_KEY
 
 
-# The Automation API's stack operations, counted as the engine's time (tests/realtier/phases.py).
+# The Automation API's stack operations, counted as the engine's time (testkit/realtier/phases.py).
 ENGINE_CALLS = ("up", "preview", "refresh", "destroy")
 
 
@@ -136,7 +135,7 @@ def simulation() -> SimulationTools:
 
 @pytest.fixture(scope="session")
 def autoscaler() -> Path:
-    """The cluster-autoscaler built with its kwok cloud provider (tests/realtier/autoscaler.py);
+    """The cluster-autoscaler built with its kwok cloud provider (testkit/realtier/autoscaler.py);
     the tests that ask for it skip, naming how to build it, without it."""
     found, why = find_autoscaler()
     if found is None:
@@ -169,24 +168,6 @@ def dev_fleet() -> FleetConfig:
     return fleet
 
 
-def kueue_crd_paths(fleet: FleetConfig) -> list[Path]:
-    """The pinned Kueue CRDs, found as a `manifests-only` install finds them."""
-    manifests_only = fleet.model_copy(
-        update={"kueue": fleet.kueue.model_copy(update={"install": "manifests-only"})}
-    )
-    return [Path(p) for p in kueue_crd_files(manifests_only, ROOT)]
-
-
-def install_crds(plane: ControlPlane, files: list[Path]) -> list[str]:
-    """Server-side apply (the workloads CRD is too large for client-side apply's annotation),
-    then wait until every CRD is Established, so objects of its kinds are served."""
-    args = [a for f in files for a in ("-f", str(f))]
-    out = plane.kubectl("apply", "--server-side", "-o", "name", *args)
-    names = out.stdout.split()
-    plane.wait_established(names)
-    return names
-
-
 @pytest.fixture(scope="session")
 def kueue_crds(planes: dict[str, ControlPlane], dev_fleet: FleetConfig) -> dict[str, list[str]]:
     """The pinned Kueue CRDs on every plane (in parallel: each kubectl waits on its server)."""
@@ -194,32 +175,6 @@ def kueue_crds(planes: dict[str, ControlPlane], dev_fleet: FleetConfig) -> dict[
     with ThreadPoolExecutor(max_workers=len(planes)) as pool:
         jobs = {name: pool.submit(install_crds, plane, files) for name, plane in planes.items()}
         return {name: job.result() for name, job in jobs.items()}
-
-
-def _crd_identity(path: Path) -> tuple[str, str]:
-    doc: dict[str, Any] = yaml.safe_load(path.read_text())
-    return str(doc["spec"]["group"]), str(doc["spec"]["names"]["kind"])
-
-
-def karmada_crd_paths(fleet: FleetConfig, needed: set[tuple[str, str]]) -> list[Path]:
-    """The pinned Karmada and Kruise CRD files that define the (group, kind)s in `needed`."""
-    from testkit.crdschema import schema_dir  # noqa: PLC0415 - heavy import, only when used
-
-    karmada = fleet.karmada
-    if karmada is None:
-        return []
-    directories = [
-        schema_dir("karmada", karmada.chart_version),
-        schema_dir("kruise", f"v{karmada.kruise.chart_version}"),
-    ]
-    found = {
-        _crd_identity(path): path
-        for directory in directories
-        for path in sorted(directory.glob("*.yaml"))
-    }
-    missing = needed - set(found)
-    assert not missing, f"no pinned CRD for {sorted(missing)} in {directories}"
-    return [found[key] for key in sorted(needed)]
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,7 @@ one's admission, and a Job larger than the manager's quota left pending: a backl
 HEALTHY_CYCLES evaluations of the rule group (counted by its `lastEvaluation` advancing), every
 rule is healthy (evaluated without error) and no alert is pending or firing.
 
-Lost: the first worker's plane is lost as tests/realtier/faults.py's `lose_plane` loses it (its
+Lost: the first worker's plane is lost as testkit/realtier/faults.py's `lose_plane` loses it (its
 API server killed, every other process of it, its Kueue included, stopped with SIGSTOP: the
 scrape of its Kueue times out). Measured from that moment: the seconds until Prometheus shows
 `FleetKueueUnreachable{fleet_cluster=<worker>}` pending and firing, each within a bound (the
@@ -47,11 +47,11 @@ import yaml
 
 from builders.alerts import GROUP, alert_rules, rule_file
 from builders.monitoring import CLUSTER_LABEL, SCRAPE_JOB, monitoring_objects
-from tests.realtier.autoscaler import start_autoscalers
-from tests.realtier.faults import kill_kueue, lose_plane, restart_kueue, restore_plane, thaw_all
-from tests.realtier.harness import Report, Tools, apply
-from tests.realtier.jobs import workload_of_job
-from tests.realtier.test_dashboard_prometheus import (
+from testkit.realtier.autoscaler import start_autoscalers
+from testkit.realtier.faults import kill_kueue, lose_plane, restart_kueue, restore_plane, thaw_all
+from testkit.realtier.harness import Report, Tools, apply
+from testkit.realtier.jobs import workload_of_job
+from testkit.realtier.shared.dashboard_prometheus import (
     SCRAPE_INTERVAL,
     STACK,
     TARGETS_UP,
@@ -59,20 +59,20 @@ from tests.realtier.test_dashboard_prometheus import (
     WORK_TIMEOUT,
     Binaries,
     Prometheus,
-    _condition,
-    _job,
-    _point_discovery_at,
-    _scraper_token,
-    _shipped_job,
-    _state,
-    _until,
+    condition,
+    dashboard_job,
+    dashboard_state,
+    dashboard_until,
     loopback_job,
+    point_discovery_at,
+    scraper_token,
+    shipped_job,
     start_prometheus,
 )
-from tests.realtier.test_dashboard_prometheus import binaries as binaries  # noqa: PLC0414
-from tests.realtier.test_dashboard_prometheus import simulation as simulation  # noqa: PLC0414
-from tests.realtier.test_dashboard_prometheus import twin as twin  # noqa: PLC0414
-from tests.realtier.twin_run import Twin
+from testkit.realtier.shared.dashboard_prometheus import binaries as binaries  # noqa: PLC0414
+from testkit.realtier.shared.dashboard_prometheus import simulation as simulation  # noqa: PLC0414
+from testkit.realtier.shared.dashboard_prometheus import twin as twin  # noqa: PLC0414
+from testkit.realtier.twin_run import Twin
 
 pytestmark = [pytest.mark.real]
 
@@ -198,7 +198,7 @@ def watch_until_firing(prom: Prometheus, cluster: str, hold: float, t_stop: floa
 
 def until_cleared(prom: Prometheus, cluster: str, t_repair: float) -> float:
     """Seconds from the repair until Prometheus holds no alert at all."""
-    _until(
+    dashboard_until(
         f"{LOST_ALERT} for {cluster} cleared after it came back",
         lambda: not _alerts(prom),
         CLEAR_BOUND,
@@ -252,9 +252,9 @@ def test_alert_rules_quiet_on_the_healthy_twin_and_worker_lost_alert_fires_withi
         plane = twin.planes[cluster.name]
         applied = apply(plane, [m.obj for m in monitoring_objects(fleet, cluster)])
         assert not applied.rejected, f"[{cluster.name}] {applied.stderr}"
-        token = _scraper_token(plane, tmp_path / f"{cluster.name}.token")
-        _point_discovery_at(plane, twin.kueues[cluster.name].metrics_port)
-        jobs.append(loopback_job(_shipped_job(plane), cluster.name, plane.kubeconfig, token))
+        token = scraper_token(plane, tmp_path / f"{cluster.name}.token")
+        point_discovery_at(plane, twin.kueues[cluster.name].metrics_port)
+        jobs.append(loopback_job(shipped_job(plane), cluster.name, plane.kubeconfig, token))
     config = {
         "global": {"scrape_interval": SCRAPE_INTERVAL, "evaluation_interval": EVALUATION_INTERVAL},
         "rule_files": [str(rule_path)],
@@ -271,7 +271,7 @@ def test_alert_rules_quiet_on_the_healthy_twin_and_worker_lost_alert_fires_withi
             s["metric"][CLUSTER_LABEL] for s in prom.query(f'up{{job="{SCRAPE_JOB}"}} == 1')
         )
 
-    _until(
+    dashboard_until(
         "every cluster's Kueue scraped (up == 1)",
         lambda: up() == sorted(clusters),
         TARGETS_UP,
@@ -280,28 +280,28 @@ def test_alert_rules_quiet_on_the_healthy_twin_and_worker_lost_alert_fires_withi
 
     # Healthy traffic: dispatched and admitted on a worker, twice; a backlog on the manager.
     mgr = twin.planes[manager.name]
-    applied = apply(mgr, [_job("alert-run", "1")])
+    applied = apply(mgr, [dashboard_job("alert-run", "1")])
     assert not applied.rejected, applied.stderr
-    _until(
+    dashboard_until(
         "alert-run admitted on the manager (a worker admitted it)",
-        lambda: _condition(workload_of_job(mgr, TEAM, "alert-run"), "Admitted"),
+        lambda: condition(workload_of_job(mgr, TEAM, "alert-run"), "Admitted"),
         WORK_TIMEOUT,
-        lambda: _state(mgr, "alert-run"),
+        lambda: dashboard_state(mgr, "alert-run"),
     )
     admitted = f'kueue_admitted_workloads_total{{{CLUSTER_LABEL}="{manager.name}"}}'
-    _until(
+    dashboard_until(
         "the first admission scraped",
         lambda: prom.query(admitted),
         WORK_TIMEOUT,
         prom.tail,
     )
-    applied = apply(mgr, [_job("alert-run-2", "1"), _job("alert-big", "40")])
+    applied = apply(mgr, [dashboard_job("alert-run-2", "1"), dashboard_job("alert-big", "40")])
     assert not applied.rejected, applied.stderr
-    _until(
+    dashboard_until(
         "alert-run-2 admitted on the manager",
-        lambda: _condition(workload_of_job(mgr, TEAM, "alert-run-2"), "Admitted"),
+        lambda: condition(workload_of_job(mgr, TEAM, "alert-run-2"), "Admitted"),
         WORK_TIMEOUT,
-        lambda: _state(mgr, "alert-run-2"),
+        lambda: dashboard_state(mgr, "alert-run-2"),
     )
     t_work = time.monotonic() - t0
 
@@ -323,7 +323,7 @@ def test_alert_rules_quiet_on_the_healthy_twin_and_worker_lost_alert_fires_withi
         return len(evaluations) > HEALTHY_CYCLES  # the first one may predate the work
 
     t_healthy0 = time.monotonic()
-    _until(
+    dashboard_until(
         f"{HEALTHY_CYCLES} evaluations",
         healthy_cycles,
         HEALTHY_TIMEOUT,

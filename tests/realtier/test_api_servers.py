@@ -36,7 +36,7 @@ from builders.multikueue import (
 from config.models import FleetConfig
 from config.resolve import dispatched_namespaces, rotation_of
 from preflight.sources import collect
-from tests.realtier.harness import (
+from testkit.realtier.harness import (
     AGGREGATED_KINDS,
     KARMADA_PLANE,
     PLANES,
@@ -47,7 +47,7 @@ from tests.realtier.harness import (
     namespace,
     object_ref,
 )
-from tests.realtier.kueue import wait_for_token
+from testkit.realtier.kueue import wait_for_token
 from upstream.kueue import KUEUE_NAMESPACE, SERVICE_ACCOUNT
 from upstream.kueue_rbac import READ_VERBS, worker_rules
 

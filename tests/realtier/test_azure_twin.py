@@ -2,16 +2,16 @@
 
 Issue 39, first slice. The committed `Pulumi.dev.yaml` runs with its clusters as written
 (`source: aks`): the real engine loads the stand-in azure-native plugin
-(tests/realtier/azure_provider.py) under the pinned name, which forwards to the Azure twin in
-this process (tests/realtier/azure_twin.py). Every ManagedCluster the engine creates becomes a
+(testkit/realtier/azure_provider.py) under the pinned name, which forwards to the Azure twin in
+this process (testkit/realtier/azure_twin.py). Every ManagedCluster the engine creates becomes a
 plane with Kueue beside it, and the program's own wiring (cluster outputs ->
 listManagedClusterUserCredentials -> kubelogin exec kubeconfig -> authorization wait ->
 Kubernetes provider) deploys the Kubernetes half onto it. The Kubernetes half is mapped as every
-twin maps it (tests/realtier/azure_twin_run.py: Kueue `manifests-only`, no Karmada). Nothing else
+twin maps it (testkit/realtier/azure_twin_run.py: Kueue `manifests-only`, no Karmada). Nothing else
 of the stack changes, and no `existing` cluster is involved. test_azure_twin_prod.py runs prod.
 
 The planes authorize the deploying user as AKS with Azure RBAC does: from the role assignments
-the engine created, each only once it has propagated (tests/realtier/azure_rbac.py).
+the engine created, each only once it has propagated (testkit/realtier/azure_rbac.py).
 
 - One `up` creates the whole fleet, Azure and Kubernetes halves, with grants that reach the API
   servers only 60 s after their creation: it says it waits, waits, and applies nothing before.
@@ -48,15 +48,15 @@ import yaml
 from pulumi import automation as auto
 
 from constants import CONFIG_KEY, PROJECT
-from tests.realtier.autoscaler import (
+from testkit.realtier.autoscaler import (
     GROUP_ANNOTATION,
     MAX_ANNOTATION,
     TEMPLATES_MAP,
     provider_id,
 )
-from tests.realtier.autoscaler import NAMESPACE as AUTOSCALER_NAMESPACE
-from tests.realtier.autoscaler import TOOL as AUTOSCALER
-from tests.realtier.azure_twin import (
+from testkit.realtier.autoscaler import NAMESPACE as AUTOSCALER_NAMESPACE
+from testkit.realtier.autoscaler import TOOL as AUTOSCALER
+from testkit.realtier.azure_twin import (
     AGENT_POOL,
     AKS_SERVER_ID,
     DEPLOYER_OBJECT_ID,
@@ -64,7 +64,7 @@ from tests.realtier.azure_twin import (
     ArmError,
     AzureTwin,
 )
-from tests.realtier.azure_twin_run import (
+from testkit.realtier.azure_twin_run import (
     TwinRun,
     destroy_all,
     failing_up,
@@ -72,16 +72,16 @@ from tests.realtier.azure_twin_run import (
     twin_session,
     up_twice,
 )
-from tests.realtier.faults import KUEUE_API, condition, get_json, items
-from tests.realtier.harness import ROOT, ControlPlane, Report, Tools
-from tests.realtier.jobs import suspended_job, workload_of_job
-from tests.realtier.pulumi_cli import op_counts
-from tests.realtier.reimage import is_surge, kubelet_of
-from tests.realtier.test_faults_runtime import where
-from tests.realtier.test_worker_upgrade import version_of
-from tests.realtier.twin import VIRTUAL_NODE_NAME
-from tests.realtier.twin_run import PodWatch
-from tests.realtier.wait import until
+from testkit.realtier.faults import KUEUE_API, condition, get_json, items
+from testkit.realtier.harness import ROOT, ControlPlane, Report, Tools
+from testkit.realtier.jobs import suspended_job, workload_of_job
+from testkit.realtier.pulumi_cli import op_counts
+from testkit.realtier.reimage import is_surge, kubelet_of
+from testkit.realtier.shared.faults_runtime import where
+from testkit.realtier.shared.worker_upgrade import version_of
+from testkit.realtier.twin import VIRTUAL_NODE_NAME
+from testkit.realtier.twin_run import PodWatch
+from testkit.realtier.wait import until
 from upstream.aks import AGENTPOOL_LABEL
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
@@ -398,7 +398,7 @@ def test_a_worker_minor_bump_through_up_upgrades_with_work_in_it_once_its_minor_
     `orchestratorVersion`, builders/azure_cluster.py), then each AgentPool's
     (`fleet.pool_version_of`), and Azure is asked to change nothing else. The twin upgrades the
     control plane first, then the System pool, then the batch pool, node by node, surge then
-    drain (tests/realtier/azure_nodes.py `upgrade`); the batch node's drain waits on the job's
+    drain (testkit/realtier/azure_nodes.py `upgrade`); the batch node's drain waits on the job's
     pods (the program's PodDisruptionBudget refuses their eviction) until they complete; the job
     completes exactly once. A skip, a downgrade and a pool above its control plane, sent to the
     twin directly, are refused with AKS's words. The later tests run the bumped stack."""

@@ -4,7 +4,7 @@ The access mode docs/configuration.md names for teams that keep Kubernetes RBAC 
 no local accounts): AKS binds `cluster-admin` to the Entra groups of
 `aadProfile.adminGroupObjectIDs`, and the deploying identity is cluster-admin only as a member of
 one; the stack grants it nothing (`deployIdentityRole: none`, which checks/aks.py asks for in this
-mode). The twin models it (tests/realtier/azure_twin.py): the planes' API servers take the
+mode). The twin models it (testkit/realtier/azure_twin.py): the planes' API servers take the
 deploying user's token with its group object ids, and bind each cluster's admin groups as AKS
 does; its Azure RBAC webhook has no opinion on a cluster without `enableAzureRBAC`.
 
@@ -29,10 +29,10 @@ from typing import Any, Final
 
 import pytest
 
-from tests.realtier.azure_rbac import ADMIN_GROUPS_BINDING
-from tests.realtier.azure_twin import DEPLOYER_OBJECT_ID, ENTRA_USER, AzureTwin
-from tests.realtier.azure_twin_run import TwinRun, failing_up, set_fleet, twin_session
-from tests.realtier.harness import ROOT, Report, Tools
+from testkit.realtier.azure_rbac import ADMIN_GROUPS_BINDING
+from testkit.realtier.azure_twin import DEPLOYER_OBJECT_ID, ENTRA_USER, AzureTwin
+from testkit.realtier.azure_twin_run import TwinRun, failing_up, set_fleet, twin_session
+from testkit.realtier.harness import ROOT, Report, Tools
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 

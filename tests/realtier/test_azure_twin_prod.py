@@ -1,7 +1,7 @@
 """The prod stack's Azure half through the real engine: `pulumi up` against the Azure twin.
 
 Issue 39, second slice: the committed `Pulumi.prod.yaml` as written (`source: aks`, mapped as
-tests/realtier/azure_twin_run.py maps every stack), the way test_azure_twin.py runs dev. Prod
+testkit/realtier/azure_twin_run.py maps every stack), the way test_azure_twin.py runs dev. Prod
 adds to what dev exercises: five clusters (a GPU worker), Azure Monitor managed Prometheus (a
 workspace, per cluster a data collection endpoint, a rule and the association on the cluster, and
 the alert rules as a Prometheus rule group), maintenance configurations on every cluster, Spot
@@ -19,8 +19,8 @@ from typing import Final
 
 import pytest
 
-from tests.realtier.azure_twin_run import TwinRun, destroy_all, twin_session, up_twice
-from tests.realtier.harness import Report, Tools
+from testkit.realtier.azure_twin_run import TwinRun, destroy_all, twin_session, up_twice
+from testkit.realtier.harness import Report, Tools
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
@@ -67,7 +67,7 @@ def test_up_creates_the_whole_prod_fleet_and_the_next_up_is_a_no_op(
     ]
     assert [r.inputs["agentPoolName"] for r in spot] == ["spot"]
     # The NVIDIA device plugin (the stand-in chart through the stand-in repository,
-    # tests/realtier/chart_repo.py): on worker-4 alone, tolerating its GPU pool's taint.
+    # testkit/realtier/chart_repo.py): on worker-4 alone, tolerating its GPU pool's taint.
     for c in raw["clusters"]:
         plane = twin.clusters[c["name"]].plane
         found = plane.kubectl("get", "daemonsets", "-n", "kube-system", "-o", "name").stdout.split()

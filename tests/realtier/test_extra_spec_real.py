@@ -24,13 +24,13 @@ from typing import Any, Final
 
 import pytest
 
-from tests.realtier.faults import condition, get_json
-from tests.realtier.harness import FIELD_MANAGER, ControlPlane, Report, Tools, apply, object_ref
-from tests.realtier.jobs import workload_of_job
-from tests.realtier.test_kueue_contention import _job
-from tests.realtier.twin_run import SimulationTools, Twin, fixture_twin
-from tests.realtier.wait import holds, until
-from tests.test_extra_spec import BAD_FIELDS, FIXTURE, _render_unchecked
+from testkit.realtier.faults import condition, get_json
+from testkit.realtier.harness import FIELD_MANAGER, ControlPlane, Report, Tools, apply, object_ref
+from testkit.realtier.jobs import workload_of_job
+from testkit.realtier.shared.kueue_contention import contention_job
+from testkit.realtier.twin_run import SimulationTools, Twin, fixture_twin
+from testkit.realtier.wait import holds, until
+from testkit.shared.extra_spec import BAD_FIELDS, FIXTURE, render_unchecked
 from upstream.kueue import QUEUE_LABEL
 
 pytestmark = [pytest.mark.real]
@@ -88,7 +88,7 @@ def test_extra_spec_fields_are_stored_and_kueue_acts_on_them(twin: Twin, report:
     assert a_active["status"] == "True", a_active
     assert (b_active["status"], b_active["reason"]) == ("False", "Stopped"), b_active
 
-    jobs = [_job("team-a", "extra-spec-a"), _job("team-b", "extra-spec-b")]
+    jobs = [contention_job("team-a", "extra-spec-a"), contention_job("team-b", "extra-spec-b")]
     for job in jobs:
         assert job["metadata"]["labels"][QUEUE_LABEL] == job["metadata"]["namespace"]
     applied = apply(plane, jobs)
@@ -133,7 +133,7 @@ def test_what_preflight_refuses_in_extra_spec_the_api_server_refuses(
     let_through: list[str] = []
     dropped: list[str] = []
     for where, extra, expected in BAD_FIELDS:
-        obj = _render_unchecked(where, extra)
+        obj = render_unchecked(where, extra)
         result = apply(plane, [obj], dry_run=True)
         label = f"{where[0]}[{where[1]}] {json.dumps(extra)[:70]} ({expected.split(': ', 1)[-1]})"
         if extra == DROPPED_BY_THE_SERVER:

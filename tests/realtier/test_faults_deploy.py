@@ -13,14 +13,14 @@ the workers and others queued; the twin stops the old managers, `up` with 0.19.2
 CRDs and objects (the program's part), the twin starts the 0.19.2 managers (on AKS the Helm
 release does that part). Nothing may be recreated; queued work is admitted, running work ends.
 
-As in test_pulumi_engine.py: the real engine (tests/realtier/engine.py), three fresh planes as
+As in test_pulumi_engine.py: the real engine (testkit/realtier/engine.py), three fresh planes as
 `source: existing` clusters, Kueue `manifests-only` with the real manager beside each plane (the
 CRDs applied first: Kueue exits when they are not served). The killed-`up` tests deploy the
 committed dev stack's twin (`twin_engine.stack_raw`, the ProvisioningRequest CRD served for its
 gates; no nodes: they judge objects, not jobs). The upgrade test keeps the hand-written e2e fleet
-(tests/realtier/e2e.py: no gate, flavors without pools): its workers run Jobs on one kwok node each
-under Kueue 0.17.1 then 0.19.2, and a gate would need the cluster autoscaler's answer, which this
-tier has not been run against Kueue 0.17.
+(testkit/realtier/e2e.py: no gate, flavors without pools): its workers run Jobs on one kwok node
+each under Kueue 0.17.1 then 0.19.2, and a gate would need the cluster autoscaler's answer, which
+this tier has not been run against Kueue 0.17.
 """
 
 from __future__ import annotations
@@ -41,10 +41,10 @@ from pulumi import automation as auto
 
 from builders.fleet import kueue_objects
 from checks.stack import parse_fleet
-from tests.realtier.conftest import install_crds, kueue_crd_paths
-from tests.realtier.e2e import TEAM, e2e_raw
-from tests.realtier.engine import EngineRun, configure, find_engine, settle_inline_runs, workspace
-from tests.realtier.harness import (
+from testkit.realtier.crds import install_crds, kueue_crd_paths
+from testkit.realtier.e2e import TEAM, e2e_raw
+from testkit.realtier.engine import EngineRun, configure, find_engine, settle_inline_runs, workspace
+from testkit.realtier.harness import (
     CONTROLLERS,
     PLANES,
     ControlPlane,
@@ -57,15 +57,14 @@ from tests.realtier.harness import (
     start_all,
     stop_all,
 )
-from tests.realtier.jobs import suspended_job
-from tests.realtier.kueue import (
+from testkit.realtier.kueue import (
     KueueManager,
     kueue_binary,
     metrics_certs,
     start_kueues,
     stop_kueues,
 )
-from tests.realtier.pulumi_cli import (
+from testkit.realtier.pulumi_cli import (
     OPERATIONS,
     ObjectRef,
     alive,
@@ -80,9 +79,10 @@ from tests.realtier.pulumi_cli import (
     section,
     shell_commands,
 )
-from tests.realtier.twin import KWOK_ANNOTATION, load_stack
-from tests.realtier.twin_engine import stack_raw
-from tests.realtier.twin_run import (
+from testkit.realtier.shared.faults_deploy import faults_job
+from testkit.realtier.twin import KWOK_ANNOTATION, load_stack
+from testkit.realtier.twin_engine import stack_raw
+from testkit.realtier.twin_run import (
     TWIN_CONTROLLERS,
     JobWatch,
     SimulationTools,
@@ -247,7 +247,7 @@ def _killed_up(deploy: EngineRun, kill: Kill, provider: Path) -> tuple[float, in
     def up() -> None:
         try:
             # Checkpoints for this `up` only: the state it leaves when killed is what the
-            # recovery reads (tests/realtier/engine.py).
+            # recovery reads (testkit/realtier/engine.py).
             with deploy.checkpoints():
                 deploy.stack.up(on_output=deploy.add, on_event=kill.on_event, color="never")
         except BaseException as exc:  # judged in the test's thread
@@ -496,9 +496,6 @@ def test_a_killed_up_recovers_by_the_readme_to_an_uninterrupted_runs_objects(
 
 PREVIOUS_SUPPORTED: Final = "0.17.8"  # the project's older supported Kueue (upstream/kueue.py)
 JOBS: Final = 6
-# Each Job asks 8 CPU: the manager's team-a (32 CPU) admits 4, each worker's (16 CPU) runs 2;
-# the other 2 wait in the manager's queue through the upgrade.
-JOB_CPU: Final = 8
 RUNNING: Final = 4
 CRD_TYPE: Final = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 WAIT: Final = 120.0
@@ -605,11 +602,6 @@ def _previous_raw() -> dict[str, Any]:
     return raw
 
 
-def _job(name: str) -> dict[str, Any]:
-    requests = {"cpu": str(JOB_CPU), "memory": "1Gi"}
-    return suspended_job(name, TEAM, TEAM, requests, dispatched=True)
-
-
 def _items(plane: ControlPlane, path: str) -> list[dict[str, Any]]:
     status, body = plane.get(path)
     assert status == 200, (plane.name, path, status, body[:300])
@@ -663,7 +655,7 @@ def test_a_kueue_upgrade_with_work_in_the_queues_keeps_and_finishes_it(
 
     names = [f"job-{i}" for i in range(JOBS)]
     # One v1 List: kubectl reads a stream that starts with "{" as JSON, where "---" is an error.
-    jobs = {"apiVersion": "v1", "kind": "List", "items": [_job(n) for n in names]}
+    jobs = {"apiVersion": "v1", "kind": "List", "items": [faults_job(n) for n in names]}
     manager.kubectl("create", "-f", "-", stdin=json.dumps(jobs))
     _until(f"{RUNNING} Jobs Running on the workers", lambda: len(_running_pods(planes)) == RUNNING)
     time.sleep(3)  # the queue settles: nothing more is admitted beyond the quota

@@ -1,6 +1,6 @@
 """Faults at run time on the dev stack's twin (issue 17): a worker lost mid-job, the manager's
 Kueue killed -9 mid-dispatch. Jobs are submitted to the manager (MultiKueue dispatches them);
-their pods stay Running for a while (tests/realtier/faults.py, timed kwok Stages).
+their pods stay Running for a while (testkit/realtier/faults.py, timed kwok Stages).
 
 - A worker lost: every job runs on worker-1; worker-1's plane goes (faults.lose_plane). Asserted:
   the manager's MultiKueueCluster worker-1 goes inactive; after `workerLostTimeout` (20s here)
@@ -26,99 +26,69 @@ Measured times go to the run's report ("real tier: measured").
 from __future__ import annotations
 
 import json
-import shlex
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import pytest
 
-from config.models import FleetConfig
-from config.resolve import with_mirrored_queues
 from fleetview.verdict import FIX_REDISPATCH
-from tests.realtier.autoscaler import nodes_at_min, start_autoscalers
-from tests.realtier.conftest import kueue_crd_paths
-from tests.realtier.e2e import run_documented
-from tests.realtier.faults import (
+from testkit.realtier.faults import (
     KUEUE_API,
     cluster_active,
     condition,
     freeze_plane,
     get_json,
-    items,
     kill_kueue,
     lose_plane,
     restart_kueue,
     restore_plane,
     thaw_all,
-    timed_simulation,
 )
-from tests.realtier.fleetview_cli import fleetview
-from tests.realtier.harness import ControlPlane, Report, Tools, apply
-from tests.realtier.kueue import kueue_binary
-from tests.realtier.pulumi_cli import OPERATIONS, section
-from tests.realtier.test_twin_jobs import PODS, job_for
-from tests.realtier.twin import Submission, load_stack, submissions
-from tests.realtier.twin_run import (
+from testkit.realtier.fleetview_cli import fleetview
+from testkit.realtier.harness import ControlPlane, Report, Tools
+from testkit.realtier.shared.faults_runtime import (
+    MANAGER,
+    STACK,
+    WORKER_LOST_TIMEOUT,
+    autoscale,
+    completed_once,
+    dev_twin,
+    job,
+    ready_to_dispatch,
+    redispatch,
+    running_pods,
+    state,
+    submit,
+    where,
+    workloads,
+)
+from testkit.realtier.shared.twin_jobs import PODS
+from testkit.realtier.twin import Submission, load_stack
+from testkit.realtier.twin_run import (
     JobWatch,
     SimulationTools,
     Twin,
-    running_twin,
 )
-from tests.realtier.wait import until
+from testkit.realtier.wait import until
 from upstream.kueue import DISPATCHERS
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
-STACK: Final = "dev"
 LOST: Final = "worker-1"
 SURVIVOR: Final = "worker-2"
-MANAGER: Final = "manager"
-WORKER_LOST_TIMEOUT: Final = 20.0  # seconds; Kueue's default is 15m (kueue.multiKueue)
 RUN_FOR: Final = "30s"  # how long each pod stays Running (kwok): well past the loss
 JOBS: Final = 3
-GC_INTERVAL: Final = 10.0  # the tier's multiKueue.gcInterval (tests/realtier/kueue.py)
-JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
-
-
-def _dev_twin(
-    tools: Tools,
-    simulation: SimulationTools,
-    tmp_path: Path,
-    fleet: FleetConfig | None = None,
-    visibility: Collection[str] = (),
-) -> Iterator[Twin]:
-    """dev's twin, its user pools at minCount; `visibility`: the clusters whose Kueue serves its
-    visibility API (running_twin's `kueue_visibility`)."""
-    binary = kueue_binary()
-    if binary is None:
-        pytest.skip("real tier: kueue not built")
-    sim = timed_simulation(simulation, tmp_path / "stages")
-    with running_twin(
-        STACK,
-        tools,
-        sim,
-        kueue_binary=binary,
-        kueue_crds=kueue_crd_paths(load_stack(STACK)),
-        workdir=tmp_path,
-        nodes=nodes_at_min,
-        worker_lost_timeout=f"{WORKER_LOST_TIMEOUT:.0f}s",
-        fleet_value=fleet,
-        kueue_visibility=visibility,
-    ) as started:
-        try:
-            yield started
-        finally:
-            thaw_all(started.planes.values(), started.kueues.values())
+GC_INTERVAL: Final = 10.0  # the tier's multiKueue.gcInterval (testkit/realtier/kueue.py)
 
 
 @pytest.fixture
 def twin(tools: Tools, simulation: SimulationTools, tmp_path: Path) -> Iterator[Twin]:
     """dev's twin, its user pools at minCount: each test starts the real cluster-autoscaler on
     the workers it wants to answer the provisioning gates (`autoscale`)."""
-    yield from _dev_twin(tools, simulation, tmp_path)
+    yield from dev_twin(tools, simulation, tmp_path)
 
 
 @pytest.fixture
@@ -128,101 +98,10 @@ def prod_dispatch_twin(tools: Tools, simulation: SimulationTools, tmp_path: Path
     dev = load_stack(STACK)
     prod = load_stack("prod").kueue.multi_kueue
     fleet = dev.model_copy(update={"kueue": dev.kueue.model_copy(update={"multi_kueue": prod})})
-    yield from _dev_twin(tools, simulation, tmp_path, fleet)
+    yield from dev_twin(tools, simulation, tmp_path, fleet)
 
 
 # ---- helpers ---------------------------------------------------------------------------------
-
-
-def autoscale(twin: Twin, binary: Path, *clusters: str) -> None:
-    """The real cluster-autoscaler on these clusters, as a process of each plane (a lost or
-    frozen plane's autoscaler stops with it and resumes with it)."""
-    start_autoscalers({c: twin.planes[c] for c in clusters}, twin.fleet, binary)
-
-
-def ready_to_dispatch(twin: Twin, binary: Path, *autoscaled: str) -> Submission:
-    """The autoscaler on `autoscaled`, every ClusterQueue Active; the stack's one dispatched
-    LocalQueue (on the manager)."""
-    autoscale(twin, binary, *autoscaled)
-    queues_active(twin)
-    [sub] = [s for s in submissions(twin.fleet) if s.dispatched]
-    return sub
-
-
-def queues_active(twin: Twin) -> None:
-    for cluster in with_mirrored_queues(twin.fleet).clusters:
-        plane = twin.planes[cluster.name]
-        for cq in cluster.queues.cluster_queues:
-            path = f"{KUEUE_API}/clusterqueues/{cq.name}"
-            until(
-                lambda plane=plane, path=path: condition(get_json(plane, path), "Active") == "True",
-                90.0,
-                f"[{cluster.name}] ClusterQueue {cq.name} Active",
-            )
-
-
-def job(plane: ControlPlane, ns: str, name: str) -> dict[str, Any] | None:
-    return get_json(plane, f"/apis/batch/v1/namespaces/{ns}/jobs/{name}")
-
-
-def running_pods(plane: ControlPlane, ns: str, name: str) -> list[dict[str, Any]]:
-    pods = items(plane, f"/api/v1/namespaces/{ns}/pods?labelSelector={JOB_NAME_LABEL}%3D{name}")
-    return [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
-
-
-def workloads(plane: ControlPlane, ns: str) -> list[dict[str, Any]]:
-    return items(plane, f"{KUEUE_API}/namespaces/{ns}/workloads")
-
-
-def where(wl: dict[str, Any]) -> str | None:
-    """The worker a manager Workload is dispatched to (status.clusterName, Kueue 0.19)."""
-    return (wl.get("status") or {}).get("clusterName")
-
-
-def state(twin: Twin, ns: str, live: list[str]) -> str:
-    lines = [
-        f"{w['metadata']['name']}: cluster={where(w)} "
-        + json.dumps([(c["type"], c["status"], c.get("reason")) for c in w["status"]["conditions"]])
-        for w in workloads(twin.planes[MANAGER], ns)
-        if w.get("status", {}).get("conditions")
-    ]
-    for w in workloads(twin.planes[MANAGER], ns):
-        checks = (w.get("status") or {}).get("admissionChecks") or []
-        lines.append(
-            f"  checks: {[(c.get('name'), c.get('state'), c.get('message')) for c in checks]}"
-        )
-    for j in items(twin.planes[MANAGER], f"/apis/batch/v1/namespaces/{ns}/jobs"):
-        st = j.get("status") or {}
-        lines.append(
-            f"manager job {j['metadata']['name']}: suspend={j['spec'].get('suspend')} "
-            f"active={st.get('active')} succeeded={st.get('succeeded')}"
-        )
-    for name in live:
-        plane = twin.planes[name]
-        result = plane.kubectl(
-            "get", "jobs,workloads,pods,provisioningrequests", "-n", ns, check=False
-        )
-        lines.append(f"[{name}]\n{result.stdout}")
-        for w in workloads(plane, ns):
-            conds = (w.get("status") or {}).get("conditions") or []
-            checks = (w.get("status") or {}).get("admissionChecks") or []
-            lines.append(
-                f"  {w['metadata']['name']}: "
-                + json.dumps([(c["type"], c["status"], c.get("reason")) for c in conds])
-                + f" checks {[(c.get('name'), c.get('state'), c.get('message')) for c in checks]}"
-            )
-    return "\n".join(lines)
-
-
-def submit(twin: Twin, sub: Submission, names: list[str], run_for: str) -> None:
-    applied = apply(twin.planes[MANAGER], [job_for(sub, n, run_for) for n in names])
-    assert not applied.rejected, applied.stderr
-
-
-def completed_once(twin: Twin, ns: str, name: str) -> bool:
-    """The manager's Job Complete with exactly its completions succeeded."""
-    obj = job(twin.planes[MANAGER], ns, name)
-    return condition(obj, "Complete") == "True" and (obj or {})["status"].get("succeeded") == PODS
 
 
 STRANDED_AFTER: Final = 60.0  # beyond workerLostTimeout: a Workload not re-admitted is stranded
@@ -442,10 +321,6 @@ def test_manager_kueue_killed_mid_dispatch_loses_and_repeats_nothing(
 
 # ---- a Workload reserved while no worker answers ---------------------------------------------
 
-# The documented annotation for the operator step below (any metadata change does: it is an update
-# event, and MultiKueue reconciles the Workload again).
-REDISPATCH: Final = "aks-batch-fleet/redispatch"
-KILLED_SECTION: Final = "### The manager's Kueue killed mid-dispatch"
 RECONCILED: Final = 10.0  # after the restart: the new Kueue has read every Workload once
 HELD: Final = 30.0  # every worker back and Active, and still no copy: stranded
 
@@ -470,33 +345,6 @@ def undispatched(manager: ControlPlane, workers: dict[str, ControlPlane], ns: st
         if not any(get_json(plane, path) for plane in workers.values()):
             found.append(name)
     return found
-
-
-def redispatch(manager: ControlPlane) -> list[tuple[str, str]]:
-    """The documented operator step, as written: its listing line on the manager, then its annotate
-    line for each (namespace, Workload) listed. Returns those listed."""
-    lines = [
-        line
-        for line in section(OPERATIONS.read_text(), KILLED_SECTION).splitlines()
-        if line.startswith("kubectl ")
-    ]
-    assert len(lines) == 2, (
-        f"docs/operations.md, {KILLED_SECTION}: expected a listing and an annotate line"
-    )
-    listing, annotate = lines
-    listed = [
-        (ns, name)
-        for ns, name in (
-            row.split() for row in run_documented(manager, listing).splitlines() if row.strip()
-        )
-    ]
-    for ns, name in listed:
-        run_documented(
-            manager,
-            annotate.replace("NAMESPACE", shlex.quote(ns)).replace("NAME", shlex.quote(name)),
-        )
-    assert REDISPATCH in annotate, annotate
-    return listed
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """The first `up` succeeds once, and a refresh never loses state (issue 24 items 5 and 6), with
-the real engine (tests/realtier/engine.py) on a fresh plane.
+the real engine (testkit/realtier/engine.py) on a fresh plane.
 
 The deploying identity is a ServiceAccount that the plane knows but does not authorize: its
 kubeconfig gets its token from an `exec` credential plugin, as an AKS Entra ID kubeconfig gets
@@ -37,10 +37,10 @@ import pytest
 import yaml
 from pulumi import automation as auto
 
-from tests.realtier.engine import EngineRun, configure, find_engine, kubeconfig_key, workspace
-from tests.realtier.faults import lose_plane, restore_plane, wait_for
-from tests.realtier.harness import ControlPlane, Report, Tools, start_all, stop_all
-from tests.realtier.pulumi_cli import section, shell_commands
+from testkit.realtier.engine import EngineRun, configure, find_engine, kubeconfig_key, workspace
+from testkit.realtier.faults import lose_plane, restore_plane, wait_for
+from testkit.realtier.harness import ControlPlane, Report, Tools, start_all, stop_all
+from testkit.realtier.pulumi_cli import section, shell_commands
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 

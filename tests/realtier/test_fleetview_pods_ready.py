@@ -77,19 +77,14 @@ import yaml
 from checks.stack import parse_fleet
 from config.models import FleetConfig
 from config.schema import FULL_KEY
-from tests.realtier.faults import KUEUE_API, condition, condition_of, get_json, held_not_ready
-from tests.realtier.fleetview_cli import fleetview
-from tests.realtier.harness import ControlPlane, Report, Tools, apply
-from tests.realtier.jobs import suspended_job, workload_of_job
-from tests.realtier.test_faults_runtime import (
-    MANAGER,
-    _dev_twin,  # pyright: ignore[reportPrivateUsage]
-    ready_to_dispatch,
-    state,
-)
-from tests.realtier.twin import Submission, load_stack
-from tests.realtier.twin_run import SimulationTools, Twin
-from tests.realtier.wait import until
+from testkit.realtier.faults import KUEUE_API, condition, condition_of, get_json, held_not_ready
+from testkit.realtier.fleetview_cli import fleetview
+from testkit.realtier.harness import ControlPlane, Report, Tools, apply
+from testkit.realtier.jobs import suspended_job, workload_of_job
+from testkit.realtier.shared.faults_runtime import MANAGER, dev_twin, ready_to_dispatch, state
+from testkit.realtier.twin import Submission, load_stack
+from testkit.realtier.twin_run import SimulationTools, Twin
+from testkit.realtier.wait import until
 
 pytestmark = [pytest.mark.real]
 
@@ -144,7 +139,7 @@ def twin(
 ) -> Iterator[Twin]:
     workdir = tmp_path_factory.mktemp("fleetview-pods-ready")
     held = held_not_ready(simulation, workdir / "held-stages")
-    yield from _dev_twin(tools, held, workdir, fleet.fleet)
+    yield from dev_twin(tools, held, workdir, fleet.fleet)
 
 
 # ---- driving and reading -------------------------------------------------------------------

@@ -3,12 +3,12 @@
 On the e2e fleet of test_kueue_dispatch (manager team-a: 32 CPU; each worker: 16), driven through
 real states: job A (12 CPU) is admitted on the manager and dispatched to a worker; job B (24 CPU)
 then waits for quota on the manager (12 + 24 > 32); then A's worker is lost (its API server
-killed, the rest of it frozen: tests/realtier/faults.py) and comes back. Each time `python -m
+killed, the rest of it frozen: testkit/realtier/faults.py) and comes back. Each time `python -m
 fleetview status --json` and `why` run as a user would, with the planes' kubeconfig files, and must
 name the right cluster and cause; with a worker gone, `status` answers within its bound.
 
 FLEETVIEW_CAPTURE=DIR keeps the human outputs (docs/observability.md shows such a capture;
-tests/realtier/fleetview_cli.py).
+testkit/realtier/fleetview_cli.py).
 """
 
 from __future__ import annotations
@@ -20,15 +20,19 @@ from typing import Any, Final
 
 import pytest
 
-from tests.realtier import test_kueue_dispatch as dispatch
-from tests.realtier.e2e import TEAM
-from tests.realtier.faults import cluster_active, condition_of, lose_plane, restore_plane
-from tests.realtier.fleetview_cli import fleetview
-from tests.realtier.harness import ControlPlane, Report, apply
-from tests.realtier.jobs import suspended_job, workload_of_job
-from tests.realtier.kueue import KueueManager
-from tests.realtier.test_kueue_dispatch import KUEUE_API, Wired
-from tests.realtier.wait import until
+from testkit.realtier.e2e import TEAM
+from testkit.realtier.faults import cluster_active, condition_of, lose_plane, restore_plane
+from testkit.realtier.fleetview_cli import fleetview
+from testkit.realtier.harness import ControlPlane, Report, apply
+from testkit.realtier.jobs import suspended_job, workload_of_job
+from testkit.realtier.kueue import KueueManager
+from testkit.realtier.shared.fleetview_real import pending_count
+from testkit.realtier.shared.kueue_dispatch import Wired
+
+# The e2e fleet's wiring as test_kueue_dispatch applies it (module-scoped: applied once here too;
+# server-side apply makes a second application in one session a no-op): the fixture `wired`.
+from testkit.realtier.shared.kueue_dispatch import wired as wired  # noqa: PLC0414 - a fixture
+from testkit.realtier.wait import until
 
 pytestmark = pytest.mark.real
 
@@ -37,10 +41,6 @@ BOUND: Final = 5.0  # fleetview's --timeout in the lost-worker test
 DISPATCHED: Final = "fleetview-dispatched"
 PENDING: Final = "fleetview-pending"
 WORKERS: Final = ("worker-1", "worker-2")
-
-# The e2e fleet's wiring as test_kueue_dispatch applies it (module-scoped: applied once here too;
-# server-side apply makes a second application in one session a no-op).
-wired = dispatch.wired
 
 
 def _job(name: str, cpu: str) -> dict[str, Any]:
@@ -52,13 +52,6 @@ def _json(planes: dict[str, ControlPlane], *args: str) -> tuple[dict[str, Any], 
     done, elapsed = fleetview(planes, *args, "--json")
     assert "Traceback" not in done.stderr, done.stderr
     return json.loads(done.stdout), elapsed
-
-
-def _pending_count(manager: ControlPlane) -> int:
-    status, body = manager.get(f"{KUEUE_API}/clusterqueues/{TEAM}")
-    if status != 200:
-        return 0
-    return int((json.loads(body).get("status") or {}).get("pendingWorkloads") or 0)
 
 
 @pytest.fixture(scope="module")
@@ -104,10 +97,10 @@ def jobs(
         # Kueue writes the ClusterQueue's counts after the Workload's condition, on its own
         # schedule (gate 2, 2026-12-04: `status` ran between the two and saw 0 pending).
         until(
-            lambda: _pending_count(manager) >= 1,
+            lambda: pending_count(manager) >= 1,
             WAIT,
             f"[manager] ClusterQueue {TEAM} counts the pending Workload (status.pendingWorkloads)",
-            seen=lambda: str(_pending_count(manager)),
+            seen=lambda: str(pending_count(manager)),
         )
         yield str(wl["status"]["clusterName"])
     finally:

@@ -26,7 +26,7 @@ Driven, one after the other (the jobs stay for the later steps, `fv-starting` ex
    `fv-backlog` with Kueue's message and "0 Workloads ahead of it", `fv-behind` "1 Workload ahead
    of it" (Kueue's scheduler may not have tried it yet, and then it has no message). The
    positions are what fleetview reads from Kueue's visibility API, which the manager's Kueue
-   serves through its plane's aggregation layer (tests/realtier/kueue.py), checked against that
+   serves through its plane's aggregation layer (testkit/realtier/kueue.py), checked against that
    API read with kubectl as admin, as fleetview's read-only role and as roles granting only
    `get` (read) or only `list` (refused). `fv-local`, on worker-2's own LocalQueue, is found
    there and is `at-gate`. No warning.
@@ -96,9 +96,8 @@ from checks.stack import parse_fleet
 from config.models import FleetConfig
 from fleetview.objects import VISIBILITY_GROUP
 from fleetview.rbac import reader_binding, reader_role
-from tests.realtier import test_faults_runtime as runtime
-from tests.realtier.autoscaler import TOOL
-from tests.realtier.faults import (
+from testkit.realtier.autoscaler import TOOL
+from testkit.realtier.faults import (
     KUEUE_API,
     cluster_active,
     condition,
@@ -108,25 +107,22 @@ from tests.realtier.faults import (
     items,
     lose_plane,
 )
-from tests.realtier.fleetview_cli import fleetview
-from tests.realtier.harness import ControlPlane, Report, Tools, apply
-from tests.realtier.jobs import suspended_job, workload_of_job
-from tests.realtier.test_faults_runtime import (
+from testkit.realtier.fleetview_cli import fleetview
+from testkit.realtier.harness import ControlPlane, Report, Tools, apply
+from testkit.realtier.jobs import suspended_job, workload_of_job
+from testkit.realtier.shared.faults_runtime import (
     MANAGER,
-    _dev_twin,  # pyright: ignore[reportPrivateUsage]
+    WORKER_LOST_TIMEOUT,
+    dev_twin,
     ready_to_dispatch,
     state,
 )
-from tests.realtier.test_fleetview_real import (
-    _pending_count,  # pyright: ignore[reportPrivateUsage]
-)
-from tests.realtier.test_kueue_preemption import FIXTURE, PRIORITY_LABEL
-from tests.realtier.test_provisioning_gate import (
-    _requests,  # pyright: ignore[reportPrivateUsage]
-)
-from tests.realtier.twin import Submission, load_stack
-from tests.realtier.twin_run import PROVISIONING_API, SimulationTools, Twin
-from tests.realtier.wait import until
+from testkit.realtier.shared.fleetview_real import pending_count
+from testkit.realtier.shared.kueue_preemption import FIXTURE, PRIORITY_LABEL
+from testkit.realtier.shared.provisioning_gate import provisioning_requests
+from testkit.realtier.twin import Submission, load_stack
+from testkit.realtier.twin_run import PROVISIONING_API, SimulationTools, Twin
+from testkit.realtier.wait import until
 from upstream.kueue import MULTIKUEUE_CONTROLLER
 
 pytestmark = [pytest.mark.real]
@@ -184,7 +180,7 @@ def twin(
     workdir = tmp_path_factory.mktemp("fleetview-states")
     held = held_not_ready(simulation, workdir / "held-stages")
     # The manager's Kueue serves its visibility API (fv-backlog's position); the workers' not.
-    yield from _dev_twin(tools, held, workdir, states_fleet(), visibility=(MANAGER,))
+    yield from dev_twin(tools, held, workdir, states_fleet(), visibility=(MANAGER,))
 
 
 # ---- driving and reading -------------------------------------------------------------------
@@ -269,7 +265,7 @@ def _await_offered(twin: Twin, ns: str, names: dict[str, str]) -> None:
             and "insufficient unused quota"
             in _message(_copy(w1, ns, names[WAITING]), "QuotaReserved")
             and condition(_copy(w1, ns, names[GATED]), "QuotaReserved") == "True"
-            and bool(_requests(w1, ns, names[GATED]))
+            and bool(provisioning_requests(w1, ns, names[GATED]))
         )
 
     until(
@@ -297,7 +293,7 @@ def _move_booking_back(plane: ControlPlane, ns: str, workload: str) -> Booking:
     """Move the Provisioned condition's lastTransitionTime of the Workload's one request back by
     more than the autoscaler's reservation time (status subresource, as admin): on its next
     scan the real autoscaler finds the booking over, as it would 10 minutes after Provisioned."""
-    [pr] = _requests(plane, ns, workload)
+    [pr] = provisioning_requests(plane, ns, workload)
     provisioned = condition_of(pr, "Provisioned")
     assert provisioned.get("status") == "True", pr["status"]
     assert not condition_of(pr, "BookingExpired"), pr["status"]  # nothing ended it before the move
@@ -573,7 +569,7 @@ def driven(autoscaler: Path, twin: Twin) -> Driven:
         wl = workload_of_job(w2, ns, LOCAL)
         if wl is None or condition(wl, "QuotaReserved") != "True":
             return None
-        return wl if _requests(w2, ns, wl["metadata"]["name"]) else None
+        return wl if provisioning_requests(w2, ns, wl["metadata"]["name"]) else None
 
     local = until(
         local_at_gate,
@@ -602,7 +598,7 @@ def driven(autoscaler: Path, twin: Twin) -> Driven:
         lambda: (
             "insufficient unused quota"
             in _message(workload_of_job(manager, ns, BACKLOG), "QuotaReserved")
-            and _pending_count(manager) >= 2
+            and pending_count(manager) >= 2
         ),
         WAIT,
         f"[manager] {BACKLOG} pending for quota, {BEHIND} behind it, counted by ClusterQueue "
@@ -736,7 +732,9 @@ def test_fleetview_says_a_gated_job_past_its_booking_expiry_runs_without_a_warni
     assert [(c["name"], c["state"]) for c in (copy or {})["status"]["admissionChecks"]] == [
         (driven.gate, "Ready")
     ], (copy or {})["status"]["admissionChecks"]
-    assert [r["metadata"]["name"] for r in _requests(w1, ns, names[RUNNING])] == [booking.name]
+    assert [r["metadata"]["name"] for r in provisioning_requests(w1, ns, names[RUNNING])] == [
+        booking.name
+    ]
     wl = driven.wl(RUNNING)
     assert condition(wl, "Admitted") == "True", (wl or {}).get("status")
     assert condition(wl, "Evicted") != "True", (wl or {}).get("status")
@@ -1098,7 +1096,7 @@ def test_fleetview_follows_a_job_on_a_lost_worker_to_its_eviction_still_holding_
 
     until(
         evicted,
-        runtime.WORKER_LOST_TIMEOUT + WAIT,
+        WORKER_LOST_TIMEOUT + WAIT,
         f"[manager] {RUNNING} evicted after workerLostTimeout, still holding quota",
         seen=driven.seen,
     )
@@ -1121,5 +1119,5 @@ def test_fleetview_follows_a_job_on_a_lost_worker_to_its_eviction_still_holding_
     report(
         f"fleetview on a lost worker: {AUTOSCALED} inactive on the manager after {inactive:.1f}s, "
         f"{RUNNING} evicted {seen_evicted - t0:.1f}s after the loss (workerLostTimeout "
-        f"{runtime.WORKER_LOST_TIMEOUT:.0f}s), named evicted-holding-quota with its warning"
+        f"{WORKER_LOST_TIMEOUT:.0f}s), named evicted-holding-quota with its warning"
     )

@@ -1,6 +1,6 @@
 """The dev stack's Karmada layer on a real Karmada control plane, with real Kruise members.
 
-One Karmada plane (tests/realtier/karmada.py: v1.18.2's four components beside its own API
+One Karmada plane (testkit/realtier/karmada.py: v1.18.2's four components beside its own API
 server, seeded as the chart's jobs seed it) and the dev stack's two members (loopback twins with
 their AKS pools as kwok nodes, the virtual node included, the real kube-scheduler and
 kruise-manager v1.9.1), shared by every test of this module. On them, the objects the program
@@ -38,32 +38,36 @@ from builders import karmada as kb
 from builders import karmada_access as ka
 from builders import karmada_members as km
 from builders.interpreter import united_deployment_interpreter
-from builders.kruise import CHART as KRUISE_CHART
 from config.karmada import ApplicationConfig, FailoverConfig
 from config.models import FleetConfig
 from config.resolve import member_names, subset_specs
-from preflight.sources import collect
-from tests.realtier.conftest import _REPORT, install_crds  # pyright: ignore[reportPrivateUsage]
-from tests.realtier.harness import ControlPlane, Report, Tools, apply, namespace
-from tests.realtier.karmada import (
+from testkit.realtier.crds import install_crds
+from testkit.realtier.harness import ControlPlane, Report, Tools, apply, namespace
+from testkit.realtier.karmada import (
     KarmadaPlane,
     KarmadaTools,
     find_karmada,
     join_members,
 )
-from tests.realtier.kruise import KruiseTools, Member, find_kruise, running_members
-from tests.realtier.twin import is_virtual_node
-from tests.realtier.twin_run import SimulationTools
-from tests.realtier.wait import until
+from testkit.realtier.kruise import KruiseTools, Member, find_kruise, running_members
+from testkit.realtier.shared.karmada import (
+    POLL,
+    TIMEOUT,
+    karmada_binding,
+    karmada_json,
+    karmada_scheduled,
+    karmada_ud,
+    kruise_values,
+)
+from testkit.realtier.twin import is_virtual_node
+from testkit.realtier.twin_run import SimulationTools
+from testkit.realtier.wait import until
+from testkit.report import REPORT_KEY
 from upstream.placement import divide_static_weights, plan_placement
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
-UD_API: Final = "/apis/apps.kruise.io/v1alpha1"
-RB_API: Final = "/apis/work.karmada.io/v1alpha2"
 SUBSET_LABEL: Final = "apps.kruise.io/subset-name"
-TIMEOUT: Final = 180.0
-POLL: Final = 0.5
 TABLE_NAMESPACE: Final = "placement-table"
 UD_CRD: Final = "apps.kruise.io_uniteddeployments.yaml"
 # (replicas, weight of worker-1, weight of worker-2): ties (equal weights, odd replicas), zero
@@ -93,11 +97,6 @@ TABLE: Final = (
     (25, 7, 3),
     (8, 5, 3),
 )
-
-
-def _json(plane: ControlPlane, path: str) -> dict[str, Any] | None:
-    status, body = plane.get(path)
-    return json.loads(body) if status == 200 else None
 
 
 # ---- fixtures: one Karmada plane, two members, the dev layer applied -----------------------------
@@ -143,29 +142,6 @@ class Layer:
     uid: str
 
 
-def _kruise_values(fleet: FleetConfig) -> dict[str, dict[str, Any]]:
-    _, releases = collect(fleet)
-    return {r.target: dict(r.values) for r in releases if r.chart == KRUISE_CHART}
-
-
-def _ud(plane: ControlPlane, ns: str, name: str) -> dict[str, Any] | None:
-    return _json(plane, f"{UD_API}/namespaces/{ns}/uniteddeployments/{name}")
-
-
-def _binding(karmada: ControlPlane, ns: str, name: str) -> dict[str, Any] | None:
-    return _json(karmada, f"{RB_API}/namespaces/{ns}/resourcebindings/{name}-uniteddeployment")
-
-
-def _scheduled(binding: Mapping[str, Any] | None) -> dict[str, int] | None:
-    """Member -> replicas of a binding the scheduler has placed (its current generation)."""
-    if binding is None:
-        return None
-    status = binding.get("status") or {}
-    if status.get("schedulerObservedGeneration") != binding["metadata"]["generation"]:
-        return None
-    return {c["name"]: int(c.get("replicas", 0)) for c in binding["spec"].get("clusters") or []}
-
-
 @pytest.fixture(scope="module")
 def layer(  # noqa: PLR0917 - pytest fixtures
     fleet: FleetConfig,
@@ -187,7 +163,7 @@ def layer(  # noqa: PLR0917 - pytest fixtures
         tools=tools,
         sim=simulation,
         kruise=kruise_tools,
-        values=_kruise_values(fleet),
+        values=kruise_values(fleet),
         workdir=work / "members",
     ) as members:
         members_up = time.monotonic() - t0
@@ -223,9 +199,9 @@ def layer(  # noqa: PLR0917 - pytest fixtures
             assert not applied.rejected, applied.stderr
             applied = apply(plane, [apps.united_deployment(app)])
             assert not applied.rejected, applied.stderr
-            ud = _ud(plane, app.namespace, app.name)
+            ud = karmada_ud(plane, app.namespace, app.name)
             assert ud is not None
-            pytestconfig.stash[_REPORT].append(
+            pytestconfig.stash[REPORT_KEY].append(
                 f"Karmada v{karmada_tools.version} plane up in {karmada.started_after:.1f}s "
                 f"(members with Kruise {members_up:.1f}s before it); {len(members)} members "
                 f"joined (scoped credential) and Ready in {joined:.1f}s; dev layer applied in "
@@ -240,7 +216,7 @@ def layer(  # noqa: PLR0917 - pytest fixtures
 
 
 def _pods(plane: ControlPlane, ns: str, name: str) -> list[dict[str, Any]]:
-    listing = _json(
+    listing = karmada_json(
         plane, f"/api/v1/namespaces/{ns}/pods?labelSelector=app.kubernetes.io%2Fname%3D{name}"
     )
     return [
@@ -270,10 +246,10 @@ def test_scheduler_divides_the_dev_application_as_preflight_predicts(
     t0 = time.monotonic()
     karmada = layer.karmada.plane
     placed = until(
-        lambda: _scheduled(_binding(karmada, app.namespace, app.name)),
+        lambda: karmada_scheduled(karmada_binding(karmada, app.namespace, app.name)),
         TIMEOUT,
         "the dev application scheduled",
-        seen=lambda: _binding(karmada, app.namespace, app.name),
+        seen=lambda: karmada_binding(karmada, app.namespace, app.name),
         poll=POLL,
     )
     assert placed == dict(plan.members)
@@ -282,11 +258,13 @@ def test_scheduler_divides_the_dev_application_as_preflight_predicts(
         share = plan.members[name]
         ud = until(
             lambda m=member, s=share: (
-                (u := _ud(m.plane, app.namespace, app.name)) and u["spec"]["replicas"] == s and u
+                (u := karmada_ud(m.plane, app.namespace, app.name))
+                and u["spec"]["replicas"] == s
+                and u
             ),
             TIMEOUT,
             f"[{name}] UnitedDeployment with {share} replicas",
-            seen=lambda m=member: _ud(m.plane, app.namespace, app.name),
+            seen=lambda m=member: karmada_ud(m.plane, app.namespace, app.name),
             poll=POLL,
         )
         assert ud["spec"]["replicas"] == share
@@ -326,8 +304,10 @@ def test_aggregated_status_is_the_members_sum_and_healthy(
     counters = ("replicas", "readyReplicas", "updatedReplicas", "updatedReadyReplicas")
 
     def agreed() -> tuple[dict[str, Any], dict[str, int]] | None:
-        template = _ud(karmada, app.namespace, app.name) or {}
-        members = [_ud(m.plane, app.namespace, app.name) or {} for m in layer.members.values()]
+        template = karmada_ud(karmada, app.namespace, app.name) or {}
+        members = [
+            karmada_ud(m.plane, app.namespace, app.name) or {} for m in layer.members.values()
+        ]
         sums = {c: sum(int((u.get("status") or {}).get(c, 0)) for u in members) for c in counters}
         status = template.get("status") or {}
         if sums["readyReplicas"] != app.replicas:
@@ -340,7 +320,7 @@ def test_aggregated_status_is_the_members_sum_and_healthy(
         agreed,
         TIMEOUT,
         "aggregated status = sum of the members'",
-        seen=lambda: (_ud(karmada, app.namespace, app.name) or {}).get("status"),
+        seen=lambda: (karmada_ud(karmada, app.namespace, app.name) or {}).get("status"),
         poll=POLL,
     )
     assert sums["replicas"] == app.replicas
@@ -348,7 +328,7 @@ def test_aggregated_status_is_the_members_sum_and_healthy(
     assert sum(subsets.values()) == app.replicas, status
 
     def healthy() -> list[dict[str, Any]] | None:
-        binding = _binding(karmada, app.namespace, app.name) or {}
+        binding = karmada_binding(karmada, app.namespace, app.name) or {}
         items = (binding.get("status") or {}).get("aggregatedStatus") or []
         if len(items) == len(layer.members) and all(i.get("health") == "Healthy" for i in items):
             return items
@@ -384,7 +364,7 @@ def test_a_configmap_the_pod_template_uses_follows_it(
     path = f"/api/v1/namespaces/{app.namespace}/configmaps/{CONFIG_MAP}"
     for name, member in layer.members.items():
         got = until(
-            lambda m=member: _json(m.plane, path),
+            lambda m=member: karmada_json(m.plane, path),
             TIMEOUT,
             f"[{name}] ConfigMap {CONFIG_MAP}",
             poll=POLL,
@@ -437,16 +417,16 @@ def test_scheduler_matches_preflight_placement_over_a_table(
     ties = 0
     for i, (replicas, w1, w2) in enumerate(TABLE):
         name = f"case-{i}"
-        ud = _ud(karmada, TABLE_NAMESPACE, name)
+        ud = karmada_ud(karmada, TABLE_NAMESPACE, name)
         assert ud is not None
         weights = dict(zip(names, (w1, w2), strict=True))
         predicted = divide_static_weights(replicas, weights, resource_uid=ud["metadata"]["uid"])
         placed = (
             until(
-                lambda n=name: _scheduled(_binding(karmada, TABLE_NAMESPACE, n)),
+                lambda n=name: karmada_scheduled(karmada_binding(karmada, TABLE_NAMESPACE, n)),
                 TIMEOUT,
                 f"{name} scheduled",
-                seen=lambda n=name: _binding(karmada, TABLE_NAMESPACE, n),
+                seen=lambda n=name: karmada_binding(karmada, TABLE_NAMESPACE, n),
                 poll=POLL,
             )
             if replicas
@@ -469,12 +449,12 @@ def _scheduled_or_empty(karmada: ControlPlane, name: str) -> dict[str, int]:
     return until(
         lambda: (
             (s,)
-            if (s := _scheduled(_binding(karmada, TABLE_NAMESPACE, name))) is not None
+            if (s := karmada_scheduled(karmada_binding(karmada, TABLE_NAMESPACE, name))) is not None
             else None
         ),
         TIMEOUT,
         f"{name} scheduled",
-        seen=lambda: _binding(karmada, TABLE_NAMESPACE, name),
+        seen=lambda: karmada_binding(karmada, TABLE_NAMESPACE, name),
         poll=POLL,
     )[0]
 
@@ -506,7 +486,8 @@ def test_a_weight_change_moves_replicas(
         share = expected.get(name, 0)
         until(
             lambda m=member, n=name, s=share: (
-                (_ud(m.plane, app.namespace, app.name) or {}).get("spec", {}).get("replicas") == s
+                (karmada_ud(m.plane, app.namespace, app.name) or {}).get("spec", {}).get("replicas")
+                == s
                 and _subset_replicas(m, app) == dict(plan.member_subsets.get(n, {}))
             ),
             TIMEOUT,
@@ -524,7 +505,7 @@ def test_a_weight_change_moves_replicas(
 
 def _subset_replicas(member: Member, app: ApplicationConfig) -> dict[str, int]:
     """Subset -> spec.replicas of the StatefulSets Kruise made for the member's copy."""
-    listing = _json(member.plane, f"/apis/apps/v1/namespaces/{app.namespace}/statefulsets")
+    listing = karmada_json(member.plane, f"/apis/apps/v1/namespaces/{app.namespace}/statefulsets")
     out: dict[str, int] = {}
     for sts in (listing or {}).get("items") or []:
         labels = sts["metadata"].get("labels") or {}
@@ -536,7 +517,7 @@ def _subset_replicas(member: Member, app: ApplicationConfig) -> dict[str, int]:
 
 
 def _member_token(member: Member) -> str:
-    secret = _json(
+    secret = karmada_json(
         member.plane,
         f"/api/v1/namespaces/{km.CLUSTER_NAMESPACE}/secrets/"
         f"{km.member_service_account(member.plane.name)}",
@@ -685,7 +666,7 @@ def test_deleting_the_layer_leaves_nothing_on_any_plane(
     for name, member in layer.members.items():
         until(
             lambda m=member: (
-                _ud(m.plane, app.namespace, app.name) is None
+                karmada_ud(m.plane, app.namespace, app.name) is None
                 and not _pods(m.plane, app.namespace, app.name)
             ),
             TIMEOUT,

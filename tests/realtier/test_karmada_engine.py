@@ -1,10 +1,10 @@
 """`pulumi up` / `destroy` of the dev stack's Karmada layer by the real engine, on live planes.
 
-The planes are test_karmada.py's: a real Karmada v1.18.2 control plane (tests/realtier/karmada.py)
-and the dev stack's two members with kruise-manager running (tests/realtier/kruise.py). The program
-is the project's `__main__.py`, run as an Automation API inline program by the cached `pulumi`
-CLI and `pulumi-resource-kubernetes` (test_pulumi_engine.py's engine), on a stack that maps the
-dev stack's Karmada layer onto those planes:
+The planes are test_karmada.py's: a real Karmada v1.18.2 control plane
+(testkit/realtier/karmada.py) and the dev stack's two members with kruise-manager running
+(testkit/realtier/kruise.py). The program is the project's `__main__.py`, run as an Automation API
+inline program by the cached `pulumi` CLI and `pulumi-resource-kubernetes` (test_pulumi_engine.py's
+engine), on a stack that maps the dev stack's Karmada layer onto those planes:
 
 - the members are `source: existing` clusters (their kubeconfigs as secret config keys), with
   `karmada.kruise.install: manifests-only` (Kruise already runs there; no chart repository here)
@@ -42,21 +42,21 @@ from config.karmada import ApplicationConfig
 from config.models import FleetConfig
 from config.resolve import member_names, subset_specs
 from constants import CONFIG_KEY, PROJECT
-from tests.realtier.engine import EngineRun, configure, find_engine, kubeconfig_key, workspace
-from tests.realtier.harness import ROOT, ControlPlane, Report, Tools
-from tests.realtier.karmada import CLUSTER_NAMESPACE, KarmadaPlane, KarmadaTools, find_karmada
-from tests.realtier.kruise import KruiseTools, Member, find_kruise, running_members
-from tests.realtier.pulumi_cli import op_counts
-from tests.realtier.test_karmada import (
+from testkit.realtier.engine import EngineRun, configure, find_engine, kubeconfig_key, workspace
+from testkit.realtier.harness import ROOT, ControlPlane, Report, Tools
+from testkit.realtier.karmada import CLUSTER_NAMESPACE, KarmadaPlane, KarmadaTools, find_karmada
+from testkit.realtier.kruise import KruiseTools, Member, find_kruise, running_members
+from testkit.realtier.pulumi_cli import op_counts
+from testkit.realtier.shared.karmada import (
     POLL,
     TIMEOUT,
-    _binding,  # pyright: ignore[reportPrivateUsage]
-    _kruise_values,  # pyright: ignore[reportPrivateUsage]
-    _scheduled,  # pyright: ignore[reportPrivateUsage]
-    _ud,  # pyright: ignore[reportPrivateUsage]
+    karmada_binding,
+    karmada_scheduled,
+    karmada_ud,
+    kruise_values,
 )
-from tests.realtier.twin_run import SimulationTools
-from tests.realtier.wait import until
+from testkit.realtier.twin_run import SimulationTools
+from testkit.realtier.wait import until
 from upstream.placement import plan_placement
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
@@ -147,7 +147,7 @@ def planes(  # noqa: PLR0917 - pytest fixtures
         tools=tools,
         sim=simulation,
         kruise=kruise_tools,
-        values=_kruise_values(fleet),
+        values=kruise_values(fleet),
         workdir=work / "members",
     ) as members:
         karmada = KarmadaPlane(
@@ -201,7 +201,7 @@ def _karmada_leftovers(karmada: ControlPlane, members: list[str]) -> list[str]:
 def _member_leftovers(member: ControlPlane, name: str, app: ApplicationConfig) -> list[str]:
     """The member's copy of the application, or its Karmada credential, still there."""
     left = [n for n in _names(member, "namespaces") if n == f"namespace/{app.namespace}"]
-    if _ud(member, app.namespace, app.name) is not None:
+    if karmada_ud(member, app.namespace, app.name) is not None:
         left.append(f"uniteddeployment/{app.name}")
     left += [
         n
@@ -229,7 +229,7 @@ def test_pulumi_up_places_the_application_and_a_second_up_is_a_noop(
     created = changes["create"]
 
     karmada = planes.karmada.plane
-    ud = _ud(karmada, app.namespace, app.name)
+    ud = karmada_ud(karmada, app.namespace, app.name)
     assert ud is not None
     plan = plan_placement(
         app.replicas,
@@ -239,10 +239,10 @@ def test_pulumi_up_places_the_application_and_a_second_up_is_a_noop(
     )
     assert dict(plan.members) == {"worker-1": 2, "worker-2": 4}
     placed = until(
-        lambda: _scheduled(_binding(karmada, app.namespace, app.name)),
+        lambda: karmada_scheduled(karmada_binding(karmada, app.namespace, app.name)),
         TIMEOUT,
         "the dev application scheduled",
-        seen=lambda: _binding(karmada, app.namespace, app.name),
+        seen=lambda: karmada_binding(karmada, app.namespace, app.name),
         poll=POLL,
     )
     assert placed == dict(plan.members)
@@ -250,11 +250,11 @@ def test_pulumi_up_places_the_application_and_a_second_up_is_a_noop(
         share = plan.members[name]
         until(
             lambda m=member, s=share: (
-                (u := _ud(m.plane, app.namespace, app.name)) and u["spec"]["replicas"] == s
+                (u := karmada_ud(m.plane, app.namespace, app.name)) and u["spec"]["replicas"] == s
             ),
             TIMEOUT,
             f"[{name}] UnitedDeployment with {share} replicas",
-            seen=lambda m=member: _ud(m.plane, app.namespace, app.name),
+            seen=lambda m=member: karmada_ud(m.plane, app.namespace, app.name),
             poll=POLL,
         )
     placed_seconds = time.monotonic() - t0
@@ -342,7 +342,7 @@ def test_a_member_rotation_and_the_documented_restart_keep_propagation_working(
     t1 = time.monotonic()
     run.up()
     karmada = planes.karmada.plane
-    ud = _ud(karmada, app.namespace, app.name)
+    ud = karmada_ud(karmada, app.namespace, app.name)
     assert ud is not None
     plan = plan_placement(
         replicas,
@@ -354,11 +354,11 @@ def test_a_member_rotation_and_the_documented_restart_keep_propagation_working(
         share = plan.members[name]
         until(
             lambda m=m, s=share: (
-                (u := _ud(m.plane, app.namespace, app.name)) and u["spec"]["replicas"] == s
+                (u := karmada_ud(m.plane, app.namespace, app.name)) and u["spec"]["replicas"] == s
             ),
             TIMEOUT,
             f"[{name}] UnitedDeployment scaled to {share} after the rotation",
-            seen=lambda m=m: _ud(m.plane, app.namespace, app.name),
+            seen=lambda m=m: karmada_ud(m.plane, app.namespace, app.name),
             poll=POLL,
         )
 
@@ -370,7 +370,7 @@ def test_a_member_rotation_and_the_documented_restart_keep_propagation_working(
     # 4 runs on 2026-12-04 until the twins' kwok kept node leases: see KWOK_NODE_LEASE_SECONDS.)
     deadline = time.monotonic() + STATUS_TIMEOUT
     while True:
-        status = (_ud(karmada, app.namespace, app.name) or {}).get("status") or {}
+        status = (karmada_ud(karmada, app.namespace, app.name) or {}).get("status") or {}
         if int(status.get("readyReplicas", 0)) == replicas:
             break
         if time.monotonic() > deadline:
@@ -410,7 +410,7 @@ def _ready_condition(obj: dict[str, Any]) -> dict[str, Any]:
 
 def _member_evidence(name: str, member: ControlPlane, app: ApplicationConfig) -> list[str]:
     """The member's copy, its subsets' StatefulSets, their pods, and nodes not Ready."""
-    ud = _ud(member, app.namespace, app.name) or {}
+    ud = karmada_ud(member, app.namespace, app.name) or {}
     st = ud.get("status") or {}
     lines = [
         f"[{name}] UnitedDeployment generation {ud.get('metadata', {}).get('generation')} "
@@ -461,7 +461,7 @@ def _works_evidence(karmada: ControlPlane, members: list[str], app: ApplicationC
                 f"generation {work['metadata'].get('generation')}: {conditions}; reflected "
                 f"(health, readyReplicas) {reflected}"
             )
-    binding = _binding(karmada, app.namespace, app.name) or {}
+    binding = karmada_binding(karmada, app.namespace, app.name) or {}
     aggregated = [
         (i.get("clusterName"), i.get("applied"), (i.get("status") or {}).get("readyReplicas"))
         for i in (binding.get("status") or {}).get("aggregatedStatus") or []
@@ -484,7 +484,7 @@ def _controller_manager_tail(karmada: ControlPlane) -> list[str]:
 def status_evidence(planes: Planes, app: ApplicationConfig) -> str:
     """What a missing status is made of, member by member, then Karmada's side."""
     karmada = planes.karmada.plane
-    ud = _ud(karmada, app.namespace, app.name) or {}
+    ud = karmada_ud(karmada, app.namespace, app.name) or {}
     st = ud.get("status") or {}
     lines = [
         f"[karmada] template generation {ud.get('metadata', {}).get('generation')} (observed "

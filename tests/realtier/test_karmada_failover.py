@@ -27,11 +27,11 @@ from config.karmada import FailoverConfig
 from config.models import FleetConfig
 from config.resolve import member_names
 from preflight.sources import collect
-from tests.realtier.conftest import install_crds
-from tests.realtier.harness import ControlPlane, Report, Tools, apply
-from tests.realtier.karmada import KarmadaPlane, find_karmada, join_members
-from tests.realtier.kruise import Member, find_kruise, running_members
-from tests.realtier.twin_run import find_simulation_tools
+from testkit.realtier.crds import install_crds
+from testkit.realtier.harness import ControlPlane, Report, Tools, apply
+from testkit.realtier.karmada import KarmadaPlane, find_karmada, join_members
+from testkit.realtier.kruise import Member, find_kruise, running_members
+from testkit.realtier.twin_run import find_simulation_tools
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 

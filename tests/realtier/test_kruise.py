@@ -6,7 +6,7 @@ scripts/build-real-tier-tools. First: its CRDs are byte for byte the pinned 1.9.
 project's schemas and deployed chart use. Then, per Karmada member of the dev stack (its AKS pools
 as kwok nodes, the virtual node included, the real kube-scheduler, kube-controller-manager with
 the StatefulSet controller), kruise-manager with the chart values the program renders for that
-member (tests/realtier/kruise.py: what the chart creates, its webhooks pointed at loopback).
+member (testkit/realtier/kruise.py: what the chart creates, its webhooks pointed at loopback).
 
 The dev application's UnitedDeployment, as the program renders it, with the share Karmada's
 ReviseReplica gives each member (`preflight placement`'s plan, 2 and 4), is applied to each
@@ -40,9 +40,8 @@ from config.models import FleetConfig
 from config.resolve import member_names, subset_specs
 from preflight.sources import collect
 from testkit import crdschema
-from tests.lua_kube import LuaInterpreter
-from tests.realtier.conftest import _REPORT  # pyright: ignore[reportPrivateUsage]
-from tests.realtier.harness import (
+from testkit.lua_kube import LuaInterpreter
+from testkit.realtier.harness import (
     ROOT,
     ControlPlane,
     Report,
@@ -52,7 +51,7 @@ from tests.realtier.harness import (
     namespace,
     stop_each,
 )
-from tests.realtier.kruise import (
+from testkit.realtier.kruise import (
     MUTATING,
     VALIDATING,
     KruiseManager,
@@ -64,9 +63,10 @@ from tests.realtier.kruise import (
     running_members,
     start_kruise,
 )
-from tests.realtier.twin import VIRTUAL_NODE_NAME, is_virtual_node
-from tests.realtier.twin_run import SimulationTools
-from tests.realtier.wait import until
+from testkit.realtier.twin import VIRTUAL_NODE_NAME, is_virtual_node
+from testkit.realtier.twin_run import SimulationTools
+from testkit.realtier.wait import until
+from testkit.report import REPORT_KEY
 from upstream.karmada import DEFAULT_KRUISE_CHART_VERSION
 from upstream.placement import PlacementPlan, plan_placement
 
@@ -187,7 +187,7 @@ def members(  # noqa: PLR0917 - pytest fixtures
         values=values,
         workdir=tmp_path_factory.mktemp("kruise-members"),
     ) as running:
-        pytestconfig.stash[_REPORT].append(
+        pytestconfig.stash[REPORT_KEY].append(
             f"{len(running)} Karmada members with kruise-manager v{kruise_tools.version} up in "
             f"{time.monotonic() - t0:.1f}s ("
             + ", ".join(
@@ -287,7 +287,7 @@ def deployed(
         )
         for name, member in members.items()
     }
-    pytestconfig.stash[_REPORT].append(
+    pytestconfig.stash[REPORT_KEY].append(
         f"dev application {dev_app.name}: {sum(plan.members.values())} pods ready on "
         f"{len(members)} members in {time.monotonic() - t0:.1f}s ("
         + ", ".join(f"{n}: {dict(plan.member_subsets[n])}" for n in members)

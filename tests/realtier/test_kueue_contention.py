@@ -31,10 +31,10 @@ from typing import Any, Final
 
 import pytest
 
-from tests.realtier.harness import ControlPlane, Report, Tools, apply
-from tests.realtier.jobs import suspended_job
-from tests.realtier.twin_run import SimulationTools, Twin, fixture_twin
-from tests.realtier.wait import until
+from testkit.realtier.harness import ControlPlane, Report, Tools, apply
+from testkit.realtier.shared.kueue_contention import JOB_CPU, contention_job
+from testkit.realtier.twin_run import SimulationTools, Twin, fixture_twin
+from testkit.realtier.wait import until
 
 pytestmark = [pytest.mark.real]
 
@@ -42,14 +42,12 @@ FIXTURE: Final = Path(__file__).resolve().parents[1] / "fixtures" / "fair-share.
 CLUSTER: Final = "solo"
 KUEUE_API: Final = "/apis/kueue.x-k8s.io/v1beta2"
 FLAVOR: Final = "batch"
-JOB_CPU: Final = 500  # millicores per Job (one pod)
 # Each team submits more than it can hold: team-a holds 14 CPU (28 Jobs), team-b 10 (20).
 JOBS: Final = {"team-a": 32, "team-b": 24}
 WEIGHTS: Final = {"team-a": 3, "team-b": 1}
 UNOWNED_CPU: Final = 8000  # millicores the root cohort `org` owns (the fixture)
 ROOT_COHORT: Final = "org"
 TOLERANCE: Final = JOB_CPU  # one Job either way
-RUN_FOR: Final = "10m"  # every pod outlives the test: no Job finishes while it is watched
 SATURATED_TIMEOUT: Final = 120.0
 WATCH: Final = 10.0
 SETTLE_SAMPLES: Final = 3
@@ -61,12 +59,6 @@ _OWN_CPU: Final = {"team-a": 8000, "team-b": 8000}  # each team's nominalQuota (
 def twin(tools: Tools, simulation: SimulationTools, tmp_path: Path) -> Iterator[Twin]:
     with fixture_twin("fair-share", FIXTURE, tools, simulation, tmp_path) as started:
         yield started
-
-
-def _job(team: str, name: str) -> dict[str, Any]:
-    return suspended_job(
-        name, team, team, {"cpu": f"{JOB_CPU}m", "memory": "64Mi"}, run_for=RUN_FOR
-    )
 
 
 def _millis(quantity: str | None) -> int:
@@ -201,7 +193,12 @@ def test_unowned_quota_is_borrowed_three_to_one_when_both_teams_saturate(
     # one write, while both teams have heads pending, and the weights alone decide who gets it.
     original = _root_cpu(plane, "0")
     longest = max(JOBS.values())
-    jobs = [_job(team, f"{team}-{i}") for i in range(longest) for team in JOBS if i < JOBS[team]]
+    jobs = [
+        contention_job(team, f"{team}-{i}")
+        for i in range(longest)
+        for team in JOBS
+        if i < JOBS[team]
+    ]
     t0 = time.monotonic()
     applied = apply(plane, jobs)
     assert not applied.rejected, applied.stderr

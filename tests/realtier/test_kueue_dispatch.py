@@ -1,6 +1,6 @@
 """A real Kueue on each plane judges the MultiKueue wiring the program builds, and dispatches.
 
-The objects are what the program renders for the `e2e` fleet (tests/realtier/e2e.py), applied
+The objects are what the program renders for the `e2e` fleet (testkit/realtier/e2e.py), applied
 server-side; the manager's kubeconfig Secrets hold `worker_kubeconfig` documents built from the
 tokens the workers' real token controllers minted. If the credential, the RBAC or the object
 wiring were wrong, the manager's Kueue would not report the workers Connected, and no Job would
@@ -9,36 +9,31 @@ reach a worker.
 
 from __future__ import annotations
 
-import base64
 import json
 import time
-from dataclasses import dataclass
 from typing import Any, Final
 
 import pytest
 
-from builders.fleet import kueue_objects
 from builders.multikueue import (
-    encode,
     k8s_name,
-    manager_objects,
-    token_secret_name,
-    worker_kubeconfig,
-    worker_objects,
-    write_role_bindings,
 )
-from config.models import FleetConfig
-from config.resolve import dispatch_sets, enabled_workers, rotation_of
+from config.resolve import enabled_workers
 from constants import MULTIKUEUE_ADMISSION_CHECK
-from tests.realtier.e2e import TEAM, e2e_fleet
-from tests.realtier.harness import ControlPlane, Report, apply, namespace
-from tests.realtier.jobs import suspended_job, workload_owned_by
-from tests.realtier.kueue import KUEUE_NAMESPACE, KueueManager, wait_for_token
-from tests.realtier.wait import until
+from testkit.realtier.e2e import TEAM
+from testkit.realtier.harness import ControlPlane, Report, apply
+from testkit.realtier.jobs import workload_owned_by
+from testkit.realtier.shared.kueue_dispatch import (
+    JOB,
+    KUEUE_API,
+    Wired,
+    dispatch_job,
+)
+from testkit.realtier.shared.kueue_dispatch import wired as wired  # noqa: PLC0414 - a fixture
+from testkit.realtier.wait import until
 
 pytestmark = pytest.mark.real
 
-KUEUE_API: Final = "/apis/kueue.x-k8s.io/v1beta2"
 # Bounded waits: measured seconds on 2 cores; the margin is for a much busier machine.
 ACTIVE_TIMEOUT: Final = 60.0
 DISPATCH_TIMEOUT: Final = 60.0
@@ -46,9 +41,6 @@ DISPATCH_TIMEOUT: Final = 60.0
 # (feature WorkloadIdentifierAnnotations, on by default), a label before; either counts.
 PREBUILT_KEY: Final = "kueue.x-k8s.io/prebuilt-workload-name"
 ORIGIN_LABEL: Final = "kueue.x-k8s.io/multikueue-origin"
-# batch/v1 Job.spec.managedBy: without Kueue's webhook nobody sets it, and the manager's
-# MultiKueue check rejects a Job it does not manage ("The owner is not managed by Kueue").
-JOB: Final = "realtier-dispatch"
 
 
 def _json(plane: ControlPlane, path: str) -> dict[str, Any] | None:
@@ -71,57 +63,6 @@ def wait_active(plane: ControlPlane, path: str, what: str) -> dict[str, Any]:
         f"[{plane.name}] {what} Active=True",
         seen=lambda: json.dumps((_json(plane, path) or {}).get("status", "absent")),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class Wired:
-    fleet: FleetConfig
-    seconds: float  # to apply everything (tokens included)
-    # monotonic clock when the manager's MultiKueue objects / the last queues were applied:
-    # time to Active is measured from there, not from when a test began to wait.
-    multikueue_applied: float
-    queues_applied: float
-
-
-@pytest.fixture(scope="module")
-def wired(planes: dict[str, ControlPlane], kueues: dict[str, KueueManager]) -> Wired:
-    """The e2e fleet's worker side, the manager side with real credentials, then the queues."""
-    del kueues  # running before anything is applied: they must react to changes, not to a start
-    t0 = time.monotonic()
-    fleet = e2e_fleet(planes)
-    manager = fleet.manager
-    assert manager is not None
-    version, frameworks = fleet.kueue.version, fleet.kueue.frameworks
-    links: list[tuple[str, Any, int]] = []
-    for worker in enabled_workers(fleet):
-        plane = planes[worker]
-        rotation = rotation_of(fleet, worker)
-        applied = apply(
-            plane, [namespace(KUEUE_NAMESPACE), *worker_objects(version, frameworks, rotation)]
-        )
-        assert not applied.rejected, f"[{worker}] {applied.stderr}"
-        data = wait_for_token(plane, token_secret_name(rotation))
-        token = base64.b64decode(data["token"]).decode()
-        doc = worker_kubeconfig(k8s_name(worker), plane.url, data["ca.crt"], token)
-        links.append((worker, encode(doc), rotation))
-    configs = [(s.name, s.workers) for s in dispatch_sets(fleet)]
-    applied = apply(
-        planes[manager.name],
-        [namespace(KUEUE_NAMESPACE), *manager_objects(links, configs=configs)],
-    )
-    assert not applied.rejected, f"[{manager.name}] {applied.stderr}"
-    multikueue_applied = time.monotonic()
-    # The queues as the program deploys them (builders.fleet): mirrored LocalQueues on the workers,
-    # the MultiKueue AdmissionCheck(s) on the manager before the queues that name them.
-    manifests = [m for objects in kueue_objects(fleet).values() for m in objects]
-    # The workers' write RoleBindings, in the dispatched namespaces the queue objects create.
-    manifests += [m for w in enabled_workers(fleet) for m in write_role_bindings(fleet, w)]
-    for target in dict.fromkeys(m.target for m in manifests):
-        objects = [m.obj for m in manifests if m.target == target]
-        applied = apply(planes[target], objects)
-        assert not applied.rejected, f"[{target}] {applied.stderr}"
-    done = time.monotonic()
-    return Wired(fleet, done - t0, multikueue_applied, done)
 
 
 def test_manager_kueue_reports_every_worker_connected(
@@ -166,11 +107,6 @@ def test_cluster_queues_active_on_every_plane(
     )
 
 
-def _job() -> dict[str, Any]:
-    requests = {"cpu": "100m", "memory": "64Mi"}
-    return suspended_job(JOB, TEAM, TEAM, requests, limits=False, dispatched=True, pods=1)
-
-
 def _prebuilt(job: dict[str, Any]) -> str | None:
     meta = job["metadata"]
     return (meta.get("annotations") or {}).get(PREBUILT_KEY) or (meta.get("labels") or {}).get(
@@ -197,7 +133,7 @@ def test_a_suspended_job_is_admitted_on_the_manager_and_dispatched_to_a_worker(
     for worker in workers:
         wait_active(manager, f"{KUEUE_API}/multikueueclusters/{k8s_name(worker)}", worker)
     t0 = time.monotonic()
-    applied = apply(manager, [_job()])
+    applied = apply(manager, [dispatch_job()])
     assert not applied.rejected, applied.stderr
     uid = str(
         (_json(manager, f"/apis/batch/v1/namespaces/{TEAM}/jobs/{JOB}") or {})["metadata"]["uid"]

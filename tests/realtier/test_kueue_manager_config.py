@@ -1,6 +1,6 @@
 """The Configuration the twin's Kueues actually run is the program's (issue 25, item 1).
 
-The dev twin (tests/realtier/twin_run.py) starts each cluster's Kueue with the Configuration and
+The dev twin (testkit/realtier/twin_run.py) starts each cluster's Kueue with the Configuration and
 feature gates the program renders for that cluster (builders.kueue manager_config and
 feature_gates). Asserted on the running processes, not on the rendered file:
 
@@ -37,19 +37,19 @@ import pytest
 from builders.kueue import feature_gates, manager_config
 from builders.multikueue import multikueue_config
 from config.resolve import dispatch_sets, with_mirrored_queues
-from tests.realtier.conftest import kueue_crd_paths
-from tests.realtier.faults import cluster_active, restart_kueue
-from tests.realtier.harness import ControlPlane, Report, Tools, apply
-from tests.realtier.jobs import suspended_job, workload_of_job
-from tests.realtier.kueue import kueue_binary
-from tests.realtier.twin import load_stack
-from tests.realtier.twin_run import (
+from testkit.realtier.crds import kueue_crd_paths
+from testkit.realtier.faults import cluster_active, restart_kueue
+from testkit.realtier.harness import ControlPlane, Report, Tools, apply
+from testkit.realtier.jobs import suspended_job, workload_of_job
+from testkit.realtier.kueue import kueue_binary
+from testkit.realtier.twin import load_stack
+from testkit.realtier.twin_run import (
     PROVISIONING_API,
     SimulationTools,
     Twin,
     running_twin,
 )
-from tests.realtier.wait import holds, until
+from testkit.realtier.wait import holds, until
 from upstream.kueue import DISPATCHERS
 
 pytestmark = [pytest.mark.real]

@@ -45,10 +45,10 @@ import yaml
 
 from checks.stack import parse_fleet
 from config.models import FleetConfig
-from tests.realtier.faults import KUEUE_API, condition, items
-from tests.realtier.harness import ControlPlane, Report, Tools, apply
-from tests.realtier.jobs import suspended_job
-from tests.realtier.test_faults_runtime import (
+from testkit.realtier.faults import KUEUE_API, condition, items
+from testkit.realtier.harness import ControlPlane, Report, Tools, apply
+from testkit.realtier.jobs import suspended_job
+from testkit.realtier.shared.faults_runtime import (
     MANAGER,
     completed_once,
     job,
@@ -57,21 +57,20 @@ from tests.realtier.test_faults_runtime import (
     state,
     workloads,
 )
-from tests.realtier.test_twin_jobs import PODS, job_for
-from tests.realtier.twin import load_stack, submissions
-from tests.realtier.twin_run import (
+from testkit.realtier.shared.kueue_preemption import FIXTURE, PRIORITY_LABEL
+from testkit.realtier.shared.twin_jobs import PODS, job_for
+from testkit.realtier.twin import load_stack, submissions
+from testkit.realtier.twin_run import (
     JobWatch,
     SimulationTools,
     Twin,
     fixture_twin,
 )
-from tests.realtier.wait import until
+from testkit.realtier.wait import until
 
 pytestmark = [pytest.mark.real]
 
-FIXTURE: Final = Path(__file__).resolve().parents[1] / "fixtures" / "priority.yaml"
 CLUSTER: Final = "solo"
-PRIORITY_LABEL: Final = "kueue.x-k8s.io/priority-class"
 FLAVOR: Final = "batch"
 LENDER: Final = "team-a"  # owns 4 CPU, idle at first: team-b borrows them
 BORROWER: Final = "team-b"

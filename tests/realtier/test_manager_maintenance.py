@@ -41,16 +41,16 @@ from typing import Any, Final
 
 import pytest
 
-from tests.realtier.autoscaler import nodes_at_min
-from tests.realtier.conftest import kueue_crd_paths
-from tests.realtier.e2e import run_documented
-from tests.realtier.engine import find_engine
-from tests.realtier.faults import cluster_active, condition, thaw_all, timed_simulation
-from tests.realtier.harness import Report, Tools, apply, find_next_control_plane
-from tests.realtier.jobs import suspended_job
-from tests.realtier.kueue import kueue_binary
-from tests.realtier.pulumi_cli import op_counts, section
-from tests.realtier.test_faults_runtime import (
+from testkit.realtier.autoscaler import nodes_at_min
+from testkit.realtier.crds import kueue_crd_paths
+from testkit.realtier.e2e import run_documented
+from testkit.realtier.engine import find_engine
+from testkit.realtier.faults import cluster_active, condition, thaw_all, timed_simulation
+from testkit.realtier.harness import Report, Tools, apply, find_next_control_plane
+from testkit.realtier.jobs import suspended_job
+from testkit.realtier.kueue import kueue_binary
+from testkit.realtier.pulumi_cli import op_counts, section
+from testkit.realtier.shared.faults_runtime import (
     MANAGER,
     autoscale,
     completed_once,
@@ -62,19 +62,19 @@ from tests.realtier.test_faults_runtime import (
     where,
     workloads,
 )
-from tests.realtier.test_twin_jobs import PODS
-from tests.realtier.test_worker_add import freeze_autoscalers
-from tests.realtier.test_worker_upgrade import version_of
-from tests.realtier.twin import Submission, load_stack, submissions
-from tests.realtier.twin_run import (
+from testkit.realtier.shared.twin_jobs import PODS
+from testkit.realtier.shared.worker_add import freeze_autoscalers
+from testkit.realtier.shared.worker_upgrade import version_of
+from testkit.realtier.twin import Submission, load_stack, submissions
+from testkit.realtier.twin_run import (
     JobWatch,
     SimulationTools,
     Twin,
     find_simulation_tools,
     running_twin,
 )
-from tests.realtier.upgrade_worker import PAGE
-from tests.realtier.wait import until
+from testkit.realtier.upgrade_worker import PAGE
+from testkit.realtier.wait import until
 from upstream.kueue import DISPATCHERS
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]

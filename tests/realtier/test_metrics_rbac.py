@@ -11,7 +11,7 @@ import pytest
 
 from builders.monitoring import monitoring_objects
 from checks.stack import load_from_file
-from tests.realtier.harness import ControlPlane, Report, apply
+from testkit.realtier.harness import ControlPlane, Report, apply
 from upstream.azure_monitor import AMA_NAMESPACE, AMA_SERVICE_ACCOUNT
 
 pytestmark = pytest.mark.real

@@ -14,9 +14,9 @@ import pytest
 
 from builders.fleet import kueue_objects
 from config.models import FleetConfig
-from tests.realtier.harness import ControlPlane, Report, apply
-from tests.realtier.test_twin_jobs import job_for
-from tests.realtier.twin import Submission
+from testkit.realtier.harness import ControlPlane, Report, apply
+from testkit.realtier.shared.twin_jobs import job_for
+from testkit.realtier.twin import Submission
 
 pytestmark = pytest.mark.real
 

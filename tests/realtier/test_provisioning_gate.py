@@ -2,7 +2,7 @@
 
 On the twin of the committed stack whose ClusterQueue has a provisioning gate (dev: worker-1's
 team-a, gate `batch-scaleup` on pool `batch`, minCount 0, maxCount 5), with every user pool at its
-minCount and the real cluster-autoscaler (kwok provider, tests/realtier/autoscaler.py) on each
+minCount and the real cluster-autoscaler (kwok provider, testkit/realtier/autoscaler.py) on each
 plane, a Job is submitted to the gated queue on the worker itself (its mirrored LocalQueue), with
 one pod per node (each pod asks for more than half a node's CPU) and every pod Running for
 `RUN_FOR` (kwok's pod-complete delay, `faults.timed_simulation`): pods that completed at once would
@@ -21,7 +21,6 @@ scheduled onto a finished pod's node (seen in CI). Asserted:
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,27 +29,26 @@ from typing import Any, Final
 
 import pytest
 
-from config.models import FleetConfig, PoolConfig
+from config.models import FleetConfig
 from config.resolve import with_mirrored_queues
-from tests.realtier.autoscaler import (
+from testkit.realtier.autoscaler import (
     GROUP_ANNOTATION,
     find_autoscaler,
     nodes_at_min,
     start_autoscalers,
 )
-from tests.realtier.conftest import kueue_crd_paths
-from tests.realtier.faults import timed_simulation
-from tests.realtier.harness import ControlPlane, Report, Tools, apply
-from tests.realtier.jobs import suspended_job
-from tests.realtier.kueue import kueue_binary
-from tests.realtier.twin import fleet_nodes, load_stack
-from tests.realtier.twin_run import (
-    PROVISIONING_API,
+from testkit.realtier.crds import kueue_crd_paths
+from testkit.realtier.faults import timed_simulation
+from testkit.realtier.harness import ControlPlane, Report, Tools, apply
+from testkit.realtier.kueue import kueue_binary
+from testkit.realtier.shared.provisioning_gate import Gated, gate_json, job, provisioning_requests
+from testkit.realtier.twin import fleet_nodes, load_stack
+from testkit.realtier.twin_run import (
     SimulationTools,
     find_simulation_tools,
     running_twin,
 )
-from tests.realtier.wait import until
+from testkit.realtier.wait import until
 from upstream.aks import AGENTPOOL_LABEL
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
@@ -61,18 +59,7 @@ POLL: Final = 0.2
 ACTIVE_TIMEOUT: Final = 60.0
 JOB_TIMEOUT: Final = 90.0
 REFUSED_WINDOW: Final = 25.0  # how long the too-large Job is watched (never admitted)
-RUN_FOR: Final = "10s"  # each pod of the gated Job stays Running this long (kwok delay)
 SCALE_DOWN_TIMEOUT: Final = 90.0
-
-
-@dataclass(frozen=True, slots=True)
-class Gated:
-    cluster: str
-    namespace: str
-    local_queue: str
-    cluster_queue: str
-    pool: PoolConfig
-    node_cpu_millis: int  # allocatable CPU of one of the pool's nodes
 
 
 def gated_queue(fleet: FleetConfig) -> Gated | None:
@@ -96,21 +83,7 @@ def gated_queue(fleet: FleetConfig) -> Gated | None:
     return None
 
 
-def job(gated: Gated, name: str, pods: int) -> dict[str, Any]:
-    """A suspended Job for the gated queue; each pod asks for more than half a node's CPU, so
-    every pod needs a node of its own."""
-    requests = {"cpu": f"{gated.node_cpu_millis // 2 + 100}m", "memory": "128Mi"}
-    return suspended_job(
-        name, gated.namespace, gated.local_queue, requests, pods=pods, run_for=RUN_FOR
-    )
-
-
 # ---- reading the plane --------------------------------------------------------------------
-
-
-def _json(plane: ControlPlane, path: str) -> dict[str, Any]:
-    status, body = plane.get(path)
-    return json.loads(body) if status == 200 else {}
 
 
 def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
@@ -124,7 +97,7 @@ def _true(obj: dict[str, Any], kind: str) -> bool:
 
 
 def _workload(plane: ControlPlane, ns: str, job_uid: str) -> dict[str, Any]:
-    items = _json(plane, f"{KUEUE_API}/namespaces/{ns}/workloads").get("items") or []
+    items = gate_json(plane, f"{KUEUE_API}/namespaces/{ns}/workloads").get("items") or []
     return next(
         (
             w
@@ -135,17 +108,8 @@ def _workload(plane: ControlPlane, ns: str, job_uid: str) -> dict[str, Any]:
     )
 
 
-def _requests(plane: ControlPlane, ns: str, workload: str) -> list[dict[str, Any]]:
-    items = _json(plane, f"{PROVISIONING_API}/namespaces/{ns}/provisioningrequests").get("items")
-    return [
-        pr
-        for pr in items or []
-        if any(o.get("name") == workload for o in pr["metadata"].get("ownerReferences") or [])
-    ]
-
-
 def _pool_nodes(plane: ControlPlane, pool: str) -> dict[str, dict[str, Any]]:
-    items = _json(plane, f"/api/v1/nodes?labelSelector={AGENTPOOL_LABEL}={pool}").get("items")
+    items = gate_json(plane, f"/api/v1/nodes?labelSelector={AGENTPOOL_LABEL}={pool}").get("items")
     return {str(n["metadata"]["name"]): n for n in items or []}
 
 
@@ -159,7 +123,7 @@ def _create(plane: ControlPlane, obj: dict[str, Any]) -> str:
     assert not applied.rejected, applied.stderr
     meta = obj["metadata"]
     return str(
-        _json(plane, f"/apis/batch/v1/namespaces/{meta['namespace']}/jobs/{meta['name']}")[
+        gate_json(plane, f"/apis/batch/v1/namespaces/{meta['namespace']}/jobs/{meta['name']}")[
             "metadata"
         ]["uid"]
     )
@@ -193,7 +157,7 @@ def observe(
         return
     observed.workload = wl
     admitted = _true(wl, "Admitted")
-    requests = _requests(plane, ns, wl["metadata"]["name"])
+    requests = provisioning_requests(plane, ns, wl["metadata"]["name"])
     if requests:
         observed.request = requests[-1]
     provisioned = any(_true(pr, "Provisioned") for pr in requests)
@@ -211,11 +175,11 @@ def observe(
 
 
 def _job_state(plane: ControlPlane, ns: str, name: str) -> dict[str, Any]:
-    return _json(plane, f"/apis/batch/v1/namespaces/{ns}/jobs/{name}")
+    return gate_json(plane, f"/apis/batch/v1/namespaces/{ns}/jobs/{name}")
 
 
 def _pods_nodes(plane: ControlPlane, ns: str, name: str) -> dict[str, str]:
-    items = _json(
+    items = gate_json(
         plane, f"/api/v1/namespaces/{ns}/pods?labelSelector=batch.kubernetes.io/job-name={name}"
     ).get("items")
     return {str(p["metadata"]["name"]): str(p["spec"].get("nodeName") or "") for p in items or []}
@@ -265,7 +229,7 @@ def test_autoscaler_answers_the_gate(
         t_started = time.monotonic() - t0
         until(
             lambda: _true(
-                _json(plane, f"{KUEUE_API}/clusterqueues/{gated.cluster_queue}"), "Active"
+                gate_json(plane, f"{KUEUE_API}/clusterqueues/{gated.cluster_queue}"), "Active"
             ),
             ACTIVE_TIMEOUT,
             f"ClusterQueue {gated.cluster_queue} Active",

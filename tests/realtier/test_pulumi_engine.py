@@ -1,10 +1,10 @@
 """`pulumi up` / `destroy` of the dev stack's twin by the real engine against three loopback planes.
 
-The stack is the committed `Pulumi.dev.yaml` as its twin deploys it (tests/realtier/twin.py
+The stack is the committed `Pulumi.dev.yaml` as its twin deploys it (testkit/realtier/twin.py
 `twin_raw`: each cluster `source: existing`, manifests-only Kueue, no Karmada), with two knobs
 set by these tests: `multiKueue.connectTimeoutSeconds: 30` (a refused credential fails `up` in
 30 s, not 5 minutes) and `multiKueue.rotation`, which the rotation tests turn. The engine is
-tests/realtier/engine.py's. A real Kueue runs beside each plane, so the
+testkit/realtier/engine.py's. A real Kueue runs beside each plane, so the
 `pulumi.com/waitFor: condition=Active` annotations on MultiKueueClusters, AdmissionChecks and
 ClusterQueues resolve only when Kueue really activates them (the workers' provisioning gate
 included: the ProvisioningRequest CRD is served before Kueue starts). No nodes: these tests judge
@@ -34,10 +34,10 @@ import pytest
 from pulumi import automation as auto
 
 from constants import MULTIKUEUE_ADMISSION_CHECK, PROJECT
-from tests.realtier.conftest import install_crds, kueue_crd_paths
-from tests.realtier.engine import EngineRun, configure, find_engine, workspace
-from tests.realtier.faults import condition, get_json, items, wait_for
-from tests.realtier.harness import (
+from testkit.realtier.crds import install_crds, kueue_crd_paths
+from testkit.realtier.engine import EngineRun, configure, find_engine, workspace
+from testkit.realtier.faults import condition, get_json, items, wait_for
+from testkit.realtier.harness import (
     PLANES,
     ControlPlane,
     Report,
@@ -47,7 +47,7 @@ from tests.realtier.harness import (
     start_all,
     stop_all,
 )
-from tests.realtier.kueue import (
+from testkit.realtier.kueue import (
     KueueManager,
     kueue_binary,
     metrics_certs,
@@ -55,11 +55,11 @@ from tests.realtier.kueue import (
     stop_kueues,
     wait_for_token,
 )
-from tests.realtier.pulumi_cli import op_counts
-from tests.realtier.test_twin_jobs import job_for
-from tests.realtier.twin import Submission, load_stack
-from tests.realtier.twin_engine import stack_raw
-from tests.realtier.twin_run import provisioning_crd
+from testkit.realtier.pulumi_cli import op_counts
+from testkit.realtier.shared.twin_jobs import job_for
+from testkit.realtier.twin import Submission, load_stack
+from testkit.realtier.twin_engine import stack_raw
+from testkit.realtier.twin_run import provisioning_crd
 from upstream.kueue import KUEUE_NAMESPACE, SERVICE_ACCOUNT
 
 # Fresh planes + up + no-op up + two rotations + destroy: ~3.5 min on 2 cores. They run with the

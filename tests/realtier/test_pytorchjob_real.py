@@ -58,16 +58,16 @@ import yaml
 from config.frameworks import TrainingOperatorSettings
 from config.loader import PINNED_CRDS
 from config.models import FleetConfig
-from tests.realtier.autoscaler import nodes_at_min, start_autoscalers
-from tests.realtier.conftest import kueue_crd_paths
-from tests.realtier.faults import (
+from testkit.realtier.autoscaler import nodes_at_min, start_autoscalers
+from testkit.realtier.crds import kueue_crd_paths
+from testkit.realtier.faults import (
     COMPLETE_DELAY,
     condition,
     get_json,
     items,
     timed_simulation,
 )
-from tests.realtier.harness import (
+from testkit.realtier.harness import (
     ControlPlane,
     StartError,
     Tools,
@@ -78,11 +78,11 @@ from tests.realtier.harness import (
     free_port,
     namespace,
 )
-from tests.realtier.kueue import kueue_binary
-from tests.realtier.test_faults_runtime import MANAGER, queues_active, where, workloads
-from tests.realtier.twin import load_stack, submissions
-from tests.realtier.twin_run import SimulationTools, Twin, running_twin
-from tests.realtier.wait import until
+from testkit.realtier.kueue import kueue_binary
+from testkit.realtier.shared.faults_runtime import MANAGER, queues_active, where, workloads
+from testkit.realtier.twin import load_stack, submissions
+from testkit.realtier.twin_run import SimulationTools, Twin, running_twin
+from testkit.realtier.wait import until
 from upstream.frameworks import TRAINING_OPERATOR
 from upstream.kueue import MULTIKUEUE_CONTROLLER, QUEUE_LABEL
 from upstream.podsecurity import (

@@ -33,7 +33,7 @@ The operator outside a cluster (main.go of ray-operator v1.5.0):
 - `--enable-leader-election=false` (its default is true); `--metrics-addr` and
   `--health-probe-bind-address` on loopback ports of `free_port`;
 - no webhooks: main.go sets the RayCluster webhook up only when `ENABLE_WEBHOOKS=true`;
-- `HTTP_PROXY` set to the worker's stand-in dashboard (tests/realtier/ray_dashboard.py): KubeRay
+- `HTTP_PROXY` set to the worker's stand-in dashboard (testkit/realtier/ray_dashboard.py): KubeRay
   calls the dashboard at `http://<head service>.<ns>.svc.cluster.local:8265` with Go's default
   transport, which sends plain HTTP through `HTTP_PROXY`; its API-server traffic is HTTPS to
   loopback and takes no proxy.
@@ -75,9 +75,9 @@ import yaml
 from config.frameworks import KubeRaySettings
 from config.loader import PINNED_CRDS
 from config.models import FleetConfig
-from tests.realtier.autoscaler import nodes_at_min, start_autoscalers
-from tests.realtier.conftest import kueue_crd_paths
-from tests.realtier.faults import (
+from testkit.realtier.autoscaler import nodes_at_min, start_autoscalers
+from testkit.realtier.crds import kueue_crd_paths
+from testkit.realtier.faults import (
     COMPLETE_DELAY,
     condition,
     condition_of,
@@ -85,8 +85,8 @@ from tests.realtier.faults import (
     items,
     timed_simulation,
 )
-from tests.realtier.fleetview_cli import fleetview
-from tests.realtier.harness import (
+from testkit.realtier.fleetview_cli import fleetview
+from testkit.realtier.harness import (
     ControlPlane,
     StartError,
     Tools,
@@ -96,12 +96,12 @@ from tests.realtier.harness import (
     cache_paths,
     free_port,
 )
-from tests.realtier.kueue import kueue_binary
-from tests.realtier.ray_dashboard import StandInDashboard
-from tests.realtier.test_faults_runtime import MANAGER, queues_active, where, workloads
-from tests.realtier.twin import load_stack, submissions
-from tests.realtier.twin_run import SimulationTools, Twin, running_twin
-from tests.realtier.wait import until
+from testkit.realtier.kueue import kueue_binary
+from testkit.realtier.ray_dashboard import StandInDashboard
+from testkit.realtier.shared.faults_runtime import MANAGER, queues_active, where, workloads
+from testkit.realtier.twin import load_stack, submissions
+from testkit.realtier.twin_run import SimulationTools, Twin, running_twin
+from testkit.realtier.wait import until
 from upstream.frameworks import KUBERAY
 from upstream.kueue import MULTIKUEUE_CONTROLLER, QUEUE_LABEL
 from upstream.podsecurity import (

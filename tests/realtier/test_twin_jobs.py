@@ -1,11 +1,11 @@
 """Every committed stack's loopback twin runs a Job from every LocalQueue a user can submit to.
 
-Per stack (test ids name it): the twin starts (tests/realtier/twin_run.py) with every user pool at
+Per stack (test ids name it): the twin starts (testkit/realtier/twin_run.py) with every user pool at
 its minCount and the real cluster-autoscaler on each plane with user pools
-(tests/realtier/autoscaler.py: kwok provider, `--enable-provisioning-requests`), so every node a
+(testkit/realtier/autoscaler.py: kwok provider, `--enable-provisioning-requests`), so every node a
 Job needs beyond minCount is made by the autoscaler, and provisioning gates are answered by it, not
 by a test double. The twin's Kueue and MultiKueue objects are made by `pulumi up` of the
-mapped stack (tests/realtier/twin_engine.py): the program itself, through the real engine. Every
+mapped stack (testkit/realtier/twin_engine.py): the program itself, through the real engine. Every
 ClusterQueue of every cluster goes Active, and for each LocalQueue a user
 can submit to (on the manager when MultiKueue dispatches it, else on the cluster that holds it) a
 Job shaped for that queue is created. Asserted: the Workload is admitted where it was submitted; a
@@ -28,19 +28,19 @@ from typing import Any, Final
 import pytest
 
 from config.resolve import enabled_workers, with_mirrored_queues
-from tests.realtier.autoscaler import (
+from testkit.realtier.autoscaler import (
     GROUP_ANNOTATION,
     find_autoscaler,
     nodes_at_min,
     start_autoscalers,
 )
-from tests.realtier.conftest import kueue_crd_paths
-from tests.realtier.engine import find_engine
-from tests.realtier.harness import ControlPlane, Report, Tools, apply
-from tests.realtier.jobs import suspended_job, workload_owned_by
-from tests.realtier.kueue import kueue_binary
-from tests.realtier.twin import (
-    GPU_RESOURCE,
+from testkit.realtier.crds import kueue_crd_paths
+from testkit.realtier.engine import find_engine
+from testkit.realtier.harness import ControlPlane, Report, Tools, apply
+from testkit.realtier.jobs import workload_owned_by
+from testkit.realtier.kueue import kueue_binary
+from testkit.realtier.shared.twin_jobs import PODS, job_for
+from testkit.realtier.twin import (
     VIRTUAL_NODE_LABELS,
     Submission,
     is_gpu_node,
@@ -50,13 +50,13 @@ from tests.realtier.twin import (
     submissions,
     unserved,
 )
-from tests.realtier.twin_run import (
+from testkit.realtier.twin_run import (
     JobWatch,
     SimulationTools,
     Twin,
     running_twin,
 )
-from tests.realtier.wait import until
+from testkit.realtier.wait import until
 from upstream.aks import AGENTPOOL_LABEL
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
@@ -66,7 +66,6 @@ PREBUILT_KEY: Final = "kueue.x-k8s.io/prebuilt-workload-name"
 JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
 ACTIVE_TIMEOUT: Final = 90.0
 JOB_TIMEOUT: Final = 180.0
-PODS: Final = 2  # parallelism = completions: more than one pod to place
 POLL: Final = 0.25
 
 
@@ -104,23 +103,6 @@ def _json(plane: ControlPlane, path: str) -> dict[str, Any] | None:
 def _true(obj: dict[str, Any] | None, kind: str) -> bool:
     conditions: list[dict[str, Any]] = ((obj or {}).get("status") or {}).get("conditions") or []
     return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
-
-
-def job_for(sub: Submission, name: str, run_for: str | None = None) -> dict[str, Any]:
-    """A suspended Job for the queue (no Kueue webhook here suspends it); on the manager it is
-    `managedBy` MultiKueue, as Kueue's webhook would make it."""
-    requests = {"cpu": "500m", "memory": "256Mi"}
-    if sub.gpus:
-        requests[GPU_RESOURCE] = str(sub.gpus)
-    return suspended_job(
-        name,
-        sub.namespace,
-        sub.local_queue,
-        requests,
-        dispatched=sub.dispatched,
-        pods=PODS,
-        run_for=run_for,
-    )
 
 
 def _pods(plane: ControlPlane, ns: str, job: str) -> list[dict[str, Any]]:

@@ -3,7 +3,7 @@ jobs wait on the manager, through `pulumi up` of the stack as docs/operations.md
 worker") edits it, run by the real engine against the running twin.
 
 The twin's objects are made by `pulumi up` of the committed dev stack (tests/realtier/
-twin_engine.py). worker-3 is one more loopback plane (tests/realtier/twin_run.py `add_cluster`:
+twin_engine.py). worker-3 is one more loopback plane (testkit/realtier/twin_run.py `add_cluster`:
 its nodes, scheduler, kwok, cluster-autoscaler and Kueue running, no Kueue objects yet: on AKS
 the same `up` would create the cluster first). Then:
 
@@ -32,8 +32,6 @@ the first Job on worker-3 among them.
 
 from __future__ import annotations
 
-import os
-import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -45,13 +43,12 @@ import pytest
 
 from checks.capacity import manager_quotas
 from constants import MULTIKUEUE_CONFIG
-from tests.realtier.add_worker import NEW_WORKER, added_stack, command
-from tests.realtier.autoscaler import TOOL as AUTOSCALER
-from tests.realtier.autoscaler import nodes_at_min, start_autoscalers
-from tests.realtier.conftest import kueue_crd_paths
-from tests.realtier.e2e import run_documented
-from tests.realtier.engine import configure, find_engine, kubeconfig_key
-from tests.realtier.faults import (
+from testkit.realtier.add_worker import NEW_WORKER, added_stack, command
+from testkit.realtier.autoscaler import nodes_at_min, start_autoscalers
+from testkit.realtier.crds import kueue_crd_paths
+from testkit.realtier.e2e import run_documented
+from testkit.realtier.engine import configure, find_engine, kubeconfig_key
+from testkit.realtier.faults import (
     KUEUE_API,
     cluster_active,
     condition,
@@ -59,10 +56,10 @@ from tests.realtier.faults import (
     thaw_all,
     timed_simulation,
 )
-from tests.realtier.harness import Report, Tools, apply
-from tests.realtier.kueue import kueue_binary
-from tests.realtier.pulumi_cli import op_counts
-from tests.realtier.test_faults_runtime import (
+from testkit.realtier.harness import Report, Tools, apply
+from testkit.realtier.kueue import kueue_binary
+from testkit.realtier.pulumi_cli import op_counts
+from testkit.realtier.shared.faults_runtime import (
     MANAGER,
     completed_once,
     queues_active,
@@ -71,16 +68,17 @@ from tests.realtier.test_faults_runtime import (
     where,
     workloads,
 )
-from tests.realtier.test_twin_jobs import PODS, job_for
-from tests.realtier.twin import load_stack, submissions, twin_raw
-from tests.realtier.twin_run import (
+from testkit.realtier.shared.twin_jobs import PODS, job_for
+from testkit.realtier.shared.worker_add import freeze_autoscalers
+from testkit.realtier.twin import load_stack, submissions, twin_raw
+from testkit.realtier.twin_run import (
     JobWatch,
     SimulationTools,
     Twin,
     add_cluster,
     running_twin,
 )
-from tests.realtier.wait import until
+from testkit.realtier.wait import until
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
@@ -130,20 +128,6 @@ def running(tools: Tools, simulation: SimulationTools, tmp_path: Path) -> Iterat
             yield Running(twin, tools, sim, binary, crds)
         finally:
             thaw_all(twin.planes.values(), twin.kueues.values())
-
-
-def freeze_autoscalers(twin: Twin, *clusters: str) -> list[int]:
-    """SIGSTOP the clusters' cluster-autoscalers: their pools stop growing, and their
-    provisioning gates answer no new job (on AKS: pools at their maximum, or a region out of
-    capacity). The twin's stop resumes them (faults.thaw_all)."""
-    frozen: list[int] = []
-    for cluster in clusters:
-        for process in twin.planes[cluster]._processes:
-            if process.name == AUTOSCALER and process.popen.poll() is None:
-                os.killpg(process.popen.pid, signal.SIGSTOP)
-                frozen.append(process.popen.pid)
-    assert frozen, f"no cluster-autoscaler running on {clusters}"
-    return frozen
 
 
 def _rows(out: str) -> set[tuple[str, str]]:

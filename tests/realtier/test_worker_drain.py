@@ -32,14 +32,14 @@ from checks.stack import parse_fleet
 from components.retire import blocking, read_workloads
 from config.models import FleetConfig
 from config.resolve import dispatch_sets
-from tests.realtier.autoscaler import nodes_at_min
-from tests.realtier.conftest import kueue_crd_paths
-from tests.realtier.e2e import run_documented
-from tests.realtier.faults import KUEUE_API, condition, get_json, thaw_all, timed_simulation
-from tests.realtier.harness import ControlPlane, Report, Tools, apply
-from tests.realtier.kueue import kueue_binary
-from tests.realtier.pulumi_cli import OPERATIONS, section
-from tests.realtier.test_faults_runtime import (
+from testkit.realtier.autoscaler import nodes_at_min
+from testkit.realtier.crds import kueue_crd_paths
+from testkit.realtier.e2e import run_documented
+from testkit.realtier.faults import KUEUE_API, condition, get_json, thaw_all, timed_simulation
+from testkit.realtier.harness import ControlPlane, Report, Tools, apply
+from testkit.realtier.kueue import kueue_binary
+from testkit.realtier.pulumi_cli import OPERATIONS, section
+from testkit.realtier.shared.faults_runtime import (
     MANAGER,
     autoscale,
     completed_once,
@@ -50,15 +50,15 @@ from tests.realtier.test_faults_runtime import (
     where,
     workloads,
 )
-from tests.realtier.test_twin_jobs import PODS
-from tests.realtier.twin import load_stack, submissions
-from tests.realtier.twin_run import (
+from testkit.realtier.shared.twin_jobs import PODS
+from testkit.realtier.twin import load_stack, submissions
+from testkit.realtier.twin_run import (
     JobWatch,
     SimulationTools,
     Twin,
     running_twin,
 )
-from tests.realtier.wait import until
+from testkit.realtier.wait import until
 
 pytestmark = [pytest.mark.real]
 

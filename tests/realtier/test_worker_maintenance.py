@@ -1,6 +1,6 @@
 """A worker's batch pool reimaged with batch work on it (issue 42 items 1 and 5), on dev's twin.
 
-The node image upgrade is tests/realtier/reimage.py's stand-in for AKS's (surge, cordon, drain
+The node image upgrade is testkit/realtier/reimage.py's stand-in for AKS's (surge, cordon, drain
 through the real Eviction API, reimage or quarantine; docs/testing.md says what differs), over
 worker-2's `batch` pool, with the pool's `upgradeSettings` as the program renders them for the
 committed dev stack (maxSurge, `undrainableNodeBehavior`; AKS's defaults where it sends none) and
@@ -36,14 +36,14 @@ import pytest
 
 from builders.aks import user_pool_args
 from builders.fleet import kueue_objects
-from tests.realtier.autoscaler import TOOL as AUTOSCALER_TOOL
-from tests.realtier.autoscaler import nodes_at_min
-from tests.realtier.conftest import kueue_crd_paths
-from tests.realtier.faults import condition, get_json, thaw_all, timed_simulation
-from tests.realtier.harness import ControlPlane, Report, Tools, apply
-from tests.realtier.jobs import IMAGE
-from tests.realtier.kueue import kueue_binary
-from tests.realtier.reimage import (
+from testkit.realtier.autoscaler import TOOL as AUTOSCALER_TOOL
+from testkit.realtier.autoscaler import nodes_at_min
+from testkit.realtier.crds import kueue_crd_paths
+from testkit.realtier.faults import condition, get_json, thaw_all, timed_simulation
+from testkit.realtier.harness import ControlPlane, Report, Tools, apply
+from testkit.realtier.jobs import IMAGE
+from testkit.realtier.kueue import kueue_binary
+from testkit.realtier.reimage import (
     NODE_IMAGE_LABEL,
     QUARANTINED,
     UPGRADE_STATUS_LABEL,
@@ -54,7 +54,7 @@ from tests.realtier.reimage import (
     reimage_pool,
     request,
 )
-from tests.realtier.test_faults_runtime import (
+from testkit.realtier.shared.faults_runtime import (
     MANAGER,
     autoscale,
     completed_once,
@@ -66,10 +66,10 @@ from tests.realtier.test_faults_runtime import (
     where,
     workloads,
 )
-from tests.realtier.test_twin_jobs import PODS, job_for
-from tests.realtier.twin import Submission, fleet_nodes, load_stack, submissions
-from tests.realtier.twin_run import PodWatch, SimulationTools, Twin, running_twin
-from tests.realtier.wait import until
+from testkit.realtier.shared.twin_jobs import PODS, job_for
+from testkit.realtier.twin import Submission, fleet_nodes, load_stack, submissions
+from testkit.realtier.twin_run import PodWatch, SimulationTools, Twin, running_twin
+from testkit.realtier.wait import until
 from upstream.kueue import POD_SET_LABEL
 from upstream.podsecurity import (
     RESTRICTED_CONTAINER_SECURITY_CONTEXT,
@@ -292,7 +292,7 @@ def test_a_reimage_with_jobs_running_quarantines_their_nodes_and_every_job_finis
         t_running = clock()
         blocked = nodes_of_jobs(plane, ns, running)
         # The pool is the running jobs' nodes. A node the autoscaler made beyond them (its race,
-        # tests/realtier/autoscaler.py) is removed, empty, as its scale-down would remove it
+        # testkit/realtier/autoscaler.py) is removed, empty, as its scale-down would remove it
         # 5 minutes later: a queued job's pod bound to an old node moments before that node's
         # drain is Pending, which no budget holds (docs/testing.md, "The node reimage stand-in").
         extra = [

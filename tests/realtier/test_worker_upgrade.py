@@ -38,14 +38,14 @@ from typing import Any, Final
 
 import pytest
 
-from tests.realtier.autoscaler import nodes_at_min
-from tests.realtier.conftest import kueue_crd_paths
-from tests.realtier.engine import find_engine
-from tests.realtier.faults import cluster_active, condition, thaw_all, timed_simulation
-from tests.realtier.harness import ControlPlane, Report, Tools, find_next_control_plane
-from tests.realtier.kueue import kueue_binary
-from tests.realtier.pulumi_cli import op_counts
-from tests.realtier.test_faults_runtime import (
+from testkit.realtier.autoscaler import nodes_at_min
+from testkit.realtier.crds import kueue_crd_paths
+from testkit.realtier.engine import find_engine
+from testkit.realtier.faults import cluster_active, condition, thaw_all, timed_simulation
+from testkit.realtier.harness import ControlPlane, Report, Tools, find_next_control_plane
+from testkit.realtier.kueue import kueue_binary
+from testkit.realtier.pulumi_cli import op_counts
+from testkit.realtier.shared.faults_runtime import (
     MANAGER,
     autoscale,
     completed_once,
@@ -56,18 +56,19 @@ from tests.realtier.test_faults_runtime import (
     where,
     workloads,
 )
-from tests.realtier.test_twin_jobs import PODS
-from tests.realtier.test_worker_add import freeze_autoscalers
-from tests.realtier.twin import load_stack, submissions
-from tests.realtier.twin_run import (
+from testkit.realtier.shared.twin_jobs import PODS
+from testkit.realtier.shared.worker_add import freeze_autoscalers
+from testkit.realtier.shared.worker_upgrade import version_of
+from testkit.realtier.twin import load_stack, submissions
+from testkit.realtier.twin_run import (
     JobWatch,
     SimulationTools,
     Twin,
     find_simulation_tools,
     running_twin,
 )
-from tests.realtier.upgrade_worker import documented_line
-from tests.realtier.wait import until
+from testkit.realtier.upgrade_worker import documented_line
+from testkit.realtier.wait import until
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
@@ -203,12 +204,6 @@ class Outage:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
-
-
-def version_of(plane: ControlPlane) -> str:
-    status, body = plane.get("/version")
-    assert status == 200, f"[{plane.name}] /version: {status}"
-    return str(json.loads(body)["gitVersion"])
 
 
 def test_a_worker_upgraded_to_the_next_minor_with_work_in_it_loses_nothing(
