@@ -66,20 +66,15 @@ import pytest
 
 from checks.stack import parse_fleet
 from config.models import FleetConfig
-from tests.realtier.autoscaler import TOOL, start_autoscalers
-from tests.realtier.faults import KUEUE_API, condition, condition_of, get_json, items
-from tests.realtier.fleetview_cli import fleetview
-from tests.realtier.harness import ControlPlane, Report, Tools, apply
-from tests.realtier.jobs import suspended_job, workload_of_job
-from tests.realtier.test_faults_runtime import (
-    MANAGER,
-    _dev_twin,  # pyright: ignore[reportPrivateUsage]
-    ready_to_dispatch,
-    state,
-)
-from tests.realtier.twin import load_stack, submissions
-from tests.realtier.twin_run import PROVISIONING_API, SimulationTools, Twin
-from tests.realtier.wait import until
+from testkit.realtier.autoscaler import TOOL, start_autoscalers
+from testkit.realtier.faults import KUEUE_API, condition, condition_of, get_json, items
+from testkit.realtier.fleetview_cli import fleetview
+from testkit.realtier.harness import ControlPlane, Report, Tools, apply
+from testkit.realtier.jobs import suspended_job, workload_of_job
+from testkit.realtier.shared.faults_runtime import MANAGER, dev_twin, ready_to_dispatch, state
+from testkit.realtier.twin import load_stack, submissions
+from testkit.realtier.twin_run import PROVISIONING_API, SimulationTools, Twin
+from testkit.realtier.wait import until
 
 pytestmark = [pytest.mark.real]
 
@@ -113,7 +108,7 @@ def twin(
     tools: Tools, simulation: SimulationTools, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Twin]:
     workdir = tmp_path_factory.mktemp("fleetview-gate-retry")
-    yield from _dev_twin(tools, simulation, workdir, gate_retry_fleet())
+    yield from dev_twin(tools, simulation, workdir, gate_retry_fleet())
 
 
 def _requests(plane: ControlPlane, ns: str) -> dict[str, dict[str, Any]]:
