@@ -1,4 +1,4 @@
-"""Messages a person reads once (issue 23): each bad input a newcomer tried, and how it reads.
+"""Messages a person reads once: each bad input a newcomer tried, and how it reads.
 
 The inputs are those of the newcomer review: a staging stack that sends team-a's CPU and GPU work
 to every worker, a VM size typo, a GPU quota on a CPU pool, a LocalQueue typo, quantities written
