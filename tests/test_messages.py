@@ -125,7 +125,8 @@ def test_a_cpu_flavor_on_the_gpu_worker_also_fixes_it() -> None:
 
 
 def test_the_twin_finds_it_with_the_products_rule() -> None:
-    # testkit/realtier/twin.py:unserved() held this rule alone; it now reads it from checks/.
+    # testkit/realtier/twin.py:unserved() reads this rule from checks/: the twin finds what
+    # preflight refuses.
     fleet = parse_model(staging_raw())
     (problem,) = unserved(fleet)
     assert problem.startswith("clusters[4].queues.clusterQueues[0]: manager ClusterQueue 'team-a'")
