@@ -1,5 +1,5 @@
-"""The first `up` succeeds once (issue 24 item 5): before any Kubernetes object on an Entra ID
-cluster, `up` waits, bounded, until the API server authorizes the deploying identity.
+"""The first `up` succeeds once: before any Kubernetes object on an Entra ID cluster, `up` waits,
+bounded, until the API server authorizes the deploying identity.
 
 What is asked and said (builders/authorization.py), the wait's loop on a fake clock, the client
 against a local HTTP server (the exact requests and answers), and the gate in the Pulumi model

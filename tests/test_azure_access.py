@@ -1,4 +1,4 @@
-"""Azure access and quota in the plan and the plan diff (issue 23 item 6)."""
+"""Azure access and quota in the plan and the plan diff."""
 
 from __future__ import annotations
 

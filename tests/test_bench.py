@@ -56,9 +56,9 @@ def test_judge_flags_a_time_ratio_above_the_resource_ratio() -> None:
 
 
 def test_a_ratio_is_the_best_of_its_pairs() -> None:
-    """The failure seen under load (2026-12-04): one N=2 run slowed by a neighbour made the
-    single pair's eval ratio 1.80 against 1.61 resources. Best of the pairs, one slowed run
-    (on either side) moves nothing; a cost in every run still counts."""
+    """One N=2 run slowed by a neighbour makes a single pair's eval ratio 1.80 against 1.61
+    resources. Best of the pairs, one slowed run (on either side) moves nothing; a cost in every
+    run still counts."""
     b = bench()
     one, two = b.Row(1, resources=70), b.Row(2, resources=113)
     two.pairs = {"eval": [(3.10, 1.73), (2.30, 1.80), (2.35, 2.60)]}
@@ -70,8 +70,8 @@ def test_a_ratio_is_the_best_of_its_pairs() -> None:
 
 
 def test_a_ratio_within_the_noise_of_the_resource_ratio_is_linear() -> None:
-    """Seen in a whole test run (2026-12-06): every pair slowed alike, eval ratio 1.62 against
-    1.61 resources. Within 10 % is noise; 11 % above is not."""
+    """A busy machine slows every pair alike: eval ratio 1.62 against 1.61 resources. Within
+    10 % is noise; 11 % above is not."""
     b = bench()
     one, two = b.Row(1, resources=70), b.Row(2, resources=113)
     two.pairs = {"eval": [(2.835, 1.75)]}  # 1.62

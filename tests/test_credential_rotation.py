@@ -1,4 +1,4 @@
-"""Issue 28 item 2: worker and member tokens rotate on a schedule the config states.
+"""Worker and member tokens rotate on a schedule the config states.
 
 The generation of a token is the manual bump plus the whole periods of `credentials
 .rotateEveryDays` since `scheduleStart`, computed from the config and the day (tests pin

@@ -1,4 +1,4 @@
-"""`extraSpec`, the escape hatch of queue objects (issue 25 item 2, docs/kueue-queueing.md).
+"""`extraSpec`, the escape hatch of queue objects (docs/kueue-queueing.md).
 
 The staging example (tests/fixtures/staging-extra-spec.yaml) sets two Kueue v0.19.2 fields that
 have no typed key; it validates without a warning, renders objects the pinned CRDs accept (with

@@ -359,7 +359,7 @@ def test_why_a_lost_worker_is_named_with_the_managers_condition() -> None:
 
 def test_why_a_nominated_job_waiting_for_worker_quota_is_backlog_not_stranded() -> None:
     """15 minutes nominated to worker-1, whose queue is full: Kueue's normal wait, not stranding
-    (the old verdict called it "looks stranded" because it counted only the manager's quota)."""
+    (a verdict that counted only the manager's quota would call it stranded)."""
     answer = why(
         manager(reserved(900, nominated=["worker-1"])),
         worker(

@@ -1,5 +1,5 @@
-"""fleetview run by a machine (issue 40, item 3): exit codes, one line per cluster it could not
-read, no traceback on any input, Entra ID kubeconfigs converted for a non-interactive login.
+"""fleetview run by a machine: exit codes, one line per cluster it could not read, no traceback on
+any input, Entra ID kubeconfigs converted for a non-interactive login.
 
 The API servers here are small local HTTP servers answering as the Kubernetes API server does
 (lists, 401 Status, 404 for an unserved group), so the whole fetch path runs offline.

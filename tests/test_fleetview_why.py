@@ -1,4 +1,4 @@
-"""fleetview `why` and `status` warnings in every state a job can be in (issue 40, items 1-2).
+"""fleetview `why` and `status` warnings in every state a job can be in.
 
 Each scenario is built as Kueue v0.19.2 leaves the objects (the writer is named beside it, in
 kubernetes-sigs/kueue at tag v0.19.2) and validated against the pinned CRDs; the verdict and the

@@ -1,8 +1,8 @@
 """Damaged or hostile stack files: exit 1 with a key path, never a traceback, hang or escape.
 
-Each case is one a careless or hostile contributor could commit (issue 14's 222 damaged files,
-by category): damage to the file rather than a field, alias bombs, lenient types, file-path keys
-that leave the project, and Azure limits.
+Each case is one a careless or hostile contributor could commit, by category: damage to the file
+rather than a field, alias bombs, lenient types, file-path keys that leave the project, and Azure
+limits.
 """
 
 from __future__ import annotations

@@ -136,7 +136,8 @@ def test_every_custom_resource_validates_against_the_pinned_schemas() -> None:
 
 
 def test_schema_check_catches_a_misspelt_enum() -> None:
-    """The seed's comment says `Duplicate`; the CRD enum is `Duplicated` (notes 8.1)."""
+    """`Duplicate`, as a comment of the Karmada + OpenKruise walk-through spells it, is refused:
+    the CRD enum is `Duplicated`."""
     settings = kb.settings_of(dev())
     policy = apps.propagation_policy(settings.applications[0], settings.failover)
     policy["spec"]["placement"]["replicaScheduling"]["replicaSchedulingType"] = "Duplicate"
@@ -174,7 +175,7 @@ def test_propagation_policy_is_divided_weighted_with_the_seed_weights() -> None:
             "namespace": "sample",
             "name": "sample-ud",
         },
-        # dev's template is a StatefulSet: its governing Service goes along (issue 28).
+        # dev's template is a StatefulSet: its governing Service goes along.
         {"apiVersion": "v1", "kind": "Service", "namespace": "sample", "name": "sample-ud"},
     ]
 
@@ -217,7 +218,7 @@ def test_united_deployment_is_the_seed_application() -> None:
                 {"key": k, "operator": "In", "values": [v]} for k, v in VIRTUAL_NODE_LABELS.items()
             ]
         },
-        # Both taints the AKS virtual-node docs tolerate (issue 28: azure.com/aci was missing).
+        # Both taints the AKS virtual-node docs tolerate, the provider's and azure.com/aci.
         "tolerations": [
             {"key": "virtual-kubelet.io/provider", "operator": "Exists"},
             {"key": "azure.com/aci", "operator": "Exists", "effect": "NoSchedule"},
@@ -249,7 +250,7 @@ def test_application_namespaces_are_created_once_on_karmada_only() -> None:
     manifests = kb.render_karmada(fleet_of(raw))
     namespaces = [m for m in of_kind(manifests, "Namespace") if m.target == KARMADA_TARGET]
     # `default` exists everywhere; others are synced to every member by Karmada itself. Not
-    # `karmada-cluster`: the chart makes it (issue 12: creating it failed with AlreadyExists).
+    # `karmada-cluster`: the chart makes it, and creating it again fails with AlreadyExists.
     assert sorted(m.name for m in namespaces) == ["sample"]
 
 

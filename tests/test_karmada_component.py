@@ -250,7 +250,7 @@ def test_united_deployment_after_crds_members_interpreter_and_policy(public: Bui
 def test_nothing_on_karmada_is_one_of_the_charts_static_objects(public: Built) -> None:
     """The chart's static-resource job makes karmada-system and karmada-cluster on the Karmada
     API server; pulumi-kubernetes >= 4.29 creates client-side, so creating either again fails
-    with AlreadyExists and every member registration waits behind it (issue 12)."""
+    with AlreadyExists and every member registration waits behind it."""
     graph, _ = public
     provider = karmada_provider(graph)
     on_karmada = [r for r in graph.resources if r.custom and r.provider.startswith(provider.urn)]

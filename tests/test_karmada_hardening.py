@@ -1,4 +1,6 @@
-"""Issue 12's fixes to the Karmada control plane, its policies and Kruise: pure builders and checks.
+"""Karmada's control plane, its policies and Kruise as the stacks harden them: propagated
+dependencies, API server ranges, failover, replicas and disruption budgets, member access; pure
+builders and checks.
 
 Value names were read in karmada-io/karmada v1.18.2 (charts/karmada/values.yaml, templates/
 _helpers.tpl `karmada.controllerManager.featureGates`, the `podDisruptionBudget` blocks and
@@ -270,7 +272,7 @@ def test_api_server_replicas_need_a_node_each_on_the_host() -> None:
     assert parse_fleet(raw)[0].karmada is not None
 
 
-# --- member access (issue 12 item 5; the real-tier proof is separate) -------------------------
+# --- member access (the real-tier proof is separate) ------------------------------------------
 
 
 def _matches(values: list[str], value: str) -> bool:
@@ -359,8 +361,8 @@ def rules_for(access: str) -> Rules:
 
 
 def test_scoped_member_access_is_the_default() -> None:
-    """Issue 12: the upstream wildcard is a switch, off by default (the real tier proved the
-    scoped role sufficient: status, health, sync and deletion)."""
+    """The upstream wildcard is a switch, off by default (the real tier proves the scoped role
+    sufficient: status, health, sync and deletion)."""
     karmada = fleet_of(BASE).karmada
     assert karmada is not None
     assert karmada.member_access == "scoped"

@@ -1,5 +1,5 @@
 """Kueue's queueing API as typed config: fair-sharing weights, Cohorts, priority classes,
-preemption, managed jobs and admission fair sharing (issue 25, item 2).
+preemption, managed jobs and admission fair sharing.
 
 The example (tests/fixtures/fair-share.yaml, shown in docs/kueue-queueing.md) validates without a
 warning and renders objects the pinned CRDs accept; every bad input is refused with its key path.

@@ -1,9 +1,10 @@
 """Every object render_kueue emits, validated against the pinned Kueue CRDs (testkit/crdschema.py).
 
-Stacks: dev, prod and the seed config, each against the CRDs of its configured Kueue version, plus
-dev against every supported version (the objects must not depend on the pin). CEL rules the
-harness cannot run on a create are listed, never dropped: the only ones allowed are transition
-rules (`oldSelf`, checked by the API server on update), named below.
+Stacks: dev, prod and the AKS "Kueue + cluster autoscaler" how-to's config, each against the CRDs
+of its configured Kueue version, plus dev against every supported version (the objects must not
+depend on the pin). CEL rules the harness cannot run on a create are listed, never dropped: the
+only ones allowed are transition rules (`oldSelf`, checked by the API server on update), named
+below.
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def test_the_stacks_exercise_every_kind_we_emit() -> None:
 
 
 def test_the_v1beta1_admission_checks_list_is_rejected() -> None:
-    # The seed's early PR head used it; the schema drops it silently on a real server.
+    # The v1beta1 shape, a plain list of check names: a real server's schema drops it silently.
     fleet = load_from_file("dev")[0]
     cq = next(m.obj for m in render_kueue(fleet) if m.kind == "ClusterQueue")
     broken = {**cq, "spec": {**cq["spec"], "admissionChecks": ["batch-scaleup"]}}

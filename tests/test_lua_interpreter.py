@@ -150,7 +150,8 @@ POD_DEPENDENCIES = sorted(
 
 
 def united_deployment(kind: str = "statefulSetTemplate", **spec: Any) -> dict[str, Any]:
-    """A UnitedDeployment as a user applies it to karmada-apiserver (the seed's topology)."""
+    """A UnitedDeployment as a user applies it to karmada-apiserver (the topology of the Karmada +
+    OpenKruise walk-through)."""
     workload_spec: dict[str, Any] = {
         "selector": {"matchLabels": dict(LABELS)},
         "template": pod_template(),
@@ -325,8 +326,8 @@ def test_scripts_use_no_field_a_uniteddeployment_lacks(file_name: str) -> None:
 
 
 def test_strict_mode_catches_the_seeds_accidental_globals() -> None:
-    # The seed article's GetReplicas: `replica`/`requirement` are globals, and it hands
-    # accuratePodRequirements the workload wrapper instead of the pod template.
+    # The Karmada + OpenKruise walk-through's GetReplicas: `replica`/`requirement` are globals,
+    # and it hands accuratePodRequirements the workload wrapper instead of the pod template.
     seed = """
     local kube = require("kube")
     function GetReplicas(obj)

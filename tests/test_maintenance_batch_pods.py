@@ -1,4 +1,4 @@
-"""`upgrades.batchPods`: the pods Kueue admitted are kept through AKS's node drains (issue 42).
+"""`upgrades.batchPods`: the pods Kueue admitted are kept through AKS's node drains.
 
 What is rendered (a budget per team namespace per cluster, mirrored queues included), what each
 pool sends (`undrainableNodeBehavior`), what the program registers, and preflight's warnings. The

@@ -1,4 +1,4 @@
-"""Issue 28: `memberAccess: scoped` does what Karmada's controllers need and nothing that escalates.
+"""`memberAccess: scoped` does what Karmada's controllers need and nothing that escalates.
 
 A can-i table computed from the RBAC objects the program builds for a member (checks.access
 evaluates them as the API server's RBAC authorizer does). The live proof that the role is enough

@@ -1,4 +1,4 @@
-"""Messages a person reads once (issue 23): each bad input a newcomer tried, and how it reads.
+"""Messages a person reads once: each bad input a newcomer tried, and how it reads.
 
 The inputs are those of the newcomer review: a staging stack that sends team-a's CPU and GPU work
 to every worker, a VM size typo, a GPU quota on a CPU pool, a LocalQueue typo, quantities written
@@ -125,7 +125,8 @@ def test_a_cpu_flavor_on_the_gpu_worker_also_fixes_it() -> None:
 
 
 def test_the_twin_finds_it_with_the_products_rule() -> None:
-    # testkit/realtier/twin.py:unserved() held this rule alone; it now reads it from checks/.
+    # testkit/realtier/twin.py:unserved() reads this rule from checks/: the twin finds what
+    # preflight refuses.
     fleet = parse_model(staging_raw())
     (problem,) = unserved(fleet)
     assert problem.startswith("clusters[4].queues.clusterQueues[0]: manager ClusterQueue 'team-a'")

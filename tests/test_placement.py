@@ -26,7 +26,7 @@ ODD_UID = "d43fdeeb-d750-4e2b-bee3-64eb94534f4c"
 SEED_WEIGHTS = {"idc1": 1, "test-ucs": 2}
 
 
-# --- the seed -------------------------------------------------------------------------------------
+# --- the Karmada + OpenKruise walk-through: members idc1 and test-ucs at 1:2 ----------------------
 
 
 def test_seed_six_replicas_split_two_four() -> None:

@@ -1,4 +1,4 @@
-"""Issue 28: team namespaces enforce a Pod Security Standard; what the project ships passes it.
+"""Team namespaces enforce a Pod Security Standard; what the project ships passes it.
 
 Labels and levels: k8s.io/pod-security-admission (api/constants.go: `pod-security.kubernetes.io/
 {enforce,warn,audit}[-version]`, levels privileged|baseline|restricted, versions `latest` or

@@ -497,8 +497,8 @@ def test_stack_at_ref_with_a_kubeconfig_file(tmp_path: Path) -> None:
 
 
 def test_a_wider_karmada_member_role_is_flagged(dev: Snapshot, tmp_path: Path) -> None:
-    """Issue 28: `memberAccess: wildcard` makes the member credential cluster admin; the diff
-    shows the member ClusterRole gaining `*` and flags it."""
+    """`memberAccess: wildcard` makes the member credential cluster admin; the diff shows the
+    member ClusterRole gaining `*` and flags it."""
 
     def wildcard(fleet: Fleet) -> None:
         fleet["karmada"]["memberAccess"] = "wildcard"

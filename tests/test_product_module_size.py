@@ -10,8 +10,8 @@ from testkit.repo import ROOT
 
 LIMIT = 550
 NOT_PRODUCT = {"tests", "testkit", "scripts"}
-# Product modules allowed over the limit while they wait to be split (issue 43); none today. Remove
-# an entry once its module is split: every other product module fails this test past the limit.
+# Product modules allowed over the limit while they wait to be split; none today. Remove an entry
+# once its module is split: every other product module fails this test past the limit.
 ALLOWED_OVER: set[str] = set()
 
 

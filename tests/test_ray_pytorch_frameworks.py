@@ -1,4 +1,4 @@
-"""RayJob, RayCluster and PyTorchJob through MultiKueue (issue 41): operators as config.
+"""RayJob, RayCluster and PyTorchJob through MultiKueue: operators as config.
 
 The example stack (examples/ai-jobs/Pulumi.ai-jobs.yaml) passes preflight; under mocks the program
 installs KubeRay and the training operator on the GPU workers only and the kinds' CRDs alone on

@@ -234,7 +234,7 @@ def test_operations_page_quotes_the_diff_the_refusal_and_the_key_path_error(
     assert error.replace(worker_name(2), "worker-2").split(" ...")[0][:80] in page
 
 
-# --- a worker leaving one dispatch set while another keeps it (issue 42 item 2) -------------
+# --- a worker leaving one dispatch set while another keeps it -------------------------------
 
 LINKED = {
     "workers": ["worker-1", "worker-2"],
@@ -247,7 +247,7 @@ LINKED = {
 def test_leaving_links_are_the_pairs_one_set_drops_even_when_another_keeps_the_worker() -> None:
     news = {**LINKED, "links": {"multikueue": ["worker-1"], "gpu": ["worker-2"]}}
     assert leave(news) == [("multikueue", "worker-2")]
-    assert leaving(LINKED, news) == []  # by workers alone nothing leaves: the old blind spot
+    assert leaving(LINKED, news) == []  # by workers alone nothing leaves: only links see it
     forced = {**news, "forceRetire": ["worker-2"]}
     assert leave(forced) == []
     # Out of every set: the worker leaves as a whole, as the whole-worker message says.

@@ -1,6 +1,6 @@
-"""The seed scenario (the AKS "Kueue + cluster autoscaler" how-to) as config.
+"""The AKS "Kueue + cluster autoscaler" how-to's scenario as config.
 
-The expected objects are the seed's `40-autoscale-queue.yaml` (Azure/AKS examples/kueue-and-ray-
+The expected objects are the how-to's `40-autoscale-queue.yaml` (Azure/AKS examples/kueue-and-ray-
 on-aks, final version: namespace cas-kueue-demo, the v1beta2 shapes, the `admissionChecksStrategy`
 gate with `onFlavors`), written out here as data.
 """
@@ -100,14 +100,14 @@ def test_seed_config_renders_the_seed_objects() -> None:
     expected = {_key(o): o for o in SEED_OBJECTS}
     for obj in rendered:
         if obj["kind"] == "Namespace":
-            # Beyond the seed: Pod Security labels on every team namespace (issue 28).
+            # Beyond the how-to: Pod Security labels on every team namespace.
             labels = obj["metadata"].pop("labels")
             assert labels == pod_security_labels("restricted", "latest")
         assert obj == expected[_key(obj)], _key(obj)
 
 
 def test_seed_config_is_accepted_with_one_hint() -> None:
-    # The seed's quota (100 CPU) is not checked against the pool: its flavor is not bound by
+    # The how-to's quota (100 CPU) is not checked against the pool: its flavor is not bound by
     # `pool:`. Config says so instead of guessing.
     _, warnings = parse_fleet(SEED_RAW)
     assert [str(w) for w in warnings] == [
@@ -140,7 +140,7 @@ def test_example_job_targets_a_dev_local_queue() -> None:
         flavor = q.flavor(cq.resource_groups[0].flavors[0].name)
         pool = worker.pool(flavor.pool or "") if flavor else None
         assert pool is not None
-        # Like the seed's job: all pods fit the queue, but not one node, so the gate must
+        # Like the how-to's job: all pods fit the queue, but not one node, so the gate must
         # scale the pool up by more than one node at once.
         (container,) = spec["template"]["spec"]["containers"]
         cpu = quantity_value(container["resources"]["requests"]["cpu"]) * spec["parallelism"]

@@ -2,8 +2,8 @@
 
 A `pulumi up` killed mid-create leaves its objects co-owned by the dead run's random field
 manager; without `pulumi.com/patchForce` the next change of such a field fails with an SSA
-conflict against that manager (seen in tests/realtier/test_faults_deploy.py, and proven fixed
-there). So every object the stacks register carries it (components/kube.py `owned`).
+conflict against that manager (tests/realtier/test_faults_deploy.py makes that case with the real
+engine). So every object the stacks register carries it (components/kube.py `owned`).
 """
 
 from __future__ import annotations

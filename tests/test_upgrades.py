@@ -1,6 +1,6 @@
-"""Versions Azure serves and upgrades (issue 24): the AKS calendar on a given day, LTS, Kueue's
-minors, channels and windows, pool skew, the resources they become, one minor at a time in the
-plan diff, and providers that never forget an unreachable cluster's objects."""
+"""Versions Azure serves and upgrades: the AKS calendar on a given day, LTS, Kueue's minors,
+channels and windows, pool skew, the resources they become, one minor at a time in the plan diff,
+and providers that never forget an unreachable cluster's objects."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Adding a MultiKueue worker (issue 27 item 3), offline: the MultiKueueConfig waits for a new
-worker to be connected and ready; docs/operations.md's "Adding a worker" edits the dev stack as
-it says, and quotes what preflight prints for that stack."""
+"""Adding a MultiKueue worker, offline: the MultiKueueConfig waits for a new worker to be connected
+and ready; docs/operations.md's "Adding a worker" edits the dev stack as it says, and quotes what
+preflight prints for that stack."""
 
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
 """The real cluster-autoscaler in a twin: its kwok cloud provider scales the twin's AKS pools.
 
-Issue 11, item 3. A twin's user pools (AKS AgentPools the autoscaler owns) start at their
-`minCount` instead of `maxCount`; on each plane that has such pools the pinned
-cluster-autoscaler (`scripts/build-real-tier-tools --only cluster-autoscaler`, built with
-`-tags kwok`) runs with `--cloud-provider=kwok --enable-provisioning-requests`, so Kueue's
-ProvisioningRequests (class `best-effort-atomic-scale-up.autoscaling.x-k8s.io`) are answered by
-the autoscaler itself: it books the capacity, creates the pool's nodes (kwok keeps them Ready)
-and removes them when they are no longer needed.
+A twin's user pools (AKS AgentPools the autoscaler owns) start at their `minCount` instead of
+`maxCount`; on each plane that has such pools the pinned cluster-autoscaler
+(`scripts/build-real-tier-tools --only cluster-autoscaler`, built with `-tags kwok`) runs with
+`--cloud-provider=kwok --enable-provisioning-requests`, so Kueue's ProvisioningRequests (class
+`best-effort-atomic-scale-up.autoscaling.x-k8s.io`) are answered by the autoscaler itself: it books
+the capacity, creates the pool's nodes (kwok keeps them Ready) and removes them when they are no
+longer needed.
 
 The mapping (one AKS pool = one kwok node group):
 - the group key is the `kubernetes.azure.com/agentpool` label (`nodegroups.fromNodeLabelKey`);
@@ -21,16 +21,16 @@ The mapping (one AKS pool = one kwok node group):
   members of their node group (the provider counts them in the group's size).
 
 Scale-down runs with the stack's own times (`scale_down_flags`: the cluster's
-`autoScalerProfile.scaleDownUnneededTime` / `scaleDownDelayAfterAdd`, else AKS's defaults,
-10m / 10m), so nodes stay for the length of a test. Only a test that watches nodes go asks for
-short ones (`FAST_SCALE_DOWN`, seconds). Short times everywhere are the likely cause of a flake
-(issue 30: a Job admitted on a worker, its pods Pending for minutes), as they make two races of
-the pinned autoscaler likely: a ProvisioningRequest answered with capacity on a node that the
-same loop then removes as unneeded (cluster-autoscaler 1.33.0, core/static_autoscaler.go:
-scale-down runs after a `ScaleUpNotNeeded` loop; processors/provreq/processor.go books the
-request's capacity only from the next loop), or a new node removed as unneeded before the
-admitted Job's pods reach it. Either way the pods stay Pending: pods that consume a Provisioned
-request never trigger a scale-up. On AKS the same window needs a node unneeded for minutes.
+`autoScalerProfile.scaleDownUnneededTime` / `scaleDownDelayAfterAdd`, else AKS's defaults, 10m /
+10m), so nodes stay for the length of a test. Only a test that watches nodes go asks for short ones
+(`FAST_SCALE_DOWN`, seconds). Short times everywhere would make a flake likely (a Job admitted on a
+worker, its pods Pending for minutes), as they make two races of the pinned autoscaler likely: a
+ProvisioningRequest answered with capacity on a node that the same loop then removes as unneeded
+(cluster-autoscaler 1.33.0, core/static_autoscaler.go: scale-down runs after a `ScaleUpNotNeeded`
+loop; processors/provreq/processor.go books the request's capacity only from the next loop), or a
+new node removed as unneeded before the admitted Job's pods reach it. Either way the pods stay
+Pending: pods that consume a Provisioned request never trigger a scale-up. On AKS the same window
+needs a node unneeded for minutes.
 """
 
 from __future__ import annotations

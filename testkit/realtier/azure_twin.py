@@ -1035,8 +1035,8 @@ def _scope_resource(scope: str) -> str:
 
 def validate(rtype: str, inputs: dict[str, Any], name: str = "") -> list[dict[str, str]]:
     """Check failures the twin finds in a resource's inputs: what Azure's SDK model of the API
-    version azure-native sends refuses (checks/azure_api.py, issue 29's reading, here on the
-    inputs the engine sends), and ARM's own rules kept small."""
+    version azure-native sends refuses (checks/azure_api.py's reading, here on the inputs
+    the engine sends), and ARM's own rules kept small."""
     failures: list[dict[str, str]] = []
     if rtype in azure_api.TYPES and not any(v == UNKNOWN for v in _leaves(inputs)):
         failures += [

@@ -2,7 +2,7 @@
 
 What a `helm install karmada` (host mode) of the pinned chart leaves, made from the Go module the
 components are built from (in the tool cache's module cache: `charts/karmada`, whose templates
-give the flags and whose `_crds` and static-resource templates give the seed):
+give the flags and whose `_crds` and static-resource templates give the initial objects):
 
 - Karmada's own etcd, kube-apiserver and kube-controller-manager: the harness's ControlPlane,
   plus the chart's API server flags that matter here (the aggregation front proxy, the
@@ -131,7 +131,7 @@ def find_karmada() -> tuple[KarmadaTools | None, list[str]]:
     return KarmadaTools(path.parent, chart), []
 
 
-# ---- the seed: what the chart's static-resource job applies -------------------------------------
+# ---- the initial objects: what the chart's static-resource job applies ---------------------------
 
 
 def _b64(path: Path) -> str:

@@ -89,7 +89,7 @@ MEMBER_CONTROLLERS: Final = (
     "deployment-controller",
     "replicaset-controller",
 )
-# Measured on 2 shared cores (load 5-14): ready 1-9 s after launch (certificates, webhook
+# On 2 shared cores, idle to busy: ready 1-9 s after launch (certificates, webhook
 # configurations, its own readiness check through the webhook port); the margin: a busy machine.
 KRUISE_TIMEOUT: Final = 180.0
 MUTATING: Final = "kruise-mutating-webhook-configuration"

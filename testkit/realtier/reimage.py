@@ -1,4 +1,4 @@
-"""A STAND-IN for AKS's node image upgrade of one node pool, on a twin plane (issue 42, item 5).
+"""A STAND-IN for AKS's node image upgrade of one node pool, on a twin plane.
 
 Nothing here is AKS: it is the order AKS documents, played against a twin's kwok nodes and its
 real kube-apiserver, so that what the API server decides (the Eviction API judging each pod

@@ -1,6 +1,6 @@
 """The loopback twin of a stack: one documented mapping from `Pulumi.<stack>.yaml` to what runs.
 
-Issue 11: the real tier runs every committed stack, not a hand-written fleet. The mapping:
+The real tier runs every committed stack, not a hand-written fleet. The mapping:
 
 - every cluster becomes a `source: existing` plane (its kubeconfig: the plane's admin one);
 - Kueue is `install: manifests-only` (its CRDs are applied; the pinned controller, built from the
@@ -12,7 +12,7 @@ Issue 11: the real tier runs every committed stack, not a hand-written fleet. Th
   Spot pools, `nvidia.com/gpu` on GPU sizes, allocatable from the project's capacity model;
 - virtual nodes become one node `virtual-node-aci-linux` labelled `type=virtual-kubelet` with the
   `virtual-kubelet.io/provider` taint (the ACI connector's own name, labels and taint);
-- `karmada` is left out (its host must be an AKS cluster of the stack; issue 11's later items);
+- `karmada` is left out (its host must be an AKS cluster of the stack);
 - nothing else of the stack changes.
 
 This module is pure (no tools, no processes): the offline tests check the mapping for every

@@ -36,8 +36,9 @@ def worker(name: str, cpu: str = "8", memory: str = "32Gi") -> dict[str, Any]:
     }
 
 
-# The seed's shape: the manager's ClusterQueue `to-workers` dispatches; the workers' queue is
-# `batch` (different names on purpose: MultiKueue matches namespace + LocalQueue, not CQ names).
+# The MultiKueue manager/worker walk-through's shape: the manager's ClusterQueue `to-workers`
+# dispatches; the workers' queue is `batch` (different names on purpose: MultiKueue matches
+# namespace + LocalQueue, not CQ names).
 BASE: dict[str, Any] = {
     "location": "westeurope",
     "multiKueue": {"workerClusterQueues": {"to-workers": "batch"}},

@@ -8,8 +8,8 @@ from typing import Any
 from checks.stack import parse_fleet
 from config.models import FleetConfig
 
-# One AKS cluster with the article's autoscaled pool (`--min-count 1 --max-count 5`) and queues
-# named as in the seed. The seed's flavor selects the pool by AKS's `agentpool` label rather than
+# One AKS cluster with the how-to's autoscaled pool (`--min-count 1 --max-count 5`) and queues
+# named as in the how-to. Its flavor selects the pool by AKS's `agentpool` label rather than
 # `pool:`, so it is written that way (config then suggests `pool:`, as a warning).
 SEED_RAW: dict[str, Any] = {
     "location": "westeurope",

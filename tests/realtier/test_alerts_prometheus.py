@@ -1,6 +1,6 @@
-"""The fleet's alert rules evaluated by a real Prometheus scraping the twin's real Kueue (issue 40,
-second "Done when"): nothing fires on the healthy twin, and `FleetKueueUnreachable` for a worker
-goes pending, then firing, within its bound once that worker's plane stops.
+"""The fleet's alert rules evaluated by a real Prometheus scraping the twin's real Kueue: nothing
+fires on the healthy twin, and `FleetKueueUnreachable` for a worker goes pending, then firing,
+within its bound once that worker's plane stops.
 
 The twin, its Kueues' /metrics and Prometheus' scrape of them are the dashboard test's
 (tests/realtier/test_dashboard_prometheus.py, whose module docstring says what differs from the

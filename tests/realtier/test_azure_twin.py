@@ -1,6 +1,6 @@
 """The dev stack's Azure half through the real engine: `pulumi up` against the Azure twin.
 
-Issue 39, first slice. The committed `Pulumi.dev.yaml` runs with its clusters as written
+The committed `Pulumi.dev.yaml` runs with its clusters as written
 (`source: aks`): the real engine loads the stand-in azure-native plugin
 (testkit/realtier/azure_provider.py) under the pinned name, which forwards to the Azure twin in
 this process (testkit/realtier/azure_twin.py). Every ManagedCluster the engine creates becomes a
@@ -388,7 +388,7 @@ def _phase(pod: dict[str, Any]) -> str:
 def test_a_worker_minor_bump_through_up_upgrades_with_work_in_it_once_its_minor_is_accepted(
     twin_run: TwinRun, report: Report
 ) -> None:
-    """Issue 39: a worker's `kubernetesVersion` bumped to the next minor while a job runs there.
+    """A worker's `kubernetesVersion` bumped to the next minor while a job runs there.
 
     `up` with the bump alone is refused by the program before any Azure call: the pinned Kueue
     (0.19.2) is tested up to 1.36 (upstream/kueue.py KUEUE_KUBERNETES, checks.upgrades), and the

@@ -1,6 +1,6 @@
 """The prod stack's Azure half through the real engine: `pulumi up` against the Azure twin.
 
-Issue 39, second slice: the committed `Pulumi.prod.yaml` as written (`source: aks`, mapped as
+The committed `Pulumi.prod.yaml` as written (`source: aks`, mapped as
 testkit/realtier/azure_twin_run.py maps every stack), the way test_azure_twin.py runs dev. Prod
 adds to what dev exercises: five clusters (a GPU worker), Azure Monitor managed Prometheus (a
 workspace, per cluster a data collection endpoint, a rule and the association on the cluster, and

@@ -1,5 +1,5 @@
 """Every panel of the fleet dashboard returns series from a real Prometheus scraping the twin's
-real Kueue (issue 26, item 4).
+real Kueue.
 
 The twin is the dev stack's (manager, worker-1, worker-2; user pools at minCount and the real
 cluster-autoscaler answering the workers' ProvisioningRequests), with two settings of the stack

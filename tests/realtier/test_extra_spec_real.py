@@ -1,4 +1,4 @@
-"""`extraSpec` on a live API server and a live Kueue (issue 25 item 2, docs/kueue-queueing.md).
+"""`extraSpec` on a live API server and a live Kueue (docs/kueue-queueing.md).
 
 Offline, preflight checks each `extraSpec` against the pinned CRDs with its own schema walker and
 CEL twins (tests/test_extra_spec.py). Here the staging example (tests/fixtures/staging-extra-spec

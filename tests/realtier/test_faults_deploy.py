@@ -1,4 +1,4 @@
-"""Deploys that go wrong, with the real engine (issue 17, deploy part).
+"""Deploys that go wrong, with the real engine.
 
 An interrupted `pulumi up`: the engine is killed (SIGKILL, the CLI process the Automation API
 runs) halfway through a first `up` and halfway through an update; the documented recovery steps

@@ -1,6 +1,6 @@
-"""Faults at run time on the dev stack's twin (issue 17): a worker lost mid-job, the manager's
-Kueue killed -9 mid-dispatch. Jobs are submitted to the manager (MultiKueue dispatches them);
-their pods stay Running for a while (testkit/realtier/faults.py, timed kwok Stages).
+"""Faults at run time on the dev stack's twin: a worker lost mid-job, the manager's Kueue killed -9
+mid-dispatch. Jobs are submitted to the manager (MultiKueue dispatches them); their pods stay
+Running for a while (testkit/realtier/faults.py, timed kwok Stages).
 
 - A worker lost: every job runs on worker-1; worker-1's plane goes (faults.lose_plane). Asserted:
   the manager's MultiKueueCluster worker-1 goes inactive; after `workerLostTimeout` (20s here)
@@ -499,7 +499,7 @@ def test_prods_incremental_dispatcher_dispatches_a_workload_reserved_while_no_wo
     report: Report,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """Issue 25, item 5: the stranding above, with the manager on prod's Incremental dispatcher.
+    """The stranding above, with the manager on prod's Incremental dispatcher.
     Incremental keeps its nominations in `status.nominatedClusterNames`, and MultiKueue returns
     an error for a nominated worker it has no client for (kueue#11668, in 0.19.2), so the
     Workload is retried with controller-runtime's per-item backoff instead of being dropped.

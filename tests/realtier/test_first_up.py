@@ -1,5 +1,5 @@
-"""The first `up` succeeds once, and a refresh never loses state (issue 24 items 5 and 6), with
-the real engine (testkit/realtier/engine.py) on a fresh plane.
+"""The first `up` succeeds once, and a refresh never loses state, with the real engine
+(testkit/realtier/engine.py) on a fresh plane.
 
 The deploying identity is a ServiceAccount that the plane knows but does not authorize: its
 kubeconfig gets its token from an `exec` credential plugin, as an AKS Entra ID kubeconfig gets

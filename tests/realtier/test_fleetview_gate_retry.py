@@ -1,5 +1,5 @@
-"""fleetview on the real Kueue and cluster-autoscaler (issue 40, item 1): a provisioning gate the
-autoscaler fails, through Kueue's retry; `why`'s verdict and `status`'s warnings.
+"""fleetview on the real Kueue and cluster-autoscaler: a provisioning gate the autoscaler fails,
+through Kueue's retry; `why`'s verdict and `status`'s warnings.
 
 The twin: dev's fleet (a manager dispatching team-a to two gated workers, their user pools at
 minCount) whose workers' gate `batch-scaleup` states a short retry through the stack's own key

@@ -1,6 +1,6 @@
-"""fleetview on the real Kueue (issue 40, item 1): a job whose pods never get ready within a
-worker's waitForPodsReady timeout, dispatched from the manager and queued on the worker itself,
-through the eviction and the requeue backoff; `why`'s verdict and `status`'s warnings.
+"""fleetview on the real Kueue: a job whose pods never get ready within a worker's waitForPodsReady
+timeout, dispatched from the manager and queued on the worker itself, through the eviction and the
+requeue backoff; `why`'s verdict and `status`'s warnings.
 
 The twin: dev's fleet (a manager dispatching team-a to two gated workers of 16 CPU each, their
 user pools at minCount, the real cluster-autoscaler on worker-1 only) whose workers run a short

@@ -1,4 +1,4 @@
-"""fleetview against a real Kueue on each plane (issue 26): the command as users run it.
+"""fleetview against a real Kueue on each plane: the command as users run it.
 
 On the e2e fleet of test_kueue_dispatch (manager team-a: 32 CPU; each worker: 16), driven through
 real states: job A (12 CPU) is admitted on the manager and dispatched to a worker; job B (24 CPU)
@@ -95,7 +95,7 @@ def jobs(
             seen=lambda: json.dumps((workload_of_job(manager, TEAM, PENDING) or {}).get("status")),
         )
         # Kueue writes the ClusterQueue's counts after the Workload's condition, on its own
-        # schedule (gate 2, 2026-12-04: `status` ran between the two and saw 0 pending).
+        # schedule: a `status` between the two would see 0 pending.
         until(
             lambda: pending_count(manager) >= 1,
             WAIT,

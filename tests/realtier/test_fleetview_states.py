@@ -1,5 +1,5 @@
-"""fleetview on the real Kueue and autoscaler (issue 40, item 1): the states `why` names, driven
-on one twin, and `status`'s warnings in each (none where the fleet is healthy).
+"""fleetview on the real Kueue and autoscaler: the states `why` names, driven on one twin, and
+`status`'s warnings in each (none where the fleet is healthy).
 
 The twin: dev's fleet (a manager dispatching team-a, 32 CPU, to two gated workers of 16 CPU each,
 their user pools at minCount) with the priority classes of docs/kueue-queueing.md's example

@@ -366,8 +366,8 @@ def test_a_member_rotation_and_the_documented_restart_keep_propagation_working(
 
     # Then the members' status comes back to Karmada's template: each member's own
     # UnitedDeployment reports its pods Ready, the restarted controller-manager's work-status
-    # controller reflects it into the Works and AggregateStatus sums it. (It came back in 1 of
-    # 4 runs on 2026-12-04 until the twins' kwok kept node leases: see KWOK_NODE_LEASE_SECONDS.)
+    # controller reflects it into the Works and AggregateStatus sums it. That needs the twins'
+    # kwok to keep node leases (KWOK_NODE_LEASE_SECONDS): without them pods turn Ready=False.
     deadline = time.monotonic() + STATUS_TIMEOUT
     while True:
         status = (karmada_ud(karmada, app.namespace, app.name) or {}).get("status") or {}

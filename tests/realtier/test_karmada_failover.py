@@ -37,8 +37,8 @@ pytestmark = [pytest.mark.real, pytest.mark.slow]
 
 UD_API: Final = "/apis/apps.kruise.io/v1alpha1"
 RB_API: Final = "/apis/work.karmada.io/v1alpha2"
-# Measured 29.8 s from the stop to the move on 2 shared cores, load ~6.5 (10 s status period,
-# then the NotReady taint, no toleration); the margin is a busy machine.
+# About 30 s from the stop to the move on 2 shared cores (10 s status period, then the NotReady
+# taint, no toleration); the margin is a busy machine.
 MOVE_TIMEOUT: Final = 240.0
 STOPPED: Final = "worker-1"
 

@@ -1,5 +1,5 @@
-"""Fair sharing under contention on a twin (issue 25, item 3): the documented example's weights
-hold when both teams saturate.
+"""Fair sharing under contention on a twin: the documented example's weights hold when both teams
+saturate.
 
 The fleet is tests/fixtures/fair-share.yaml, the example of docs/kueue-queueing.md, as the
 program renders it (its Configuration with `fairSharing` on, its Cohort tree, ClusterQueues and

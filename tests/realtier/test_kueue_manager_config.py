@@ -1,4 +1,4 @@
-"""The Configuration the twin's Kueues actually run is the program's (issue 25, item 1).
+"""The Configuration the twin's Kueues actually run is the program's.
 
 The dev twin (testkit/realtier/twin_run.py) starts each cluster's Kueue with the Configuration and
 feature gates the program renders for that cluster (builders.kueue manager_config and

@@ -1,6 +1,6 @@
-"""Priority preemption under contention on a twin (issue 25, item 3): an urgent job takes its
-team's quota back from a lower-priority job of the other team; the preempted job is requeued and
-completes later, and no job runs to completion twice.
+"""Priority preemption under contention on a twin: an urgent job takes its team's quota back from a
+lower-priority job of the other team; the preempted job is requeued and completes later, and no job
+runs to completion twice.
 
 The fleet is tests/fixtures/priority.yaml, the priority example of docs/kueue-queueing.md, as the
 program renders it (two ClusterQueues of cohort `research`, 4 CPU each, both with

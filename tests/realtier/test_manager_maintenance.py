@@ -1,6 +1,6 @@
-"""The manager's upgrade with work queued, reserved and dispatched (issue 42 item 3), on the dev
-stack's twin, under each MultiKueue dispatcher: dev's AllAtOnce (the twin deployed by the real
-engine) and prod's Incremental (dev's twin with prod's `kueue.multiKueue`, applied by kubectl).
+"""The manager's upgrade with work queued, reserved and dispatched, on the dev stack's twin, under
+each MultiKueue dispatcher: dev's AllAtOnce (the twin deployed by the real engine) and prod's
+Incremental (dev's twin with prod's `kueue.multiKueue`, applied by kubectl).
 
 What an AKS manager upgrade is to the fleet, in the order AKS does it:
 - its control plane to the next minor: the manager's kube-apiserver and kube-controller-manager

@@ -7,7 +7,7 @@ plane, a Job is submitted to the gated queue on the worker itself (its mirrored 
 one pod per node (each pod asks for more than half a node's CPU) and every pod Running for
 `RUN_FOR` (kwok's pod-complete delay, `faults.timed_simulation`): pods that completed at once would
 free their node, and a pod still waiting for its own new node to turn Ready could then be
-scheduled onto a finished pod's node (seen in CI). Asserted:
+scheduled onto a finished pod's node. Asserted:
 
 - the Workload is not admitted before the autoscaler marks its ProvisioningRequest Provisioned
   (the gate held: it was seen with quota reserved and not admitted first);

@@ -249,7 +249,7 @@ def _manager_kubeconfig_secrets(plane: ControlPlane) -> list[str]:
     return _secrets(plane, "-kubeconfig-")
 
 
-# ---- retiring a worker (issue 27 item 2) -------------------------------------------------------
+# ---- retiring a worker ---------------------------------------------------------------------------
 
 RETIRED: Final = "worker-2"
 PROBE: Final = "retire-probe"

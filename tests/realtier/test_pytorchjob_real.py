@@ -1,5 +1,4 @@
-"""A PyTorchJob through MultiKueue on dev's twin with the real Kubeflow training operator (issue 41,
-item 4, its PyTorchJob half).
+"""A PyTorchJob through MultiKueue on dev's twin with the real Kubeflow training operator.
 
 The fleet is dev's with `kubeflow.org/pytorchjob` in `kueue.frameworks` and
 `operators.trainingOperator` (v1.9.3) on both workers. Every plane has the pinned PyTorchJob CRD

@@ -75,8 +75,8 @@ class StackDefectError(AssertionError):
     installs."""
 
 
-# Stacks with a known defect that the twin shows at run time: none today. (Prod's three, from
-# issue 11, are refused by checks/semantics.py now, and prod was fixed.)
+# Stacks with a known defect that the twin shows at run time: none. (The defects it has shown are
+# refused by checks/semantics.py before a twin runs.)
 KNOWN_DEFECTS: Final[dict[str, str]] = {}
 
 

@@ -1,6 +1,6 @@
-"""Adding a worker under load on the dev stack's twin (issue 27 item 3): worker-3 joins while
-jobs wait on the manager, through `pulumi up` of the stack as docs/operations.md ("Adding a
-worker") edits it, run by the real engine against the running twin.
+"""Adding a worker under load on the dev stack's twin: worker-3 joins while jobs wait on the
+manager, through `pulumi up` of the stack as docs/operations.md ("Adding a worker") edits it, run by
+the real engine against the running twin.
 
 The twin's objects are made by `pulumi up` of the committed dev stack (tests/realtier/
 twin_engine.py). worker-3 is one more loopback plane (testkit/realtier/twin_run.py `add_cluster`:

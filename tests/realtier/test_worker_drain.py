@@ -1,5 +1,5 @@
-"""Draining a worker on the dev stack's twin (issue 27): `multiKueue.drain: [worker-2]` with
-jobs running on worker-2 and more submitted to the manager.
+"""Draining a worker on the dev stack's twin: `multiKueue.drain: [worker-2]` with jobs running on
+worker-2 and more submitted to the manager.
 
 The drain is what `pulumi up` of the drained stack changes: the objects the program renders for
 the stack with `multiKueue.drain: [worker-2]` that differ from those it renders without (asserted:

@@ -1,4 +1,4 @@
-"""A worker's batch pool reimaged with batch work on it (issue 42 items 1 and 5), on dev's twin.
+"""A worker's batch pool reimaged with batch work on it, on dev's twin.
 
 The node image upgrade is testkit/realtier/reimage.py's stand-in for AKS's (surge, cordon, drain
 through the real Eviction API, reimage or quarantine; docs/testing.md says what differs), over

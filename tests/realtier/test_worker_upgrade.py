@@ -1,5 +1,5 @@
-"""Upgrading a worker's Kubernetes minor with work in it (issue 24 item 4), on the dev stack's
-twin, deployed by the real engine.
+"""Upgrading a worker's Kubernetes minor with work in it, on the dev stack's twin, deployed by the
+real engine.
 
 worker-2's control plane moves from the twins' minor (KUBERNETES_VERSION of
 scripts/build-real-tier-tools) to the next (KUBERNETES_NEXT_VERSION): its kube-apiserver and
