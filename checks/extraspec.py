@@ -43,7 +43,7 @@ from config.models import FleetConfig
 from constants import PROJECT_ROOT
 from upstream.k8s import TAINT_EFFECTS
 from upstream.kueue import KUEUE_API, KUEUE_GROUP
-from upstream.structural import Schema, Where, crd_version_schema, schema_errors, with_defaults
+from upstream.structural import Schema, Where, admit, crd_version_schema
 
 # The config list of each kind in clusters[i].queues, and the CRD file that defines it.
 KINDS: Final = {
@@ -179,8 +179,7 @@ def _object_issues(
     if isinstance(schema, str):
         yield Issue(hatch, f"cannot be checked: {schema}")
         return
-    merged = with_defaults(dict(spec), schema)
-    errors = schema_errors(merged, schema)
+    merged, errors = admit(dict(spec), schema)
     for where, message in errors:
         if _in_extra(where, extra):
             yield Issue(_at(hatch, where), message)

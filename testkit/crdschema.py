@@ -3,11 +3,12 @@
 The goal is to fail a test wherever the API server would reject an object *or silently change it*.
 So, in the order the API server works on a create:
 
-1. nulls in non-nullable fields are reported (the server prunes them without a word),
-2. schema defaults are applied (CEL rules and `required` see defaulted objects on a real server),
-3. the structural schema is checked as a JSON Schema: types, enums, bounds, patterns, formats,
-   list-type uniqueness, and unknown fields wherever the schema does not preserve them (the server
-   prunes those, or rejects them under strict field validation),
+1-3. the structural schema, by the engine the program uses too (`upstream.structural.admit`):
+   nulls in non-nullable fields are reported (the server prunes them without a word), schema
+   defaults are applied (CEL rules and `required` see defaulted objects on a real server), then
+   types, enums, bounds, patterns, formats, list-type uniqueness, and unknown fields wherever the
+   schema does not preserve them (the server prunes those, or rejects them under strict field
+   validation) are checked,
 4. `metadata` is checked as ObjectMeta (name, DNS rules, label and annotation syntax),
 5. every `x-kubernetes-validations` CEL rule on a present value is evaluated with cel-python.
    Transition rules (they read `oldSelf`) only run on update, so on create they are recorded as
@@ -21,17 +22,13 @@ time, and the compiled validators are cached for the whole process.
 
 from __future__ import annotations
 
-import base64
-import copy
-import datetime as dt
-import difflib
 import functools
 import json
 import math
 import os
 import re
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -44,10 +41,8 @@ import yaml
 from celpy import celtypes
 from celpy.adapter import json_to_cel
 from celpy.evaluation import CELEvalError, base_functions
-from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
-from jsonschema.protocols import Validator
 
-from upstream.structural import go_regex_to_python
+from upstream import structural
 
 __all__ = [
     "CrdRef",
@@ -327,168 +322,16 @@ def _resolve_refs(
 
 
 # --------------------------------------------------------------------------------------------
-# Structural schema -> JSON Schema
-
-
-# Formats with nothing to check beyond the type; any other unknown format becomes a warning.
-_IGNORED_FORMATS = {"float", "double", "password", "int-or-string"}
-_CHECKED_FORMATS = {"int32", "int64", "date-time", "byte"}
-
-
-def _convert(s: Schema, unchecked_formats: set[str], *, structural: bool = True) -> Schema:
-    """One structural-schema node as JSON Schema (draft 2020-12)."""
-    out: Schema = {}
-    nullable = bool(s.get("nullable"))
-    types: list[str] | None = None
-    if s.get("x-kubernetes-int-or-string"):
-        types = ["integer", "string"]
-    elif isinstance(s.get("type"), str):
-        types = [s["type"]]
-    if types is not None:
-        out["type"] = [*types, "null"] if nullable else types[0] if len(types) == 1 else types
-    if "enum" in s:
-        out["enum"] = [*s["enum"], None] if nullable else list(s["enum"])
-    for key in (
-        "minimum",
-        "maximum",
-        "multipleOf",
-        "minLength",
-        "maxLength",
-        "minItems",
-        "maxItems",
-        "uniqueItems",
-        "minProperties",
-        "maxProperties",
-        "required",
-    ):
-        if key in s:
-            out[key] = s[key]
-    # OpenAPI v3.0 spells exclusive bounds as booleans; JSON Schema as numbers.
-    for bound, flag in (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")):
-        if s.get(flag) is True and bound in s:
-            out[flag] = out.pop(bound)
-    if "pattern" in s:
-        out["pattern"] = go_regex_to_python(s["pattern"])
-        out["x-go-pattern"] = s["pattern"]  # what error messages quote (jsonschema ignores it)
-    if "format" in s:
-        fmt = s["format"]
-        if fmt in _CHECKED_FORMATS:
-            out["format"] = fmt
-        elif fmt not in _IGNORED_FORMATS:
-            unchecked_formats.add(fmt)
-    if s.get("x-kubernetes-list-type") == "set":
-        out["uniqueItems"] = True
-    elif s.get("x-kubernetes-list-type") == "map" and s.get("x-kubernetes-list-map-keys"):
-        out["x-kubernetes-list-map-keys"] = list(s["x-kubernetes-list-map-keys"])
-
-    if isinstance(s.get("items"), dict):
-        out["items"] = _convert(s["items"], unchecked_formats, structural=structural)
-    properties: dict[str, Schema] = dict(s.get("properties") or {})
-    if s.get("x-kubernetes-embedded-resource"):
-        # Embedded objects always allow their own type meta, whatever the schema lists.
-        properties.setdefault("apiVersion", {"type": "string"})
-        properties.setdefault("kind", {"type": "string"})
-        properties.setdefault(
-            "metadata", {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-        )
-    if properties:
-        out["properties"] = {
-            k: _convert(v, unchecked_formats, structural=structural) for k, v in properties.items()
-        }
-    additional = s.get("additionalProperties")
-    if isinstance(additional, dict):
-        out["additionalProperties"] = _convert(additional, unchecked_formats, structural=structural)
-    elif (
-        structural
-        and s.get("type") == "object"
-        and not s.get("x-kubernetes-preserve-unknown-fields")
-        and additional is not True
-    ):
-        # The heart of the check: the API server prunes (or, strictly, rejects) unknown fields.
-        out["additionalProperties"] = False
-
-    # Value validations (allOf/anyOf/oneOf/not) constrain values but never declare structure.
-    for key in ("allOf", "anyOf", "oneOf"):
-        branches = s.get(key)
-        if isinstance(branches, list) and not s.get("x-kubernetes-int-or-string"):
-            out[key] = [_convert(b, unchecked_formats, structural=False) for b in branches]
-    if isinstance(s.get("not"), dict):
-        out["not"] = _convert(s["not"], unchecked_formats, structural=False)
-    return out
-
-
-def _object_meta_schema(name_format: str) -> Schema:
-    """ObjectMeta as the API server accepts it on create (only the fields clients may send)."""
-    string: Schema = {"type": "string"}
-    return {
-        "type": "object",
-        "required": ["name"],  # generateName would make Pulumi and other objects' refs unstable
-        "additionalProperties": False,
-        "properties": {
-            "name": {"type": "string", "format": name_format},
-            "generateName": string,
-            "namespace": {"type": "string", "format": "k8s-dns-label"},
-            "labels": {
-                "type": "object",
-                "propertyNames": {"format": "k8s-qualified-name"},
-                "additionalProperties": {"type": "string", "format": "k8s-label-value"},
-            },
-            "annotations": {
-                "type": "object",
-                "propertyNames": {"format": "k8s-annotation-key"},
-                "additionalProperties": string,
-            },
-            "finalizers": {
-                "type": "array",
-                "items": {"type": "string", "format": "k8s-qualified-name"},
-            },
-            "ownerReferences": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["apiVersion", "kind", "name", "uid"],
-                    "additionalProperties": False,
-                    "properties": {
-                        "apiVersion": string,
-                        "kind": string,
-                        "name": string,
-                        "uid": string,
-                        "controller": {"type": "boolean"},
-                        "blockOwnerDeletion": {"type": "boolean"},
-                    },
-                },
-            },
-            "uid": string,
-            "resourceVersion": string,
-            "generation": {"type": "integer", "format": "int64"},
-            "creationTimestamp": {"type": ["string", "null"], "format": "date-time"},
-            "deletionTimestamp": {"type": ["string", "null"], "format": "date-time"},
-            "deletionGracePeriodSeconds": {"type": "integer", "format": "int64"},
-            "managedFields": {"type": "array", "items": {"type": "object"}},
-            "selfLink": string,
-        },
-    }
-
-
-# --------------------------------------------------------------------------------------------
-# Formats and custom keywords
+# ObjectMeta as the API server accepts it on create (only the fields clients may send)
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 _QUALIFIED_NAME_PART = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
-_DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})\Z")
 
-_FORMATS = FormatChecker(formats=())
-_FORMAT_HINTS = {
-    # kube-openapi does not range-check integers, but the controller's Go int32 cannot decode it.
-    "int32": "must fit a signed 32-bit integer",
-    "int64": "must fit a signed 64-bit integer",
-    "date-time": "must be an RFC 3339 date-time",
-    "byte": "must be base64",
+_HINTS = {
     "k8s-dns-label": "must be an RFC 1123 label (lowercase alphanumerics and '-', at most 63)",
     "k8s-dns-subdomain": "must be an RFC 1123 subdomain (lowercase alphanumerics, '-', '.')",
     "k8s-qualified-name": "must be a qualified name ([prefix/]name, name at most 63 characters)",
-    "k8s-annotation-key": "must be a qualified name ([prefix/]name, name at most 63 characters)",
     "k8s-label-value": "must be a label value (at most 63 alphanumerics, '-', '_', '.')",
     "karmada-cluster-name": "must be an RFC 1123 label of at most 48 characters (karmada Cluster)",
 }
@@ -509,74 +352,87 @@ def _is_qualified_name(v: str) -> bool:
     return 0 < len(name) <= 63 and bool(_QUALIFIED_NAME_PART.match(name))
 
 
-def _string_format(name: str, predicate: Any) -> None:
-    _FORMATS.checks(name)(lambda v: not isinstance(v, str) or bool(predicate(v)))
+def _is_label_value(v: str) -> bool:
+    return v == "" or (len(v) <= 63 and bool(_QUALIFIED_NAME_PART.match(v)))
 
 
-def _int_format(name: str, bits: int) -> None:
-    low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
-    _FORMATS.checks(name)(
-        lambda v: not isinstance(v, int) or isinstance(v, bool) or low <= v <= high
-    )
+_NAME_CHECKS = {
+    "k8s-dns-subdomain": _is_dns_subdomain,
+    "karmada-cluster-name": lambda v: len(v) <= 48 and _is_dns_label(v),
+}
+_STRING = {"type": "string"}
+_TIME = {"type": "string", "format": "date-time", "nullable": True}
+_INT64 = {"type": "integer", "format": "int64"}
+# ObjectMeta's shape for the structural engine; the name and key rules below are Go code on the
+# server (apimachinery's ValidateObjectMeta), not schema.
+_OBJECT_META: Schema = {
+    "type": "object",
+    "required": ["name"],  # generateName would make Pulumi and other objects' refs unstable
+    "properties": {
+        "name": _STRING,
+        "generateName": _STRING,
+        "namespace": _STRING,
+        "labels": {"type": "object", "additionalProperties": _STRING},
+        "annotations": {"type": "object", "additionalProperties": _STRING},
+        "finalizers": {"type": "array", "items": _STRING},
+        "ownerReferences": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["apiVersion", "kind", "name", "uid"],
+                "properties": {
+                    "apiVersion": _STRING,
+                    "kind": _STRING,
+                    "name": _STRING,
+                    "uid": _STRING,
+                    "controller": {"type": "boolean"},
+                    "blockOwnerDeletion": {"type": "boolean"},
+                },
+            },
+        },
+        "uid": _STRING,
+        "resourceVersion": _STRING,
+        "generation": _INT64,
+        "creationTimestamp": _TIME,
+        "deletionTimestamp": _TIME,
+        "deletionGracePeriodSeconds": _INT64,
+        "managedFields": {
+            "type": "array",
+            "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        },
+        "selfLink": _STRING,
+    },
+}
 
 
-def _is_date_time(v: str) -> bool:
-    if not _DATE_TIME.match(v):
-        return False
-    try:
-        dt.datetime.fromisoformat(v.replace("z", "Z").replace("Z", "+00:00"))
-    except ValueError:
-        return False
-    return True
-
-
-def _is_base64(v: str) -> bool:
-    try:
-        base64.b64decode(v, validate=True)
-    except ValueError:
-        return False
-    return True
-
-
-_int_format("int32", 32)
-_int_format("int64", 64)
-_string_format("date-time", _is_date_time)
-_string_format("byte", _is_base64)
-_string_format("k8s-dns-label", _is_dns_label)
-_string_format("k8s-dns-subdomain", _is_dns_subdomain)
-_string_format("k8s-qualified-name", _is_qualified_name)
-# The API server lowercases annotation keys before the qualified-name check.
-_string_format("k8s-annotation-key", lambda v: _is_qualified_name(v.lower()))
-_string_format(
-    "k8s-label-value", lambda v: v == "" or (len(v) <= 63 and _QUALIFIED_NAME_PART.match(v))
-)
-_string_format("karmada-cluster-name", lambda v: len(v) <= 48 and _is_dns_label(v))
-
-
-def _list_map_keys(
-    validator: Any, keys: list[str], instance: Any, schema: Mapping[str, Any]
-) -> Iterator[ValidationError]:
-    """`x-kubernetes-list-type: map`: the key fields identify an item, so they must be unique."""
-    del validator, schema
-    if not isinstance(instance, list):
-        return
-    seen: dict[str, int] = {}
-    for i, item in enumerate(instance):
-        if not isinstance(item, dict):
+def _object_meta_errors(meta: JSON, name_format: str) -> list[str]:
+    out = [
+        f"{_fmt_path(('metadata', *where))}: {message}"
+        for where, message in structural.schema_errors(meta, _OBJECT_META)
+    ]
+    if not isinstance(meta, dict):
+        return out
+    name = meta.get("name")
+    if isinstance(name, str) and not _NAME_CHECKS[name_format](name):
+        out.append(f"metadata.name: {name!r} {_HINTS[name_format]}")
+    namespace = meta.get("namespace")
+    if isinstance(namespace, str) and not _is_dns_label(namespace):
+        out.append(f"metadata.namespace: {namespace!r} {_HINTS['k8s-dns-label']}")
+    for field_, lower in (("labels", False), ("annotations", True)):
+        entries = meta.get(field_)
+        if not isinstance(entries, dict):
             continue
-        ident = {k: item.get(k) for k in keys}
-        token = json.dumps(ident, sort_keys=True)
-        if token in seen:
-            yield ValidationError(
-                f"duplicate entry for list-map key {ident} (also at index {seen[token]})", path=[i]
-            )
-        else:
-            seen[token] = i
-
-
-_K8sValidator = validators.extend(
-    Draft202012Validator, {"x-kubernetes-list-map-keys": _list_map_keys}
-)
+        for key, value in entries.items():
+            # The API server lowercases annotation keys before the qualified-name check.
+            if not _is_qualified_name(key.lower() if lower else key):
+                out.append(f"metadata.{field_}: key {key!r} {_HINTS['k8s-qualified-name']}")
+            if field_ == "labels" and isinstance(value, str) and not _is_label_value(value):
+                path = _fmt_path(("metadata", "labels", key))
+                out.append(f"{path}: {value!r} {_HINTS['k8s-label-value']}")
+    for n, finalizer in enumerate(meta.get("finalizers") or ()):
+        if isinstance(finalizer, str) and not _is_qualified_name(finalizer):
+            out.append(f"metadata.finalizers[{n}]: {finalizer!r} {_HINTS['k8s-qualified-name']}")
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -594,22 +450,17 @@ class _Kind:
     name_format: str  # how metadata.name is checked
 
     @functools.cached_property
-    def _compiled(self) -> tuple[Validator, frozenset[str]]:
-        # Built on first validation only: a rule inventory needs the CEL rules, not this.
-        unchecked: set[str] = set()
-        converted = _convert(self.schema, unchecked)
-        converted.setdefault("properties", {})["metadata"] = _object_meta_schema(self.name_format)
-        required = {*converted.get("required", []), "apiVersion", "kind", "metadata"}
-        converted["required"] = sorted(required)
-        return _K8sValidator(converted, format_checker=_FORMATS), frozenset(unchecked)
-
-    @property
-    def validator(self) -> Validator:
-        return self._compiled[0]
-
-    @property
     def unchecked_formats(self) -> frozenset[str]:
-        return self._compiled[1]
+        return frozenset(structural.unchecked_formats(self.schema))
+
+    @functools.cached_property
+    def body_schema(self) -> Schema:
+        """The schema without `metadata`, which `_object_meta_errors` checks as ObjectMeta."""
+        properties = {
+            k: v for k, v in (self.schema.get("properties") or {}).items() if k != "metadata"
+        }
+        required = {*self.schema.get("required", ()), "apiVersion", "kind"} - {"metadata"}
+        return {**self.schema, "properties": properties, "required": sorted(required)}
 
 
 def _find_source(directory: Path, api_version: str, kind: str) -> _Source | None:
@@ -667,7 +518,7 @@ def _fmt_path(parts: Path_) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Step 1: plain JSON; step 2: nulls and defaults (mutates a private copy)
+# Step 0: plain JSON
 
 
 def _as_json(value: Any, path: Path_, errors: list[str]) -> JSON:
@@ -697,60 +548,15 @@ def _as_json(value: Any, path: Path_, errors: list[str]) -> JSON:
     return None
 
 
-def _prune_nulls_and_default(value: JSON, s: Schema, path: Path_, errors: list[str]) -> None:
-    """What the API server does before validating: drop non-nullable nulls, then apply defaults."""
-    if isinstance(value, dict):
-        properties: dict[str, Schema] = s.get("properties") or {}
-        additional = s.get("additionalProperties")
-        for k in list(value):
-            sub = properties.get(k) if properties else additional
-            if value[k] is None and isinstance(sub, dict) and not sub.get("nullable"):
-                errors.append(
-                    f"{_fmt_path((*path, k))}: null in a non-nullable field "
-                    "(the API server drops it silently)"
-                )
-                del value[k]
-        for k, sub in properties.items():
-            if k not in value and "default" in sub:
-                value[k] = copy.deepcopy(sub["default"])
-        for k, v in value.items():
-            sub = properties.get(k) if properties else additional
-            if isinstance(sub, dict):
-                _prune_nulls_and_default(v, sub, (*path, k), errors)
-    elif isinstance(value, list) and isinstance(s.get("items"), dict):
-        for i, item in enumerate(value):
-            _prune_nulls_and_default(item, s["items"], (*path, i), errors)
-
-
-# --------------------------------------------------------------------------------------------
-# Step 3/4: JSON Schema errors, phrased for people
-
-
-def _schema_errors(kind: _Kind, obj: JSON) -> list[str]:
-    out: list[str] = []
-    for error in kind.validator.iter_errors(obj):
-        path = tuple(error.absolute_path)
-        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-            known = list(
-                (error.schema or {}).get("properties", {}) if isinstance(error.schema, dict) else []
-            )
-            for key in sorted(k for k in error.instance if k not in known):
-                hint = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-                did_you_mean = f"; did you mean {hint[0]!r}?" if hint else ""
-                out.append(
-                    f"{_fmt_path((*path, key))}: unknown field {key!r} "
-                    f"(not in the schema: the API server would drop it){did_you_mean}"
-                )
-        elif error.validator == "pattern" and isinstance(error.schema, dict):
-            pattern = error.schema.get("x-go-pattern", error.validator_value)
-            out.append(f"{_fmt_path(path)}: {error.instance!r} does not match {pattern!r}")
-        elif error.validator == "format" and error.validator_value in _FORMAT_HINTS:
-            out.append(
-                f"{_fmt_path(path)}: {error.instance!r} {_FORMAT_HINTS[str(error.validator_value)]}"
-            )
-        else:
-            out.append(f"{_fmt_path(path)}: {error.message}")
-    return out
+def _body_errors(kind: _Kind, data: dict[str, JSON]) -> tuple[dict[str, JSON], list[str]]:
+    """Steps 1-3 on everything but `metadata`: the object as stored, and the errors."""
+    body = {k: v for k, v in data.items() if k != "metadata"}
+    stored, errors = structural.admit(body, kind.body_schema)
+    if "metadata" in data:
+        stored["metadata"] = data["metadata"]
+    else:
+        errors.append((("metadata",), "required field missing"))
+    return stored, [f"{_fmt_path(where)}: {message}" for where, message in errors]
 
 
 def _metadata_errors(kind: _Kind, obj: Mapping[str, Any]) -> list[str]:
@@ -813,7 +619,7 @@ def _karmada_cluster_errors(obj: Mapping[str, Any]) -> list[str]:
                     )
                 seen.add(key)
                 if isinstance(taint.get("key"), str) and not _is_qualified_name(taint["key"]):
-                    out.append(f"spec.taints[{i}].key: {_FORMAT_HINTS['k8s-qualified-name']}")
+                    out.append(f"spec.taints[{i}].key: {_HINTS['k8s-qualified-name']}")
     return out
 
 
@@ -1063,8 +869,9 @@ def validate(obj: Mapping[str, Any], project: str, version: str) -> ValidationRe
         f"format {f!r} is not checked by this harness" for f in sorted(kind.unchecked_formats)
     ]
 
-    _prune_nulls_and_default(data, kind.schema, (), report.errors)
-    report.errors += _schema_errors(kind, data)
+    data, errors = _body_errors(kind, data)
+    report.errors += errors
+    report.errors += _object_meta_errors(data.get("metadata"), kind.name_format)
     report.errors += _metadata_errors(kind, data)
     check = _SERVER_CHECKS.get((api_version.rpartition("/")[0], kind_name))
     if check is not None:

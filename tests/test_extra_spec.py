@@ -140,8 +140,9 @@ def test_a_bad_field_is_refused_with_its_key_path(
 def test_each_refusal_is_one_the_crd_makes_too(
     where: tuple[str, int], extra: dict[str, Any], expected: str
 ) -> None:
-    """The test suite's validator (jsonschema + cel-python over the same CRD) refuses the
-    rendered object too: preflight's walker and twins invent no rule."""
+    """The test suite's validator (the same structural engine, then ObjectMeta and every CEL rule
+    of the CRD with cel-python) refuses the rendered object too: preflight's walker and twins
+    invent no rule."""
     del expected
     report = crdschema.validate(render_unchecked(where, extra), "kueue", "v0.19.2")
     assert report.errors != []
@@ -466,10 +467,10 @@ def test_the_schema_walker_on_the_rules_the_queue_crds_use() -> None:
     assert sorted(schema_errors(bad, schema)) == sorted(
         [
             (("weight",), "'3x' does not match ^[0-9]+$"),
-            (("count",), "2147483648 is out of range for int32"),
+            (("count",), "2147483648 does not fit a signed 32-bit integer (int32)"),
             (("on",), "must be true or false, not an integer"),
-            (("tags", 1), "duplicate entry 'a' in a set"),
-            (("checks", 1), "duplicate entry for key name ('a',)"),
+            (("tags", 1), "duplicate entry 'a' (the list is a set)"),
+            (("checks", 1), "duplicate entry for list-map key {'name': 'a'} (also at [0])"),
             (("labels", "x"), "must be a string, not an integer"),
             (("nmae",), "unknown field (did you mean 'name'?)"),
             (("name",), "required field missing"),
