@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from config.models import AutoscalerProfile, FleetConfig
-from testkit.realtier.harness import ControlPlane, StartError, _built, apply, cache_paths, free_port
+from testkit.realtier.harness import ControlPlane, StartError, apply, find_tool, free_port
 from testkit.realtier.twin import PoolNodes, fleet_nodes
 from upstream.aks import AGENTPOOL_LABEL
 
@@ -74,12 +74,7 @@ READY_TIMEOUT: Final = 60.0
 
 def find_autoscaler() -> tuple[Path | None, str]:
     """The built cluster-autoscaler, or why not."""
-    path = cache_paths().get(TOOL)
-    if path is None:
-        return None, f"{TOOL}: not in scripts/build-real-tier-tools --print-paths"
-    if not _built(TOOL, path):
-        return None, f"{TOOL}: not built ({path}); scripts/build-real-tier-tools --only {TOOL}"
-    return path, ""
+    return find_tool(TOOL)
 
 
 def provider_id(name: str) -> str:

@@ -126,6 +126,17 @@ def cache_paths() -> dict[str, Path]:
     return paths
 
 
+def find_tool(name: str) -> tuple[Path | None, str]:
+    """The built tool `name` (one of `scripts/build-real-tier-tools --list`), or None and why
+    not, with the command that builds it."""
+    path = cache_paths().get(name)
+    if path is None:
+        return None, f"{name}: not in {BUILD_SCRIPT} --print-paths"
+    if not _built(name, path):
+        return None, f"{name}: not built ({path}); {build_command([name])}"
+    return path, ""
+
+
 def _built(name: str, path: Path) -> bool:
     """The binary exists and its build finished.
 

@@ -46,7 +46,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
@@ -57,8 +56,6 @@ import yaml
 from config.frameworks import TrainingOperatorSettings
 from config.loader import PINNED_CRDS
 from config.models import FleetConfig
-from testkit.realtier.autoscaler import nodes_at_min, start_autoscalers
-from testkit.realtier.crds import kueue_crd_paths
 from testkit.realtier.faults import (
     COMPLETE_DELAY,
     condition,
@@ -68,19 +65,16 @@ from testkit.realtier.faults import (
 )
 from testkit.realtier.harness import (
     ControlPlane,
-    StartError,
     Tools,
-    _built,
-    apply,
-    build_command,
-    cache_paths,
+    find_tool,
     free_port,
     namespace,
 )
 from testkit.realtier.kueue import kueue_binary
-from testkit.realtier.shared.faults_runtime import MANAGER, queues_active, where, workloads
-from testkit.realtier.twin import load_stack, submissions
-from testkit.realtier.twin_run import SimulationTools, Twin, running_twin
+from testkit.realtier.shared.faults_runtime import MANAGER, where, workloads
+from testkit.realtier.shared.job_operator import apply_ok, operator_twin, with_framework
+from testkit.realtier.twin import submissions
+from testkit.realtier.twin_run import SimulationTools, Twin
 from testkit.realtier.wait import until
 from upstream.frameworks import TRAINING_OPERATOR
 from upstream.kueue import MULTIKUEUE_CONTROLLER, QUEUE_LABEL
@@ -132,29 +126,15 @@ INIT_TEMPLATE: Final = (
 RUN_FOR: Final = "10s"  # each pod's Running time: long enough to see all three at once
 CANCEL_RUN_FOR: Final = "600s"  # the cancelled job's pods run until it is deleted
 POLL: Final = 0.25
-READY_TIMEOUT: Final = 60.0  # the operator's /readyz after start (cert rotation included)
 RUN_TIMEOUT: Final = 120.0  # dispatch, gate, scale-up, pods Running
 DONE_TIMEOUT: Final = 60.0
 CLEANUP_TIMEOUT: Final = 60.0
 
 
-def find_operator() -> tuple[Path | None, str]:
-    """The built training operator, or why not."""
-    path = cache_paths().get(TOOL)
-    if path is None:
-        return None, f"{TOOL}: not in scripts/build-real-tier-tools --print-paths"
-    if not _built(TOOL, path):
-        return None, f"{TOOL}: not built ({path}); {build_command([TOOL])}"
-    return path, ""
-
-
 def _fleet() -> FleetConfig:
-    dev = load_stack(STACK)
-    kueue = dev.kueue.model_copy(update={"frameworks": [*dev.kueue.frameworks, FRAMEWORK]})
-    operators = dev.operators.model_copy(
-        update={"training_operator": TrainingOperatorSettings(workers=list(WORKERS))}
+    return with_framework(
+        STACK, [FRAMEWORK], {"training_operator": TrainingOperatorSettings(workers=list(WORKERS))}
     )
-    return dev.model_copy(update={"kueue": kueue, "operators": operators})
 
 
 def _crd() -> Path:
@@ -241,28 +221,9 @@ def start_operator(plane: ControlPlane, binary: Path, openssl: Path) -> int:
     return health
 
 
-def _log_tail(plane: ControlPlane) -> str:
-    log = plane.workdir / "logs" / f"{TOOL}.log"
-    return "\n".join(log.read_text(errors="replace").splitlines()[-15:]) if log.exists() else ""
-
-
-def apply_ok(plane: ControlPlane, objects: list[dict[str, Any]]) -> None:
-    applied = apply(plane, objects)
-    if applied.rejected:
-        raise StartError(f"[{plane.name}] rejected {applied.rejected}: {applied.stderr}")
-
-
-def _ready(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as response:
-            return response.status == 200
-    except OSError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def operator() -> Path:
-    found, why = find_operator()
+    found, why = find_tool(TOOL)
     if found is None:
         pytest.skip("real tier (training operator): " + why)
     return found
@@ -278,29 +239,21 @@ def twin(
     crd = _crd()
     if not crd.is_file():
         pytest.skip(f"real tier: no pinned PyTorchJob CRD at {crd} (run scripts/fetch-crds)")
-    fleet = _fleet()
-    with running_twin(
+    with operator_twin(
         STACK,
+        _fleet(),
         tools,
         _stages(simulation, tmp_path / "stages"),
         kueue_binary=binary,
-        kueue_crds=[*kueue_crd_paths(fleet), crd],
+        framework_crds=[crd],
         workdir=tmp_path,
-        nodes=nodes_at_min,
-        fleet_value=fleet,
+        autoscaler=autoscaler,
+        tool=TOOL,
+        workers=WORKERS,
+        # One at a time (operator_twin's way): each started operator's rotator finds the shared
+        # path already there.
+        start=lambda _, plane: start_operator(plane, operator, tools.openssl),
     ) as started:
-        # One at a time: each started operator's rotator finds the shared path already there.
-        for worker in WORKERS:
-            port = start_operator(started.planes[worker], operator, tools.openssl)
-            until(
-                lambda port=port: _ready(port),
-                READY_TIMEOUT,
-                f"[{worker}] training operator /readyz",
-                alive=started.planes[worker]._check_alive,
-                seen=lambda worker=worker: _log_tail(started.planes[worker]),
-            )
-        start_autoscalers({w: started.planes[w] for w in WORKERS}, started.fleet, autoscaler)
-        queues_active(started)
         yield started
 
 

@@ -63,7 +63,6 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,8 +74,6 @@ import yaml
 from config.frameworks import KubeRaySettings
 from config.loader import PINNED_CRDS
 from config.models import FleetConfig
-from testkit.realtier.autoscaler import nodes_at_min, start_autoscalers
-from testkit.realtier.crds import kueue_crd_paths
 from testkit.realtier.faults import (
     COMPLETE_DELAY,
     condition,
@@ -88,19 +85,17 @@ from testkit.realtier.faults import (
 from testkit.realtier.fleetview_cli import fleetview
 from testkit.realtier.harness import (
     ControlPlane,
-    StartError,
     Tools,
-    _built,
-    apply,
     build_command,
-    cache_paths,
+    find_tool,
     free_port,
 )
 from testkit.realtier.kueue import kueue_binary
 from testkit.realtier.ray_dashboard import StandInDashboard
-from testkit.realtier.shared.faults_runtime import MANAGER, queues_active, where, workloads
-from testkit.realtier.twin import load_stack, submissions
-from testkit.realtier.twin_run import SimulationTools, Twin, running_twin
+from testkit.realtier.shared.faults_runtime import MANAGER, where, workloads
+from testkit.realtier.shared.job_operator import apply_ok, operator_twin, with_framework
+from testkit.realtier.twin import submissions
+from testkit.realtier.twin_run import SimulationTools, Twin
 from testkit.realtier.wait import until
 from upstream.frameworks import KUBERAY
 from upstream.kueue import MULTIKUEUE_CONTROLLER, QUEUE_LABEL
@@ -139,46 +134,20 @@ CLEANUP_TIMEOUT: Final = 60.0
 
 
 def find_operator() -> tuple[Path | None, str]:
-    """The built KubeRay operator, or why not."""
-    path = cache_paths().get(TOOL)
-    if path is None:
-        return None, f"{TOOL}: not in scripts/build-real-tier-tools --print-paths"
-    if not _built(TOOL, path):
-        return None, f"{TOOL}: not built ({path}); {build_command([TOOL])}"
-    if not (path.parent.parent / "crds" / RAYSERVICE_CRD).is_file():
+    """The built KubeRay operator with its RayService CRD beside it, or why not."""
+    path, why = find_tool(TOOL)
+    if path is not None and not (path.parent.parent / "crds" / RAYSERVICE_CRD).is_file():
         return None, f"{TOOL}: no {RAYSERVICE_CRD} beside it; {build_command([TOOL])}"
-    return path, ""
+    return path, why
 
 
 def _fleet() -> FleetConfig:
-    dev = load_stack(STACK)
-    kueue = dev.kueue.model_copy(update={"frameworks": [*dev.kueue.frameworks, *FRAMEWORKS]})
-    operators = dev.operators.model_copy(update={"kuberay": KubeRaySettings(workers=list(WORKERS))})
-    return dev.model_copy(update={"kueue": kueue, "operators": operators})
+    return with_framework(STACK, FRAMEWORKS, {"kuberay": KubeRaySettings(workers=list(WORKERS))})
 
 
 def _crds() -> list[Path]:
     folder = PINNED_CRDS / KUBERAY.project / f"v{KUBERAY.default_version}"
     return [folder / KUBERAY.crd_files[f] for f in FRAMEWORKS]
-
-
-def apply_ok(plane: ControlPlane, objects: list[dict[str, Any]]) -> None:
-    applied = apply(plane, objects)
-    if applied.rejected:
-        raise StartError(f"[{plane.name}] rejected {applied.rejected}: {applied.stderr}")
-
-
-def _ready(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as response:
-            return response.status == 200
-    except OSError:
-        return False
-
-
-def _log_tail(plane: ControlPlane) -> str:
-    log = plane.workdir / "logs" / f"{TOOL}.log"
-    return "\n".join(log.read_text(errors="replace").splitlines()[-15:]) if log.exists() else ""
 
 
 def start_operator(plane: ControlPlane, binary: Path, dashboard: StandInDashboard) -> int:
@@ -245,33 +214,24 @@ def ray_twin(
     own = operator.parent.parent / "crds"
     for crd in crds:
         assert crd.read_bytes() == (own / crd.name).read_bytes(), f"{crd} differs from {own}"
-    fleet = _fleet()
     dashboards = {
         w: StandInDashboard(pending=PENDING_FOR, running=RUNNING_FOR).start() for w in WORKERS
     }
     try:
         workdir = tmp_path_factory.mktemp("ray")
-        with running_twin(
+        with operator_twin(
             STACK,
+            _fleet(),
             tools,
             timed_simulation(simulation, workdir / "stages"),
             kueue_binary=binary,
-            kueue_crds=[*kueue_crd_paths(fleet), *crds],
+            framework_crds=crds,
             workdir=workdir,
-            nodes=nodes_at_min,
-            fleet_value=fleet,
+            autoscaler=autoscaler,
+            tool=TOOL,
+            workers=WORKERS,
+            start=lambda worker, plane: start_operator(plane, operator, dashboards[worker]),
         ) as started:
-            ports = {w: start_operator(started.planes[w], operator, dashboards[w]) for w in WORKERS}
-            for worker, port in ports.items():
-                until(
-                    lambda port=port: _ready(port),
-                    READY_TIMEOUT,
-                    f"[{worker}] KubeRay /readyz",
-                    alive=started.planes[worker]._check_alive,
-                    seen=lambda worker=worker: _log_tail(started.planes[worker]),
-                )
-            start_autoscalers({w: started.planes[w] for w in WORKERS}, started.fleet, autoscaler)
-            queues_active(started)
             yield RayTwin(started, dashboards)
     finally:
         for dashboard in dashboards.values():

@@ -29,10 +29,8 @@ from testkit.realtier.harness import (
     ControlPlane,
     StartError,
     Tools,
-    _built,
     apply,
-    build_command,
-    cache_paths,
+    find_tool,
     free_port,
 )
 from testkit.realtier.jobs import suspended_job, workload_of_job
@@ -67,10 +65,7 @@ POLL: Final = 0.5
 
 def prometheus_binary() -> tuple[Path | None, str]:
     """The cached Prometheus, or None and why not (with the command that builds it)."""
-    path = cache_paths().get(TOOL)
-    if path is None or not _built(TOOL, path):
-        return None, f"{TOOL}: not built ({path}); build with: {build_command([TOOL])}"
-    return path, ""
+    return find_tool(TOOL)
 
 
 def dashboard_fleet() -> FleetConfig:
