@@ -4,8 +4,8 @@ The stack deploys a framework's operator on the workers only (`operators.*.worke
 each runs as a process of its worker plane, against that plane's admin kubeconfig. This module is
 what the framework tests share: the fleet with the framework on, starting the twin with the
 framework's CRDs, then each worker's operator (one at a time, each ready on its `/readyz` before
-the next starts), then the workers' autoscalers, and waiting for every queue to be active. How an operator is started (flags, certificates, extra CRDs) is the
-caller's `start`.
+the next starts), then the workers' autoscalers, and waiting for every queue to be active. How
+an operator is started (flags, certificates, extra CRDs) is the caller's `start`.
 """
 
 from __future__ import annotations
