@@ -16,48 +16,51 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final
 
-# Paths under tests/, longest first. Seconds: the run of 2026-12-06 14:27 UTC.
+# Paths under tests/, longest first. Seconds: the run of 2026-12-06 18:51 UTC.
 LONGEST_FIRST: Final = (
     "realtier/test_faults_deploy.py",  # 378
-    "realtier/test_faults_runtime.py",  # 323
-    "realtier/test_azure_twin.py",  # 315
-    "realtier/test_manager_maintenance.py",  # 248
-    "realtier/test_pulumi_engine.py",  # 192
-    "realtier/test_azure_twin_prod.py",  # 187
-    "realtier/test_karmada_engine.py",  # 185
-    "realtier/test_twin_jobs.py",  # 178
-    "realtier/test_worker_upgrade.py",  # 164
-    "realtier/test_kueue_preemption.py",  # 155
-    "realtier/test_worker_add.py",  # 124
-    "realtier/test_alerts_prometheus.py",  # 114
-    "realtier/test_karmada_failover.py",  # 111
-    "realtier/test_rayjob_real.py",  # 104
-    "realtier/test_karmada.py",  # 98
-    "realtier/test_fleetview_gate_retry.py",  # 94 alone (not yet in a whole run)
-    "realtier/test_worker_drain.py",  # 81
-    "realtier/test_worker_maintenance.py",  # 78
-    "realtier/test_provisioning_gate.py",  # 74
-    "realtier/test_fleetview_pods_ready.py",  # 74
-    "realtier/test_fleetview_states.py",  # 73
-    "realtier/test_first_up.py",  # 62
-    "realtier/test_azure_twin_entra_groups.py",  # 57
-    "realtier/test_kruise.py",  # 48
-    "realtier/test_pytorchjob_real.py",  # 43
-    "realtier/test_api_servers.py",  # 42
-    "test_bench.py",  # 42
-    "realtier/test_dashboard_prometheus.py",  # 41
-    "test_azure_api.py",  # 38
-    "realtier/test_kueue_manager_config.py",  # 37
-    "realtier/test_fleetview_real.py",  # 34
-    "test_config_error_lines.py",  # 30
-    "test_fleetview_unattended.py",  # 29
-    "realtier/test_kueue_contention.py",  # 26
-    "test_committed_stacks.py",  # 23
-    "realtier/test_extra_spec_real.py",  # 21
-    "test_stack.py",  # 19
-    "test_program_secrets.py",  # 15
-    "realtier/test_kueue_dispatch.py",  # 5
-    "realtier/test_metrics_rbac.py",  # 1
+    "realtier/test_faults_runtime.py",  # 326
+    "realtier/test_azure_twin.py",  # 306
+    "realtier/test_pulumi_engine.py",  # 269
+    "realtier/test_manager_maintenance.py",  # 257
+    "realtier/test_azure_twin_prod.py",  # 184
+    "realtier/test_karmada_engine.py",  # 162
+    "realtier/test_twin_jobs.py",  # 159
+    "realtier/test_worker_upgrade.py",  # 159
+    "realtier/test_kueue_preemption.py",  # 154
+    "realtier/test_worker_add.py",  # 141
+    "realtier/test_rayjob_real.py",  # 139
+    "realtier/test_fleetview_gate_retry.py",  # 127
+    "realtier/test_karmada.py",  # 121
+    "realtier/test_alerts_prometheus.py",  # 113
+    "realtier/test_worker_drain.py",  # 111
+    "realtier/test_fleetview_states.py",  # 109
+    "realtier/test_first_up.py",  # 99
+    "realtier/test_worker_maintenance.py",  # 96
+    "realtier/test_fleetview_pods_ready.py",  # 92
+    "realtier/test_karmada_failover.py",  # 92
+    "realtier/test_provisioning_gate.py",  # 87
+    "realtier/test_azure_twin_entra_groups.py",  # 75
+    "test_bench.py",  # 63
+    "realtier/test_pytorchjob_real.py",  # 61
+    "realtier/test_kruise.py",  # 61
+    "realtier/test_dashboard_prometheus.py",  # 60
+    "realtier/test_api_servers.py",  # 59
+    "realtier/test_kueue_manager_config.py",  # 54
+    "realtier/test_fleetview_real.py",  # 50
+    "test_azure_api.py",  # 47
+    "test_config_error_lines.py",  # 41
+    "test_fleetview_unattended.py",  # 30
+    "realtier/test_kueue_contention.py",  # 27
+    "test_committed_stacks.py",  # 26
+    "test_stack.py",  # 26
+    "realtier/test_extra_spec_real.py",  # 23
+    "test_multikueue_component.py",  # 17
+    "test_mutation_property.py",  # 17
+    "test_preflight.py",  # 15
+    "test_layers.py",  # 15
+    "realtier/test_kueue_dispatch.py",  # 3
+    "realtier/test_metrics_rbac.py",  # 2
     "realtier/test_pod_security.py",  # 1
 )
 
