@@ -536,8 +536,10 @@ def kill_autoscaler(plane: ControlPlane) -> None:
     """Stop the plane's autoscaler with SIGKILL: SIGTERM would have its kwok provider delete every
     node of its node groups (the module's docstring)."""
     for process in [p for p in plane._processes if p.name == TOOL]:  # pyright: ignore[reportPrivateUsage]
+        # Out of the plane's processes before it dies: a concurrent `_check_alive` (another
+        # pool's create waiting on this plane) would take the kill for a crash.
+        plane._processes.remove(process)  # pyright: ignore[reportPrivateUsage]
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.popen.pid, signal.SIGKILL)
         process.popen.wait(timeout=10)
         process.log.close()
-        plane._processes.remove(process)  # pyright: ignore[reportPrivateUsage]
