@@ -6,6 +6,7 @@ webhooks on loopback (docs/testing.md, "The Azure twin"). The real tier runs the
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import yaml
 from builders.azure import azure_requests
 from builders.fleet import kueue_objects
 from config.resolve import custom_shapes
+from testkit.realtier import azure_nodes
 from testkit.realtier.azure_nodes import (
     ClusterRequest,
     PoolRequest,
@@ -24,6 +26,7 @@ from testkit.realtier.azure_nodes import (
     pool_request,
     template_node,
 )
+from testkit.realtier.harness import ControlPlane, StartError, Tools
 from testkit.realtier.kubelogin_standin import convert
 from testkit.realtier.kueue_webhooks import webhook_configurations
 from testkit.realtier.twin import load_stack, stacks
@@ -229,3 +232,35 @@ def test_kueue_job_webhooks_point_at_the_local_kueue(tmp_path: Path) -> None:
         "kube-system",
         "kueue-system",
     ]
+
+
+def test_a_killed_autoscaler_is_not_taken_for_a_crash_by_a_wait_on_the_same_plane(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`kill_autoscaler` restarts a plane's autoscaler with a new pool list while another pool's
+    create waits on the same plane with `_check_alive`. The wait runs here at the worst moment:
+    after SIGKILL, with the process dead. It must find the plane healthy, not report
+    "cluster-autoscaler exited with -9"."""
+    idle = Path("/bin/true")
+    plane = ControlPlane("worker-1", tmp_path, Tools(idle, idle, idle, idle, idle))
+    plane._spawn(azure_nodes.TOOL, ["sleep", "60"])  # pyright: ignore[reportPrivateUsage]
+    other = plane._spawn("kube-apiserver", ["sleep", "60"])  # pyright: ignore[reportPrivateUsage]
+    seen: list[str] = []
+    real_killpg = os.killpg
+
+    def killpg_then_wait(pid: int, sig: int) -> None:
+        real_killpg(pid, sig)
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # dead, not yet reaped
+        try:
+            plane._check_alive()  # pyright: ignore[reportPrivateUsage]
+        except StartError as error:
+            seen.append(str(error))
+
+    monkeypatch.setattr(azure_nodes.os, "killpg", killpg_then_wait)
+    try:
+        azure_nodes.kill_autoscaler(plane)
+        assert seen == []
+        assert [p.name for p in plane._processes] == ["kube-apiserver"]  # pyright: ignore[reportPrivateUsage]
+    finally:
+        plane.stop()
+    assert other.popen.poll() is not None
