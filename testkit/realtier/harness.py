@@ -362,6 +362,47 @@ class StartError(RuntimeError):
     """A control plane process exited or did not become ready in time."""
 
 
+def spawn_logged(
+    name: str, argv: Sequence[str], log_path: Path, *, cwd: Path, env: Mapping[str, str]
+) -> _Process:
+    """Start `argv` as `name`, its output appended to `log_path`, in a process group of its own
+    (stopping signals the group, so helpers a binary forks die too) and dying with pytest
+    (`spawn_args`). Call it from the main thread."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log = log_path.open("ab")
+    args, preexec = spawn_args(argv)
+    popen = subprocess.Popen(
+        args,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=cwd,
+        env=dict(env),
+        start_new_session=True,
+        preexec_fn=preexec,  # noqa: PLW1509 - only without setpriv; one prctl call
+    )
+    return _Process(name, popen, log_path, log)
+
+
+def check_running(process: _Process, where: str, what: str | None = None) -> None:
+    """Raise StartError, with the last lines of its log, if `process` has exited."""
+    code = process.popen.poll()
+    if code is not None:
+        raise StartError(
+            f"[{where}] {what or process.name} exited with {code}; last log lines "
+            f"({process.log_path}):\n{process.tail()}"
+        )
+
+
+def answers_ok(url: str) -> bool:
+    """A plain-HTTP GET of `url` (a health or readiness endpoint) answers 200 within 2 s."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status == 200
+    except OSError:  # urllib.error.URLError is one
+        return False
+
+
 # --------------------------------------------------------------------------------------------
 # Certificates
 
@@ -791,23 +832,9 @@ class ControlPlane:
         return self._tls_context
 
     def _spawn(self, name: str, argv: Sequence[str]) -> _Process:
-        log_path = self.workdir / "logs" / f"{name}.log"
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = log_path.open("ab")
         env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-        args, preexec = spawn_args(argv)
-        popen = subprocess.Popen(
-            args,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=self.workdir,
-            env=env,
-            # Own process group: stop() signals the group, so helpers a binary forks die too.
-            start_new_session=True,
-            preexec_fn=preexec,  # noqa: PLW1509 - only without setpriv; one prctl call
-        )
-        process = _Process(name, popen, log_path, log)
+        log_path = self.workdir / "logs" / f"{name}.log"
+        process = spawn_logged(name, argv, log_path, cwd=self.workdir, env=env)
         self._processes.append(process)
         _LIVE.add(self)
         return process
@@ -946,12 +973,7 @@ class ControlPlane:
 
     def _check_alive(self) -> None:
         for process in self._processes:
-            code = process.popen.poll()
-            if code is not None:
-                raise StartError(
-                    f"[{self.name}] {process.name} exited with {code}; last log lines "
-                    f"({process.log_path}):\n{process.tail()}"
-                )
+            check_running(process, self.name)
 
     def _apiserver_ready(self) -> bool:
         return self.get("/readyz", timeout=2.0)[0] == 200

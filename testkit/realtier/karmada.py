@@ -60,6 +60,7 @@ from testkit.realtier.harness import (
     StartError,
     Tools,
     _built,
+    answers_ok,
     apply,
     await_each,
     build_command,
@@ -509,13 +510,8 @@ class KarmadaPlane:
                     return False
         except (urllib.error.URLError, OSError):
             return False
-        for port in self._health.values():
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as r:
-                    if r.status != 200:
-                        return False
-            except (urllib.error.URLError, OSError):
-                return False
+        if not all(answers_ok(f"http://127.0.0.1:{p}/healthz") for p in self._health.values()):
+            return False
         # The aggregated API through the aggregator: the APIService is Available.
         return self.plane.get("/apis/cluster.karmada.io/v1alpha1/clusters")[0] == 200
 

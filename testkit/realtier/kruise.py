@@ -42,8 +42,6 @@ import contextlib
 import copy
 import json
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,12 +58,14 @@ from testkit.realtier.harness import (
     _built,
     _Process,
     _terminate,
+    answers_ok,
     apply,
     await_each,
     build_command,
     cache_paths,
+    check_running,
     free_port,
-    spawn_args,
+    spawn_logged,
     start_all,
     stop_all,
     stop_each,
@@ -341,8 +341,6 @@ class KruiseManager:
 
     def launch(self) -> None:
         """Spawn the manager (from the main thread: it dies with pytest)."""
-        import subprocess  # noqa: PLC0415 - only here
-
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._health_port = free_port()
         self.webhook_port = free_port()
@@ -350,39 +348,22 @@ class KruiseManager:
             self.tools.binary, self.plane.kubeconfig, self.values, self._health_port
         )
         env = manager_env(self.values, self.webhook_port, self.workdir / "webhook-certs")
-        log_path = self.workdir / "kruise-manager.log"
-        log = log_path.open("ab")
-        args, preexec = spawn_args(argv)
         self._started_at = time.monotonic()
-        popen = subprocess.Popen(
-            args,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
+        self._process = spawn_logged(
+            f"kruise-{self.name}",
+            argv,
+            self.workdir / "kruise-manager.log",
             cwd=self.workdir,
             env={**env, "HOME": str(self.workdir)},
-            start_new_session=True,  # own group: stop() signals it by id
-            preexec_fn=preexec,  # noqa: PLW1509 - only without setpriv; one prctl call
         )
-        self._process = _Process(f"kruise-{self.name}", popen, log_path, log)
 
     def ready(self) -> bool:
         """/readyz answers 200 (its check dials the webhook server with the issued CA) and the
         webhook configurations point at this process with a CA."""
         if self._process is None:
             return False
-        code = self._process.popen.poll()
-        if code is not None:
-            raise StartError(
-                f"[{self.name}] kruise-manager exited with {code}; last log lines "
-                f"({self._process.log_path}):\n{self._process.tail()}"
-            )
-        url = f"http://127.0.0.1:{self._health_port}/readyz"
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                ok = response.status == 200
-        except (urllib.error.URLError, OSError):
-            ok = False
+        check_running(self._process, self.name, "kruise-manager")
+        ok = answers_ok(f"http://127.0.0.1:{self._health_port}/readyz")
         ok = ok and self.webhooks_point_here()
         if ok and not self.started_after:
             self.started_after = time.monotonic() - self._started_at

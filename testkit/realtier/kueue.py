@@ -33,8 +33,6 @@ import fcntl
 import json
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,12 +46,14 @@ from testkit.realtier.harness import (
     StartError,
     _Process,
     _terminate,
+    answers_ok,
     apply,
     await_each,
     cache_paths,
+    check_running,
     free_port,
     namespace,
-    spawn_args,
+    spawn_logged,
     stop_each,
 )
 from upstream.kueue import KUEUE_NAMESPACE
@@ -329,44 +329,25 @@ class KueueManager:
                 )
             )
         )
-        log_path = self.workdir / "kueue.log"
-        log = log_path.open("ab")
         self._started_at = time.monotonic()
-        args, preexec = spawn_args(
+        self._process = spawn_logged(
+            f"kueue-{self.name}",
             [
                 str(self.binary),
                 f"--config={config}",
                 f"--kubeconfig={self.plane.kubeconfig}",
                 "--feature-gates=" + ",".join(f"{k}={str(v).lower()}" for k, v in gates.items()),
-            ]
-        )
-        popen = subprocess.Popen(
-            args,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
+            ],
+            self.workdir / "kueue.log",
             cwd=self.workdir,
             env={"PATH": "/usr/bin:/bin", "HOME": str(self.workdir)},
-            start_new_session=True,  # own group: stop() signals it by id
-            preexec_fn=preexec,  # noqa: PLW1509 - only without setpriv; one prctl call
         )
-        self._process = _Process(f"kueue-{self.name}", popen, log_path, log)
 
     def ready(self) -> bool:
         if self._process is None:
             return False
-        code = self._process.popen.poll()
-        if code is not None:
-            raise StartError(
-                f"[{self.name}] kueue exited with {code}; last log lines "
-                f"({self._process.log_path}):\n{self._process.tail()}"
-            )
-        url = f"http://127.0.0.1:{self._health_port}/readyz"
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                ok = response.status == 200
-        except (urllib.error.URLError, OSError):
-            ok = False
+        check_running(self._process, self.name, "kueue")
+        ok = answers_ok(f"http://127.0.0.1:{self._health_port}/readyz")
         if ok and self.visibility:
             ok = all(self._available(v) for v in VISIBILITY_VERSIONS)
         if ok and not self.started_after:

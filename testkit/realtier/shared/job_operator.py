@@ -10,7 +10,6 @@ an operator is started (flags, certificates, extra CRDs) is the caller's `start`
 
 from __future__ import annotations
 
-import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,6 +22,7 @@ from testkit.realtier.harness import (
     ControlPlane,
     StartError,
     Tools,
+    answers_ok,
     apply,
 )
 from testkit.realtier.shared.faults_runtime import queues_active
@@ -47,14 +47,6 @@ def apply_ok(plane: ControlPlane, objects: list[dict[str, Any]]) -> None:
     applied = apply(plane, objects)
     if applied.rejected:
         raise StartError(f"[{plane.name}] rejected {applied.rejected}: {applied.stderr}")
-
-
-def readyz(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as response:
-            return response.status == 200
-    except OSError:
-        return False
 
 
 def log_tail(plane: ControlPlane, tool: str, lines: int = 15) -> str:
@@ -94,7 +86,7 @@ def operator_twin(
             plane = started.planes[worker]
             port = start(worker, plane)
             until(
-                lambda port=port: readyz(port),
+                lambda port=port: answers_ok(f"http://127.0.0.1:{port}/readyz"),
                 READY_TIMEOUT,
                 f"[{worker}] {tool} /readyz",
                 alive=plane._check_alive,
