@@ -69,6 +69,7 @@ from testkit.realtier.twin import (
     PoolNodes,
     _node,  # pyright: ignore[reportPrivateUsage]
     _virtual_node,  # pyright: ignore[reportPrivateUsage]
+    node_resources,
 )
 from testkit.realtier.twin_run import (
     TWIN_CONTROLLERS,
@@ -81,12 +82,10 @@ from upstream.aks import (
     AGENTPOOL_LABEL,
     AGENTPOOL_LABELS,
     DEFAULT_MAX_PODS,
-    GPU_RESOURCE,
     SPOT_LABEL,
     SPOT_TAINT,
     VmShape,
     lookup_vm,
-    node_allocatable,
 )
 
 T = TypeVar("T")
@@ -225,14 +224,9 @@ def template_node(
     shape = lookup_vm(pool.vm_size, shapes)
     if shape is None:
         raise StartError(f"{pool.name}: VM size {pool.vm_size!r} is not in the twin's catalogue")
-    max_pods = pool.max_pods or DEFAULT_MAX_PODS[cluster.network_mode]
-    allocated = node_allocatable(shape, max_pods)
-    capacity = {"cpu": str(shape.vcpus), "memory": f"{shape.memory_mib}Mi", "pods": str(max_pods)}
-    allocatable = {
-        "cpu": f"{allocated.cpu_millis}m",
-        "memory": f"{allocated.memory_mib}Mi",
-        "pods": str(max_pods),
-    }
+    capacity, allocatable = node_resources(
+        shape, pool.max_pods or DEFAULT_MAX_PODS[cluster.network_mode]
+    )
     labels = {
         **dict(pool.labels),
         **dict.fromkeys(AGENTPOOL_LABELS, pool.name),
@@ -246,7 +240,6 @@ def template_node(
         labels[SPOT_LABEL[0]] = SPOT_LABEL[1]
         taints += [] if SPOT_TAINT in taints else [SPOT_TAINT]
     if shape.gpus:
-        capacity[GPU_RESOURCE] = allocatable[GPU_RESOURCE] = str(shape.gpus)
         labels[ACCELERATOR_LABEL[0]] = ACCELERATOR_LABEL[1]
     if pool.zones and cluster.location:
         labels["topology.kubernetes.io/zone"] = (

@@ -40,6 +40,7 @@ from upstream.aks import (
     GPU_RESOURCE,
     VIRTUAL_NODE_LABELS,
     VIRTUAL_NODE_TOLERATION,
+    VmShape,
     lookup_vm,
     node_allocatable,
 )
@@ -161,14 +162,9 @@ def _pool_nodes(
     shape = lookup_vm(pool.vm_size, custom_shapes(fleet))
     if shape is None:
         raise TwinError(f"{cluster.name}/{pool.name}: unknown VM size {pool.vm_size!r}")
-    max_pods = pool.max_pods or DEFAULT_MAX_PODS[cluster.network_mode]
-    node = node_allocatable(shape, max_pods)
-    capacity = {"cpu": str(shape.vcpus), "memory": f"{shape.memory_mib}Mi", "pods": str(max_pods)}
-    allocatable = {
-        "cpu": f"{node.cpu_millis}m",
-        "memory": f"{node.memory_mib}Mi",
-        "pods": str(max_pods),
-    }
+    capacity, allocatable = node_resources(
+        shape, pool.max_pods or DEFAULT_MAX_PODS[cluster.network_mode]
+    )
     labels = {
         **pool_node_labels(pool),
         "agentpool": pool.name,
@@ -178,7 +174,6 @@ def _pool_nodes(
         "node.kubernetes.io/instance-type": pool.vm_size,
     }
     if shape.gpus:
-        capacity[GPU_RESOURCE] = allocatable[GPU_RESOURCE] = str(shape.gpus)
         labels[ACCELERATOR_LABEL[0]] = ACCELERATOR_LABEL[1]
     taints = [*pool_node_taints(pool), *extra_taints]
     nodes: list[dict[str, Any]] = []
@@ -192,6 +187,21 @@ def _pool_nodes(
         name = f"aks-{pool.name}-00000000-vmss{i:06d}"
         nodes.append(_node(name, node_labels, taints, capacity, allocatable))
     return PoolNodes(cluster.name, pool.name, pool.vm_size, tuple(nodes))
+
+
+def node_resources(shape: VmShape, max_pods: int) -> tuple[dict[str, str], dict[str, str]]:
+    """(capacity, allocatable) of an AKS node of `shape` that runs at most `max_pods` pods: what
+    AKS reserves for the system (`upstream.aks.node_allocatable`), and the shape's GPUs."""
+    reserved = node_allocatable(shape, max_pods)
+    capacity = {"cpu": str(shape.vcpus), "memory": f"{shape.memory_mib}Mi", "pods": str(max_pods)}
+    allocatable = {
+        "cpu": f"{reserved.cpu_millis}m",
+        "memory": f"{reserved.memory_mib}Mi",
+        "pods": str(max_pods),
+    }
+    if shape.gpus:
+        capacity[GPU_RESOURCE] = allocatable[GPU_RESOURCE] = str(shape.gpus)
+    return capacity, allocatable
 
 
 def _virtual_node() -> dict[str, Any]:
