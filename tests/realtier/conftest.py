@@ -37,6 +37,8 @@ from testkit.realtier.harness import (
     start_all,
     stop_all,
 )
+from testkit.realtier.karmada import KarmadaTools, find_karmada
+from testkit.realtier.kruise import KruiseTools, find_kruise
 from testkit.realtier.kueue import (
     KUEUE_NAMESPACE,
     KueueManager,
@@ -130,6 +132,25 @@ def simulation() -> SimulationTools:
     found, missing = find_simulation_tools()
     if found is None:
         pytest.skip("real tier (twin): " + "; ".join(missing))
+    return found
+
+
+@pytest.fixture(scope="session")
+def karmada_tools() -> KarmadaTools:
+    """Karmada's binaries (testkit/realtier/karmada.py); skips, naming how to build them,
+    without them."""
+    found, missing = find_karmada()
+    if found is None:
+        pytest.skip("real tier (karmada): " + "; ".join(missing))
+    return found
+
+
+@pytest.fixture(scope="session")
+def kruise_tools() -> KruiseTools:
+    """kruise-manager (testkit/realtier/kruise.py); skips, naming how to build it, without it."""
+    found, missing = find_kruise()
+    if found is None:
+        pytest.skip("real tier (kruise): " + "; ".join(missing))
     return found
 
 

@@ -70,7 +70,6 @@ from testkit.realtier.shared.dashboard_prometheus import (
     start_prometheus,
 )
 from testkit.realtier.shared.dashboard_prometheus import binaries as binaries  # noqa: PLC0414
-from testkit.realtier.shared.dashboard_prometheus import simulation as simulation  # noqa: PLC0414
 from testkit.realtier.shared.dashboard_prometheus import twin as twin  # noqa: PLC0414
 from testkit.realtier.twin_run import Twin
 

@@ -46,10 +46,9 @@ from testkit.realtier.harness import ControlPlane, Report, Tools, apply, namespa
 from testkit.realtier.karmada import (
     KarmadaPlane,
     KarmadaTools,
-    find_karmada,
     join_members,
 )
-from testkit.realtier.kruise import KruiseTools, Member, find_kruise, running_members
+from testkit.realtier.kruise import KruiseTools, Member, running_members
 from testkit.realtier.shared.karmada import (
     POLL,
     TIMEOUT,
@@ -100,22 +99,6 @@ TABLE: Final = (
 
 
 # ---- fixtures: one Karmada plane, two members, the dev layer applied -----------------------------
-
-
-@pytest.fixture(scope="module")
-def karmada_tools() -> KarmadaTools:
-    found, missing = find_karmada()
-    if found is None:
-        pytest.skip("real tier (karmada): " + "; ".join(missing))
-    return found
-
-
-@pytest.fixture(scope="module")
-def kruise_tools() -> KruiseTools:
-    found, missing = find_kruise()
-    if found is None:
-        pytest.skip("real tier (kruise): " + "; ".join(missing))
-    return found
 
 
 @pytest.fixture(scope="module")

@@ -44,8 +44,8 @@ from config.resolve import member_names, subset_specs
 from constants import CONFIG_KEY, PROJECT
 from testkit.realtier.engine import EngineRun, configure, find_engine, kubeconfig_key, workspace
 from testkit.realtier.harness import ROOT, ControlPlane, Report, Tools
-from testkit.realtier.karmada import CLUSTER_NAMESPACE, KarmadaPlane, KarmadaTools, find_karmada
-from testkit.realtier.kruise import KruiseTools, Member, find_kruise, running_members
+from testkit.realtier.karmada import CLUSTER_NAMESPACE, KarmadaPlane, KarmadaTools
+from testkit.realtier.kruise import KruiseTools, Member, running_members
 from testkit.realtier.pulumi_cli import op_counts
 from testkit.realtier.shared.karmada import (
     POLL,
@@ -99,22 +99,6 @@ def engine_raw(members: list[str]) -> dict[str, Any]:
             "applications": dev["karmada"]["applications"],
         },
     }
-
-
-@pytest.fixture(scope="module")
-def karmada_tools() -> KarmadaTools:
-    found, missing = find_karmada()
-    if found is None:
-        pytest.skip("real tier (karmada): " + "; ".join(missing))
-    return found
-
-
-@pytest.fixture(scope="module")
-def kruise_tools() -> KruiseTools:
-    found, missing = find_kruise()
-    if found is None:
-        pytest.skip("real tier (kruise): " + "; ".join(missing))
-    return found
 
 
 @pytest.fixture(scope="module")

@@ -58,7 +58,6 @@ from testkit.realtier.kruise import (
     KruiseTools,
     Member,
     chart_webhook_configurations,
-    find_kruise,
     find_module,
     running_members,
     start_kruise,
@@ -137,14 +136,6 @@ def test_kruise_manager_needs_every_crd_of_its_release(
 
 
 # ---- the members ------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def kruise_tools() -> KruiseTools:
-    found, missing = find_kruise()
-    if found is None:
-        pytest.skip("real tier (kruise): " + "; ".join(missing))
-    return found
 
 
 def kruise_values(fleet: FleetConfig) -> dict[str, dict[str, Any]]:

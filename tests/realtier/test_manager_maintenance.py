@@ -70,7 +70,6 @@ from testkit.realtier.twin_run import (
     JobWatch,
     SimulationTools,
     Twin,
-    find_simulation_tools,
     running_twin,
 )
 from testkit.realtier.upgrade_worker import PAGE
@@ -90,14 +89,6 @@ RUN_FOR: Final = "55s"  # the running Jobs' pods: past the swap and the Kueue re
 SHORT_RUN: Final = "5s"
 DRAIN_GAP: Final = 5.0  # seconds the manager's Kueue is away (the pod rescheduled elsewhere)
 SETTLE: Final = 10.0  # after the restart, before the documented listing (the page says a minute)
-
-
-@pytest.fixture(scope="module")
-def simulation() -> SimulationTools:
-    found, missing = find_simulation_tools()
-    if found is None:
-        pytest.skip("real tier (twin): " + "; ".join(missing))
-    return found
 
 
 @pytest.fixture(scope="module")

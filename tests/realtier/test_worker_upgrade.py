@@ -64,7 +64,6 @@ from testkit.realtier.twin_run import (
     JobWatch,
     SimulationTools,
     Twin,
-    find_simulation_tools,
     running_twin,
 )
 from testkit.realtier.upgrade_worker import documented_line
@@ -79,14 +78,6 @@ RUNNING: Final = 2  # Jobs running on worker-2 through the upgrade
 QUEUED: Final = 4  # Jobs waiting on the manager through the upgrade
 RUN_FOR: Final = "60s"  # how long the running Jobs' pods stay Running (kwok): past the swap
 QUEUED_RUN_FOR: Final = "5s"
-
-
-@pytest.fixture(scope="module")
-def simulation() -> SimulationTools:
-    found, missing = find_simulation_tools()
-    if found is None:
-        pytest.skip("real tier (twin): " + "; ".join(missing))
-    return found
 
 
 @pytest.fixture(scope="module")

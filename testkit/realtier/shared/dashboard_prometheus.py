@@ -35,7 +35,7 @@ from testkit.realtier.harness import (
 )
 from testkit.realtier.jobs import suspended_job, workload_of_job
 from testkit.realtier.kueue import kueue_binary
-from testkit.realtier.twin_run import SimulationTools, Twin, find_simulation_tools, running_twin
+from testkit.realtier.twin_run import SimulationTools, Twin, running_twin
 from upstream.azure_monitor import (
     AMA_NAMESPACE,
     AMA_SCRAPE_CONFIGMAP,
@@ -254,14 +254,6 @@ def dashboard_state(plane: ControlPlane, job: str) -> str:
     return f"[{plane.name}] {job}: " + json.dumps(
         [(c.get("type"), c.get("status"), c.get("reason")) for c in conditions]
     )
-
-
-@pytest.fixture(scope="module")
-def simulation() -> SimulationTools:
-    found, missing = find_simulation_tools()
-    if found is None:
-        pytest.skip("real tier (twin): " + "; ".join(missing))
-    return found
 
 
 @pytest.fixture
