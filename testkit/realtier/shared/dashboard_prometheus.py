@@ -36,6 +36,7 @@ from testkit.realtier.harness import (
 from testkit.realtier.jobs import suspended_job, workload_of_job
 from testkit.realtier.kueue import kueue_binary
 from testkit.realtier.twin_run import SimulationTools, Twin, running_twin
+from testkit.realtier.wait import until
 from upstream.azure_monitor import (
     AMA_NAMESPACE,
     AMA_SCRAPE_CONFIGMAP,
@@ -238,12 +239,8 @@ def condition(wl: dict[str, Any] | None, kind: str) -> bool:
 def dashboard_until(
     what: str, probe: Callable[[], Any], timeout: float, last: Callable[[], str]
 ) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (result := probe()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not after {timeout:.0f}s; last seen: {last()}")
-        time.sleep(POLL)
-    return result
+    """`wait.until` in the argument order of these modules' calls, polling every POLL."""
+    return until(probe, timeout, what, seen=last, poll=POLL)
 
 
 def dashboard_state(plane: ControlPlane, job: str) -> str:
