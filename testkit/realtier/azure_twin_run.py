@@ -37,7 +37,7 @@ from testkit.realtier.crds import kueue_crd_paths
 from testkit.realtier.engine import EngineRun, find_engine, workspace
 from testkit.realtier.faults import timed_simulation
 from testkit.realtier.harness import ControlPlane, Report, Tools, find_next_control_plane
-from testkit.realtier.kueue import kueue_binary, metrics_certs
+from testkit.realtier.kueue import TWIN_WORKER_LOST_TIMEOUT, kueue_binary, metrics_certs
 from testkit.realtier.pulumi_cli import op_counts
 from testkit.realtier.twin import VIRTUAL_NODE_NAME, load_stack
 from testkit.realtier.twin_run import (
@@ -87,7 +87,9 @@ def twin_session(stack: str, tools: Tools, root: Path) -> Iterator[TwinRun]:
     twin = AzureTwin(
         root / "azure",
         tools,
-        kueue_for=lambda plane: _kueue_for(mapped, plane, binary, root / "kueue", "2m"),
+        kueue_for=lambda plane: _kueue_for(
+            mapped, plane, binary, root / "kueue", TWIN_WORKER_LOST_TIMEOUT
+        ),
         kueue_crds=[*kueue_crd_paths(fleet), crd],
         # Azure's VM catalogue: the built-in table and the stack's own `vmSizes`.
         # kwok's pod-complete Stage delayed by a pod's own annotation (a test's job that runs

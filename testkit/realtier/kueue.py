@@ -58,6 +58,10 @@ from testkit.realtier.harness import (
 )
 from upstream.kueue import KUEUE_NAMESPACE
 
+# The twins' Kueue `multiKueue.workerLostTimeout` unless a test sets its own (15m in Kueue;
+# docs/testing.md, "Timings the twins shorten").
+TWIN_WORKER_LOST_TIMEOUT: Final = "2m"
+
 # Measured: ready ~1 s after start on an idle machine, a few s with three planes beside it.
 KUEUE_TIMEOUT: Final = 60.0
 CONFIG_API: Final = "config.kueue.x-k8s.io/v1beta2"
@@ -206,7 +210,7 @@ def manager_configuration(  # noqa: PLR0917 - one per Configuration part
     health_port: int,
     cert_dir: Path,
     frameworks: Sequence[str] = ("batch/job",),
-    worker_lost_timeout: str = "2m",
+    worker_lost_timeout: str = TWIN_WORKER_LOST_TIMEOUT,
     program: Mapping[str, Any] | None = None,
     metrics_port: int = 0,
     visibility_port: int = 0,
@@ -266,7 +270,7 @@ class KueueManager:
     # integrations.frameworks of its Configuration (a twin: the stack's kueue.frameworks)
     frameworks: tuple[str, ...] = ("batch/job",)
     # multiKueue.workerLostTimeout (a fault test shortens it; 2m keeps a broken test short)
-    worker_lost_timeout: str = "2m"
+    worker_lost_timeout: str = TWIN_WORKER_LOST_TIMEOUT
     # The program's Configuration and feature gates for this cluster (a twin: builders.kueue's
     # manager_config and feature_gates), as the chart would hand them to Kueue.
     program_config: Mapping[str, Any] = field(default_factory=dict[str, Any])

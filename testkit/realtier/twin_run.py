@@ -70,6 +70,7 @@ from testkit.realtier.harness import (
 )
 from testkit.realtier.kueue import (
     KUEUE_NAMESPACE,
+    TWIN_WORKER_LOST_TIMEOUT,
     KueueManager,
     kueue_binary,
     metrics_certs,
@@ -501,7 +502,7 @@ def add_cluster(
     kueue_crds: Sequence[Path],
     workdir: Path,
     nodes: Callable[[FleetConfig], dict[str, list[PoolNodes]]] = fleet_nodes,
-    worker_lost_timeout: str = "2m",
+    worker_lost_timeout: str = TWIN_WORKER_LOST_TIMEOUT,
 ) -> ControlPlane:
     """One more cluster in a running twin: `stack_fleet` is the stack with it added (the
     cluster `name` among its clusters). Its plane, nodes, scheduler, kwok and Kueue start as
@@ -537,7 +538,7 @@ def running_twin(
     kueue_crds: Sequence[Path],
     workdir: Path,
     nodes: Callable[[FleetConfig], dict[str, list[PoolNodes]]] = fleet_nodes,
-    worker_lost_timeout: str = "2m",
+    worker_lost_timeout: str = TWIN_WORKER_LOST_TIMEOUT,
     by_engine: bool = False,
     fleet_value: FleetConfig | None = None,
     kueue_metrics: bool = False,

@@ -88,7 +88,8 @@ GC_INTERVAL: Final = 10.0  # the tier's multiKueue.gcInterval (testkit/realtier/
 def twin(tools: Tools, simulation: SimulationTools, tmp_path: Path) -> Iterator[Twin]:
     """dev's twin, its user pools at minCount: each test starts the real cluster-autoscaler on
     the workers it wants to answer the provisioning gates (`autoscale`)."""
-    yield from dev_twin(tools, simulation, tmp_path)
+    with dev_twin(tools, simulation, tmp_path) as started:
+        yield started
 
 
 @pytest.fixture
@@ -98,7 +99,8 @@ def prod_dispatch_twin(tools: Tools, simulation: SimulationTools, tmp_path: Path
     dev = load_stack(STACK)
     prod = load_stack("prod").kueue.multi_kueue
     fleet = dev.model_copy(update={"kueue": dev.kueue.model_copy(update={"multi_kueue": prod})})
-    yield from dev_twin(tools, simulation, tmp_path, fleet)
+    with dev_twin(tools, simulation, tmp_path, fleet) as started:
+        yield started
 
 
 # ---- helpers ---------------------------------------------------------------------------------

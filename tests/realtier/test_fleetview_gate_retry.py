@@ -108,7 +108,8 @@ def twin(
     tools: Tools, simulation: SimulationTools, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Twin]:
     workdir = tmp_path_factory.mktemp("fleetview-gate-retry")
-    yield from dev_twin(tools, simulation, workdir, gate_retry_fleet())
+    with dev_twin(tools, simulation, workdir, gate_retry_fleet()) as started:
+        yield started
 
 
 def _requests(plane: ControlPlane, ns: str) -> dict[str, dict[str, Any]]:

@@ -139,7 +139,8 @@ def twin(
 ) -> Iterator[Twin]:
     workdir = tmp_path_factory.mktemp("fleetview-pods-ready")
     held = held_not_ready(simulation, workdir / "held-stages")
-    yield from dev_twin(tools, held, workdir, fleet.fleet)
+    with dev_twin(tools, held, workdir, fleet.fleet) as started:
+        yield started
 
 
 # ---- driving and reading -------------------------------------------------------------------

@@ -180,7 +180,8 @@ def twin(
     workdir = tmp_path_factory.mktemp("fleetview-states")
     held = held_not_ready(simulation, workdir / "held-stages")
     # The manager's Kueue serves its visibility API (fv-backlog's position); the workers' not.
-    yield from dev_twin(tools, held, workdir, states_fleet(), visibility=(MANAGER,))
+    with dev_twin(tools, held, workdir, states_fleet(), visibility=(MANAGER,)) as started:
+        yield started
 
 
 # ---- driving and reading -------------------------------------------------------------------

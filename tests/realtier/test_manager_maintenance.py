@@ -41,19 +41,17 @@ from typing import Any, Final
 
 import pytest
 
-from testkit.realtier.autoscaler import nodes_at_min
-from testkit.realtier.crds import kueue_crd_paths
 from testkit.realtier.e2e import run_documented
-from testkit.realtier.engine import find_engine
-from testkit.realtier.faults import cluster_active, condition, thaw_all, timed_simulation
+from testkit.realtier.faults import cluster_active, condition
 from testkit.realtier.harness import Report, Tools, apply, find_next_control_plane
 from testkit.realtier.jobs import suspended_job
-from testkit.realtier.kueue import kueue_binary
+from testkit.realtier.kueue import TWIN_WORKER_LOST_TIMEOUT
 from testkit.realtier.pulumi_cli import op_counts, section
 from testkit.realtier.shared.faults_runtime import (
     MANAGER,
     autoscale,
     completed_once,
+    dev_twin,
     queues_active,
     redispatch,
     running_pods,
@@ -70,7 +68,6 @@ from testkit.realtier.twin_run import (
     JobWatch,
     SimulationTools,
     Twin,
-    running_twin,
 )
 from testkit.realtier.upgrade_worker import PAGE
 from testkit.realtier.wait import until
@@ -105,33 +102,20 @@ def _twin(
     """dev's twin, user pools at minCount. AllAtOnce: deployed by `pulumi up` of the committed
     stack. Incremental: dev's fleet with prod's `kueue.multiKueue` (the engine deploys only a
     committed stack file, so kubectl applies the program's objects)."""
-    binary = kueue_binary()
-    if binary is None:
-        pytest.skip("real tier: kueue not built")
     fleet = None
     if dispatcher == "Incremental":
         dev = load_stack(STACK)
         prod = load_stack("prod").kueue.multi_kueue
         fleet = dev.model_copy(update={"kueue": dev.kueue.model_copy(update={"multi_kueue": prod})})
-    else:
-        _, why = find_engine()
-        if why:
-            pytest.skip(f"real tier: {why}")
-    with running_twin(
-        STACK,
+    with dev_twin(
         tools,
-        timed_simulation(simulation, workdir / "stages"),
-        kueue_binary=binary,
-        kueue_crds=kueue_crd_paths(load_stack(STACK)),
-        workdir=workdir,
-        nodes=nodes_at_min,
+        simulation,
+        workdir,
+        fleet,
+        worker_lost_timeout=TWIN_WORKER_LOST_TIMEOUT,
         by_engine=fleet is None,
-        fleet_value=fleet,
     ) as started:
-        try:
-            yield started
-        finally:
-            thaw_all(started.planes.values(), started.kueues.values())
+        yield started
 
 
 # One twin per dispatcher, each torn down before the next starts (two twins at once would not fit

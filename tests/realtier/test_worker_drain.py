@@ -32,17 +32,16 @@ from checks.stack import parse_fleet
 from components.retire import blocking, read_workloads
 from config.models import FleetConfig
 from config.resolve import dispatch_sets
-from testkit.realtier.autoscaler import nodes_at_min
-from testkit.realtier.crds import kueue_crd_paths
 from testkit.realtier.e2e import run_documented
-from testkit.realtier.faults import KUEUE_API, condition, get_json, thaw_all, timed_simulation
+from testkit.realtier.faults import KUEUE_API, condition, get_json
 from testkit.realtier.harness import ControlPlane, Report, Tools, apply
-from testkit.realtier.kueue import kueue_binary
+from testkit.realtier.kueue import TWIN_WORKER_LOST_TIMEOUT
 from testkit.realtier.pulumi_cli import OPERATIONS, section
 from testkit.realtier.shared.faults_runtime import (
     MANAGER,
     autoscale,
     completed_once,
+    dev_twin,
     queues_active,
     running_pods,
     state,
@@ -51,12 +50,11 @@ from testkit.realtier.shared.faults_runtime import (
     workloads,
 )
 from testkit.realtier.shared.twin_jobs import PODS
-from testkit.realtier.twin import load_stack, submissions
+from testkit.realtier.twin import submissions
 from testkit.realtier.twin_run import (
     JobWatch,
     SimulationTools,
     Twin,
-    running_twin,
 )
 from testkit.realtier.wait import until
 
@@ -74,23 +72,10 @@ EMPTY_SECTION: Final = "**Is it empty yet?**"
 @pytest.fixture
 def twin(tools: Tools, simulation: SimulationTools, tmp_path: Path) -> Iterator[Twin]:
     """dev's twin, user pools at minCount, no autoscaler yet (the test says where)."""
-    binary = kueue_binary()
-    if binary is None:
-        pytest.skip("real tier: kueue not built")
-    sim = timed_simulation(simulation, tmp_path / "stages")
-    with running_twin(
-        STACK,
-        tools,
-        sim,
-        kueue_binary=binary,
-        kueue_crds=kueue_crd_paths(load_stack(STACK)),
-        workdir=tmp_path,
-        nodes=nodes_at_min,
+    with dev_twin(
+        tools, simulation, tmp_path, worker_lost_timeout=TWIN_WORKER_LOST_TIMEOUT
     ) as started:
-        try:
-            yield started
-        finally:
-            thaw_all(started.planes.values(), started.kueues.values())
+        yield started
 
 
 def drained(fleet: FleetConfig, workers: list[str]) -> FleetConfig:

@@ -37,12 +37,10 @@ import pytest
 from builders.aks import user_pool_args
 from builders.fleet import kueue_objects
 from testkit.realtier.autoscaler import TOOL as AUTOSCALER_TOOL
-from testkit.realtier.autoscaler import nodes_at_min
-from testkit.realtier.crds import kueue_crd_paths
-from testkit.realtier.faults import condition, get_json, thaw_all, timed_simulation
+from testkit.realtier.faults import condition, get_json
 from testkit.realtier.harness import ControlPlane, Report, Tools, apply
 from testkit.realtier.jobs import IMAGE
-from testkit.realtier.kueue import kueue_binary
+from testkit.realtier.kueue import TWIN_WORKER_LOST_TIMEOUT
 from testkit.realtier.reimage import (
     NODE_IMAGE_LABEL,
     QUARANTINED,
@@ -58,6 +56,7 @@ from testkit.realtier.shared.faults_runtime import (
     MANAGER,
     autoscale,
     completed_once,
+    dev_twin,
     job,
     queues_active,
     running_pods,
@@ -68,7 +67,7 @@ from testkit.realtier.shared.faults_runtime import (
 )
 from testkit.realtier.shared.twin_jobs import PODS, job_for
 from testkit.realtier.twin import Submission, fleet_nodes, load_stack, submissions
-from testkit.realtier.twin_run import PodWatch, SimulationTools, Twin, running_twin
+from testkit.realtier.twin_run import PodWatch, SimulationTools, Twin
 from testkit.realtier.wait import until
 from upstream.kueue import POD_SET_LABEL
 from upstream.podsecurity import (
@@ -114,25 +113,13 @@ def twin(
 ) -> Iterator[Twin]:
     """dev's twin for the module: user pools at minCount, worker-2's autoscaler running (its
     gate answers first), worker-1's started by the test that wants it."""
-    binary = kueue_binary()
-    if binary is None:
-        pytest.skip("real tier: kueue not built")
     workdir = tmp_path_factory.mktemp("maintenance")
-    with running_twin(
-        STACK,
-        tools,
-        timed_simulation(simulation, workdir / "stages"),
-        kueue_binary=binary,
-        kueue_crds=kueue_crd_paths(load_stack(STACK)),
-        workdir=workdir,
-        nodes=nodes_at_min,
+    with dev_twin(
+        tools, simulation, workdir, worker_lost_timeout=TWIN_WORKER_LOST_TIMEOUT
     ) as started:
-        try:
-            autoscale(started, autoscaler, REIMAGED)
-            queues_active(started)
-            yield started
-        finally:
-            thaw_all(started.planes.values(), started.kueues.values())
+        autoscale(started, autoscaler, REIMAGED)
+        queues_active(started)
+        yield started
 
 
 def other_autoscaler(twin: Twin, binary: Path, running: bool) -> None:

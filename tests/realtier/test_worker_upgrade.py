@@ -38,17 +38,15 @@ from typing import Any, Final
 
 import pytest
 
-from testkit.realtier.autoscaler import nodes_at_min
-from testkit.realtier.crds import kueue_crd_paths
-from testkit.realtier.engine import find_engine
-from testkit.realtier.faults import cluster_active, condition, thaw_all, timed_simulation
+from testkit.realtier.faults import cluster_active, condition
 from testkit.realtier.harness import ControlPlane, Report, Tools, find_next_control_plane
-from testkit.realtier.kueue import kueue_binary
+from testkit.realtier.kueue import TWIN_WORKER_LOST_TIMEOUT
 from testkit.realtier.pulumi_cli import op_counts
 from testkit.realtier.shared.faults_runtime import (
     MANAGER,
     autoscale,
     completed_once,
+    dev_twin,
     queues_active,
     running_pods,
     state,
@@ -59,12 +57,11 @@ from testkit.realtier.shared.faults_runtime import (
 from testkit.realtier.shared.twin_jobs import PODS
 from testkit.realtier.shared.worker_add import freeze_autoscalers
 from testkit.realtier.shared.worker_upgrade import version_of
-from testkit.realtier.twin import load_stack, submissions
+from testkit.realtier.twin import submissions
 from testkit.realtier.twin_run import (
     JobWatch,
     SimulationTools,
     Twin,
-    running_twin,
 )
 from testkit.realtier.upgrade_worker import documented_line
 from testkit.realtier.wait import until
@@ -92,26 +89,14 @@ def next_minor() -> tuple[Path, Path]:
 def twin(tools: Tools, simulation: SimulationTools, tmp_path: Path) -> Iterator[Twin]:
     """dev's twin, its objects made by `pulumi up` of the committed stack; user pools at
     minCount, no autoscaler yet."""
-    binary = kueue_binary()
-    if binary is None:
-        pytest.skip("real tier: kueue not built")
-    _, why = find_engine()
-    if why:
-        pytest.skip(f"real tier: {why}")
-    with running_twin(
-        STACK,
+    with dev_twin(
         tools,
-        timed_simulation(simulation, tmp_path / "stages"),
-        kueue_binary=binary,
-        kueue_crds=kueue_crd_paths(load_stack(STACK)),
-        workdir=tmp_path,
-        nodes=nodes_at_min,
+        simulation,
+        tmp_path,
+        worker_lost_timeout=TWIN_WORKER_LOST_TIMEOUT,
         by_engine=True,
     ) as started:
-        try:
-            yield started
-        finally:
-            thaw_all(started.planes.values(), started.kueues.values())
+        yield started
 
 
 # ---- the page, as written ----------------------------------------------------------------------

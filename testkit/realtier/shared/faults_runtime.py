@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
@@ -18,6 +19,7 @@ from config.resolve import with_mirrored_queues
 from testkit.realtier.autoscaler import nodes_at_min, start_autoscalers
 from testkit.realtier.crds import kueue_crd_paths
 from testkit.realtier.e2e import run_documented
+from testkit.realtier.engine import find_engine
 from testkit.realtier.faults import (
     KUEUE_API,
     condition,
@@ -44,18 +46,28 @@ WORKER_LOST_TIMEOUT: Final = 20.0  # seconds; Kueue's default is 15m (kueue.mult
 JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
 
 
+@contextmanager
 def dev_twin(
     tools: Tools,
     simulation: SimulationTools,
     tmp_path: Path,
     fleet: FleetConfig | None = None,
     visibility: Collection[str] = (),
+    *,
+    worker_lost_timeout: str = f"{WORKER_LOST_TIMEOUT:.0f}s",
+    by_engine: bool = False,
 ) -> Iterator[Twin]:
-    """dev's twin, its user pools at minCount; `visibility`: the clusters whose Kueue serves its
-    visibility API (running_twin's `kueue_visibility`)."""
+    """dev's twin (or `fleet`'s, named dev), its user pools at minCount, no autoscaler yet, the
+    pods' run times timed (`timed_simulation`); thawed if a test froze it, always stopped.
+    `visibility`: the clusters whose Kueue serves its visibility API (running_twin's
+    `kueue_visibility`); `by_engine`: its objects made by `pulumi up` of the committed stack
+    (skips without the engine). Kueue's `workerLostTimeout` is the fault tests' 20 s unless
+    `worker_lost_timeout` says otherwise."""
     binary = kueue_binary()
     if binary is None:
         pytest.skip("real tier: kueue not built")
+    if by_engine and (why := find_engine()[1]):
+        pytest.skip(f"real tier: {why}")
     sim = timed_simulation(simulation, tmp_path / "stages")
     with running_twin(
         STACK,
@@ -65,7 +77,8 @@ def dev_twin(
         kueue_crds=kueue_crd_paths(load_stack(STACK)),
         workdir=tmp_path,
         nodes=nodes_at_min,
-        worker_lost_timeout=f"{WORKER_LOST_TIMEOUT:.0f}s",
+        worker_lost_timeout=worker_lost_timeout,
+        by_engine=by_engine,
         fleet_value=fleet,
         kueue_visibility=visibility,
     ) as started:
