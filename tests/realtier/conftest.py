@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 import pytest
 
@@ -65,6 +65,8 @@ ENGINE_CALLS = ("up", "preview", "refresh", "destroy")
 # child starts; every spawn inherits this process's environment.
 GO_RUNTIME: Final = {"GOGC": "300", "GOMEMLIMIT": "1GiB"}
 
+T = TypeVar("T")
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _go_runtime() -> Iterator[None]:
@@ -111,6 +113,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     yield
 
 
+def _built_or_skip(found: T | None, missing: list[str], tier: str) -> T:
+    """What a `find_*` lookup found, or a skip naming the tier and what is missing (with the
+    command that builds it)."""
+    if found is None:
+        pytest.skip(f"{tier}: " + "; ".join(missing))
+    return found
+
+
 @pytest.fixture
 def report(pytestconfig: pytest.Config) -> Report:
     """Add a line to the summary printed at the end of the run (numbers a reader wants)."""
@@ -119,39 +129,27 @@ def report(pytestconfig: pytest.Config) -> Report:
 
 @pytest.fixture(scope="session")
 def tools() -> Tools:
-    found, missing = find_tools()
-    if found is None:
-        pytest.skip("real tier: " + "; ".join(missing))
-    return found
+    return _built_or_skip(*find_tools(), "real tier")
 
 
 @pytest.fixture(scope="session")
 def simulation() -> SimulationTools:
     """kube-scheduler, kwok and the ProvisioningRequest CRD a twin needs; the tests that ask
     for them skip, naming what is missing and how to build it, without them."""
-    found, missing = find_simulation_tools()
-    if found is None:
-        pytest.skip("real tier (twin): " + "; ".join(missing))
-    return found
+    return _built_or_skip(*find_simulation_tools(), "real tier (twin)")
 
 
 @pytest.fixture(scope="session")
 def karmada_tools() -> KarmadaTools:
     """Karmada's binaries (testkit/realtier/karmada.py); skips, naming how to build them,
     without them."""
-    found, missing = find_karmada()
-    if found is None:
-        pytest.skip("real tier (karmada): " + "; ".join(missing))
-    return found
+    return _built_or_skip(*find_karmada(), "real tier (karmada)")
 
 
 @pytest.fixture(scope="session")
 def kruise_tools() -> KruiseTools:
     """kruise-manager (testkit/realtier/kruise.py); skips, naming how to build it, without it."""
-    found, missing = find_kruise()
-    if found is None:
-        pytest.skip("real tier (kruise): " + "; ".join(missing))
-    return found
+    return _built_or_skip(*find_kruise(), "real tier (kruise)")
 
 
 @pytest.fixture(scope="session")

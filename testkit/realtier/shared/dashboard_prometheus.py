@@ -29,6 +29,7 @@ from testkit.realtier.harness import (
     ControlPlane,
     StartError,
     Tools,
+    answers_ok,
     apply,
     find_tool,
     free_port,
@@ -188,11 +189,7 @@ class Prometheus:
         return result
 
     def ready(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2) as response:
-                return int(response.status) == 200
-        except (urllib.error.URLError, OSError):
-            return False
+        return answers_ok(f"{self.url}/-/ready")
 
     def tail(self) -> str:
         return self.log.read_text(errors="replace")[-3000:]
